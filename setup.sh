@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the system packages ede needs on Debian/Ubuntu: a Vulkan loader and Mesa's drivers
+# (lavapipe gives a software GPU where there is no hardware one), the X11/Wayland client
+# libraries winit loads at run time, and Xvfb for screenshots and UI runs without a display.
+set -euo pipefail
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+pkgs="mesa-vulkan-drivers libvulkan1 xvfb xauth libxkbcommon-x11-0 libx11-6 libxcursor1 libxrandr2 libxi6 libwayland-client0 libwayland-cursor0 libegl1"
+missing=""
+for p in $pkgs; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
+fi
+command -v cargo >/dev/null || { echo "setup.sh: install Rust first (https://rustup.rs)" >&2; exit 1; }

@@ -1,0 +1,56 @@
+//! Command-line interface: argument definitions and one file per subcommand.
+
+pub mod export;
+pub mod info;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::recording::{OpenOptions, ReadError, Recording};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ede",
+    version,
+    about = "Viewer and GPU analyzer for EEG, MEG and ECG recordings",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub gui: GuiArgs,
+}
+
+/// Arguments of the GUI (no subcommand).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct GuiArgs {
+    /// Recording to open (EDF, EDF+, BDF, BDF+, WFDB record, CSV); the demo when omitted.
+    pub file: Option<PathBuf>,
+    /// Sampling rate of a CSV file without a time column.
+    #[arg(long)]
+    pub fs: Option<f64>,
+    /// Render the window after the first complete frame, save it as PNG and exit.
+    #[arg(long, value_name = "PNG")]
+    pub screenshot: Option<PathBuf>,
+    /// Which view the screenshot shows.
+    #[arg(long, default_value = "browser")]
+    pub view: String,
+    /// Window size for the screenshot, WIDTHxHEIGHT.
+    #[arg(long, default_value = "1600x1000")]
+    pub size: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print what a recording holds: format, start, duration, signals, annotations, warnings.
+    Info(info::InfoArgs),
+    /// Write physical values of some channels and a time range as CSV.
+    Export(export::ExportArgs),
+}
+
+/// Opens a recording for a subcommand, with the CSV rate if given.
+pub fn open(path: &std::path::Path, fs: Option<f64>) -> Result<Recording, ReadError> {
+    Recording::open(path, &OpenOptions { csv_fs: fs })
+}

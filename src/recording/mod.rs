@@ -1,0 +1,462 @@
+//! The recording model every reader produces and every view and analysis consumes.
+//!
+//! Conventions, stated once: samples are `f32` in the signal's physical unit; time is `f64`
+//! seconds from the recording start; sample indices are `usize` and count from the first sample
+//! of a signal. Samples are read on demand through [`SampleSource`]: opening a recording parses
+//! headers only, so a multi-gigabyte file opens at once and memory stays bounded.
+
+pub mod csv;
+pub mod demo;
+pub mod edf;
+pub mod wfdb;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chrono::NaiveDateTime;
+use serde::Serialize;
+
+/// A reader's error, always naming the file and saying what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{path}: cannot read the file: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {reason}")]
+    Invalid { path: PathBuf, reason: String },
+}
+
+impl ReadError {
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    pub fn invalid(path: &Path, reason: impl Into<String>) -> Self {
+        Self::Invalid {
+            path: path.to_path_buf(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The file format, spelled as `ede info` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Format {
+    #[serde(rename = "EDF")]
+    Edf,
+    #[serde(rename = "EDF+C")]
+    EdfPlusC,
+    #[serde(rename = "EDF+D")]
+    EdfPlusD,
+    #[serde(rename = "BDF")]
+    Bdf,
+    #[serde(rename = "BDF+C")]
+    BdfPlusC,
+    #[serde(rename = "BDF+D")]
+    BdfPlusD,
+    #[serde(rename = "WFDB")]
+    Wfdb,
+    #[serde(rename = "CSV")]
+    Csv,
+    #[serde(rename = "DEMO")]
+    Demo,
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            Format::Edf => "EDF",
+            Format::EdfPlusC => "EDF+C",
+            Format::EdfPlusD => "EDF+D",
+            Format::Bdf => "BDF",
+            Format::BdfPlusC => "BDF+C",
+            Format::BdfPlusD => "BDF+D",
+            Format::Wfdb => "WFDB",
+            Format::Csv => "CSV",
+            Format::Demo => "DEMO",
+        };
+        f.write_str(s)
+    }
+}
+
+/// One data signal (an EDF "EDF Annotations" signal is not one).
+#[derive(Debug, Clone, Serialize)]
+pub struct SignalInfo {
+    pub label: String,
+    pub unit: String,
+    /// Samples per second.
+    pub fs: f64,
+    /// Number of samples in the whole recording.
+    pub samples: usize,
+    pub physical_min: f64,
+    pub physical_max: f64,
+    /// Samples of this signal in one data record (the whole signal for formats without records).
+    #[serde(skip)]
+    pub samples_per_record: usize,
+    #[serde(skip)]
+    pub transducer: String,
+    #[serde(skip)]
+    pub prefilter: String,
+}
+
+/// An annotation: onset in seconds from the recording start, duration in seconds (0 for events).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Annotation {
+    pub onset: f64,
+    pub duration: f64,
+    pub text: String,
+}
+
+/// A stretch of records without a gap. Continuous recordings have one; EDF+D has one per
+/// jump in the record onsets, so the time axis keeps the gaps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Segment {
+    /// Seconds from the recording start to the first sample of the segment.
+    pub start_s: f64,
+    pub first_record: usize,
+    pub records: usize,
+}
+
+/// Decodes samples on demand. `read` fills `out` with the physical values of samples
+/// `start..start + out.len()` of data signal `signal`; the caller keeps the range in bounds.
+pub trait SampleSource: Send + Sync {
+    fn read(&self, signal: usize, start: usize, out: &mut [f32]) -> Result<(), ReadError>;
+}
+
+/// An opened recording: headers, annotations and a handle to decode samples.
+#[derive(Clone)]
+pub struct Recording {
+    /// The file it came from; `None` for the built-in demo.
+    pub path: Option<PathBuf>,
+    pub format: Format,
+    /// Clock time of the first sample (sub-second precision where the file has it).
+    pub start: NaiveDateTime,
+    pub signals: Vec<SignalInfo>,
+    pub annotations: Vec<Annotation>,
+    /// What was odd about the file but did not stop it from opening.
+    pub warnings: Vec<String>,
+    /// Data records and their duration in seconds (one record for formats without records).
+    pub records: usize,
+    pub record_duration: f64,
+    pub segments: Vec<Segment>,
+    pub patient: String,
+    pub recording_info: String,
+    source: Arc<dyn SampleSource>,
+}
+
+impl fmt::Debug for Recording {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recording")
+            .field("path", &self.path)
+            .field("format", &self.format)
+            .field("signals", &self.signals.len())
+            .field("annotations", &self.annotations.len())
+            .finish()
+    }
+}
+
+/// Options the file itself cannot tell.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// Sampling rate of a CSV file without a time column.
+    pub csv_fs: Option<f64>,
+}
+
+impl Recording {
+    /// Builds a recording; readers call this after parsing their headers.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        path: Option<PathBuf>,
+        format: Format,
+        start: NaiveDateTime,
+        signals: Vec<SignalInfo>,
+        annotations: Vec<Annotation>,
+        warnings: Vec<String>,
+        records: usize,
+        record_duration: f64,
+        segments: Vec<Segment>,
+        source: Arc<dyn SampleSource>,
+    ) -> Self {
+        Self {
+            path,
+            format,
+            start,
+            signals,
+            annotations,
+            warnings,
+            records,
+            record_duration,
+            segments,
+            patient: String::new(),
+            recording_info: String::new(),
+            source,
+        }
+    }
+
+    /// Opens any supported file, recognising the format from its content (and `.hea`/`.csv`
+    /// names). A WFDB record may be named with or without `.hea`.
+    pub fn open(path: &Path, options: &OpenOptions) -> Result<Recording, ReadError> {
+        if wfdb::is_wfdb_path(path) {
+            return wfdb::open(path);
+        }
+        let mut head = [0u8; 8];
+        let n = {
+            use std::io::Read;
+            let mut f = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
+            if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+                return Err(ReadError::invalid(path, "is a folder, not a recording"));
+            }
+            f.read(&mut head).map_err(|e| ReadError::io(path, e))?
+        };
+        if n == 0 {
+            return Err(ReadError::invalid(path, "the file is empty"));
+        }
+        if edf::looks_like_edf(&head[..n]) {
+            return edf::open(path);
+        }
+        let ext = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase());
+        match ext.as_deref() {
+            Some("csv") | Some("tsv") | Some("txt") => csv::open(path, options.csv_fs),
+            Some("edf") | Some("bdf") | Some("rec") => Err(ReadError::invalid(
+                path,
+                "not an EDF/BDF file: the header does not start with the EDF version \"0\" or the BDF marker",
+            )),
+            _ => Err(ReadError::invalid(
+                path,
+                "unknown file format (ede reads EDF, EDF+, BDF, BDF+, WFDB records and CSV)",
+            )),
+        }
+    }
+
+    /// Total duration in seconds: records times record duration (for EDF+D as well).
+    pub fn duration_s(&self) -> f64 {
+        self.records as f64 * self.record_duration
+    }
+
+    /// The end of the time axis: the end of the last segment (after the gaps of EDF+D).
+    pub fn time_span_s(&self) -> f64 {
+        self.segments
+            .last()
+            .map(|s| s.start_s + s.records as f64 * self.record_duration)
+            .unwrap_or(0.0)
+            .max(self.duration_s().min(f64::MAX))
+    }
+
+    /// File name for titles and messages.
+    pub fn display_name(&self) -> String {
+        match &self.path {
+            Some(p) => p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| p.display().to_string()),
+            None => "Demo EEG (synthetic)".to_string(),
+        }
+    }
+
+    /// Reads samples `start..start + out.len()` of signal `signal` in physical units.
+    pub fn read(&self, signal: usize, start: usize, out: &mut [f32]) -> Result<(), ReadError> {
+        let info = self.signals.get(signal).ok_or_else(|| {
+            ReadError::invalid(self.path_for_errors(), format!("no signal {signal}"))
+        })?;
+        if start
+            .checked_add(out.len())
+            .is_none_or(|end| end > info.samples)
+        {
+            return Err(ReadError::invalid(
+                self.path_for_errors(),
+                format!(
+                    "samples {}..{} of {} are past its end ({} samples)",
+                    start,
+                    start.saturating_add(out.len()),
+                    info.label,
+                    info.samples
+                ),
+            ));
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        self.source.read(signal, start, out)
+    }
+
+    /// Reads a whole signal (for small recordings, tests and analyses of a bounded window).
+    pub fn read_all(&self, signal: usize) -> Result<Vec<f32>, ReadError> {
+        let n = self.signals.get(signal).map(|s| s.samples).unwrap_or(0);
+        let mut out = vec![0.0; n];
+        self.read(signal, 0, &mut out)?;
+        Ok(out)
+    }
+
+    /// Time in seconds of sample `k` of signal `signal`, following the segments.
+    pub fn sample_time(&self, signal: usize, k: usize) -> f64 {
+        let info = &self.signals[signal];
+        let spr = info.samples_per_record.max(1);
+        let record = k / spr;
+        let seg = self
+            .segments
+            .iter()
+            .rev()
+            .find(|s| s.first_record <= record)
+            .copied()
+            .unwrap_or(Segment {
+                start_s: 0.0,
+                first_record: 0,
+                records: self.records,
+            });
+        seg.start_s + (k - seg.first_record * spr) as f64 / info.fs
+    }
+
+    /// Sample ranges of signal `signal` per segment, with the segment's start time:
+    /// `(start_s, first_sample, samples)`.
+    pub fn signal_segments(&self, signal: usize) -> Vec<(f64, usize, usize)> {
+        let info = &self.signals[signal];
+        let spr = info.samples_per_record;
+        self.segments
+            .iter()
+            .map(|s| {
+                let first = s.first_record * spr;
+                let n = (s.records * spr).min(info.samples.saturating_sub(first));
+                (s.start_s, first, n)
+            })
+            .collect()
+    }
+
+    /// Index of the signal labelled `label` (case-insensitive, surrounding spaces ignored).
+    pub fn signal_index(&self, label: &str) -> Option<usize> {
+        let want = label.trim();
+        self.signals
+            .iter()
+            .position(|s| s.label.trim() == want)
+            .or_else(|| {
+                self.signals
+                    .iter()
+                    .position(|s| s.label.trim().eq_ignore_ascii_case(want))
+            })
+    }
+
+    fn path_for_errors(&self) -> &Path {
+        self.path.as_deref().unwrap_or(Path::new("demo"))
+    }
+}
+
+/// The JSON of `ede info`.
+#[derive(Debug, Serialize)]
+pub struct RecordingSummary {
+    pub path: String,
+    pub format: Format,
+    pub start: String,
+    pub duration_s: f64,
+    pub signals: Vec<SignalInfo>,
+    pub annotations: usize,
+    pub warnings: Vec<String>,
+}
+
+impl From<&Recording> for RecordingSummary {
+    fn from(r: &Recording) -> Self {
+        RecordingSummary {
+            path: r
+                .path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "demo".into()),
+            format: r.format,
+            start: r.start.format("%Y-%m-%dT%H:%M:%S%.f").to_string(),
+            duration_s: r.duration_s(),
+            signals: r.signals.clone(),
+            annotations: r.annotations.len(),
+            warnings: r.warnings.clone(),
+        }
+    }
+}
+
+/// Samples held in memory (CSV, the demo, tests).
+pub struct MemorySource {
+    pub data: Vec<Vec<f32>>,
+}
+
+impl SampleSource for MemorySource {
+    fn read(&self, signal: usize, start: usize, out: &mut [f32]) -> Result<(), ReadError> {
+        out.copy_from_slice(&self.data[signal][start..start + out.len()]);
+        Ok(())
+    }
+}
+
+/// Builds a one-record, one-segment recording from signals held in memory.
+pub fn in_memory(
+    path: Option<PathBuf>,
+    format: Format,
+    start: NaiveDateTime,
+    labels_units_fs: Vec<(String, String, f64)>,
+    data: Vec<Vec<f32>>,
+    annotations: Vec<Annotation>,
+    warnings: Vec<String>,
+) -> Recording {
+    let signals: Vec<SignalInfo> = labels_units_fs
+        .into_iter()
+        .zip(&data)
+        .map(|((label, unit, fs), d)| {
+            let (lo, hi) = finite_min_max(d);
+            SignalInfo {
+                label,
+                unit,
+                fs,
+                samples: d.len(),
+                physical_min: lo,
+                physical_max: hi,
+                samples_per_record: d.len(),
+                transducer: String::new(),
+                prefilter: String::new(),
+            }
+        })
+        .collect();
+    let duration = signals
+        .iter()
+        .map(|s| s.samples as f64 / s.fs)
+        .fold(0.0, f64::max);
+    Recording::new(
+        path,
+        format,
+        start,
+        signals,
+        annotations,
+        warnings,
+        1,
+        duration,
+        vec![Segment {
+            start_s: 0.0,
+            first_record: 0,
+            records: 1,
+        }],
+        Arc::new(MemorySource { data }),
+    )
+}
+
+fn finite_min_max(d: &[f32]) -> (f64, f64) {
+    let (lo, hi) = d
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        });
+    if lo > hi {
+        (0.0, 0.0)
+    } else {
+        (lo as f64, hi as f64)
+    }
+}
+
+/// The default start time when a file gives none or an unreadable one.
+pub fn unknown_start() -> NaiveDateTime {
+    chrono::NaiveDate::from_ymd_opt(1985, 1, 1)
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .expect("valid constant date")
+}

@@ -1,0 +1,197 @@
+//! Shared test helpers: where the shared recordings are, and small writers for round trips.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// `../shared/data` (or `$EDE_DATA`), or `None` with a note when it is absent.
+pub fn shared_data() -> Option<PathBuf> {
+    let dir = std::env::var_os("EDE_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "note: {} is absent; tests on shared recordings are skipped",
+            dir.display()
+        );
+        None
+    }
+}
+
+pub struct TestSignal {
+    pub label: &'static str,
+    pub samples_per_record: usize,
+    pub digital: Vec<i32>,
+    pub physical_min: f64,
+    pub physical_max: f64,
+    pub digital_min: i32,
+    pub digital_max: i32,
+}
+
+/// Writes an EDF/BDF file. `onsets` (EDF+D) gives each record's onset and adds an annotation
+/// signal; `plus` marks EDF+C/BDF+C (an annotation signal with time-keeping TALs).
+pub fn write_edf(
+    path: &Path,
+    bdf: bool,
+    plus: Option<char>,
+    record_duration: f64,
+    signals: &[TestSignal],
+    onsets: Option<&[f64]>,
+    annotations: &[(f64, &str)],
+) {
+    let records = signals[0].digital.len() / signals[0].samples_per_record;
+    let ann_bytes = 120usize;
+    let bps = if bdf { 3 } else { 2 };
+    let ann_spr = ann_bytes.div_ceil(bps);
+    let ns = signals.len() + usize::from(plus.is_some());
+    let mut h = Vec::new();
+    fn put_in(h: &mut Vec<u8>, s: &str, w: usize) {
+        let mut b = s.as_bytes().to_vec();
+        b.resize(w, b' ');
+        h.extend_from_slice(&b[..w]);
+    }
+    if bdf {
+        h.push(0xFF);
+        h.extend_from_slice(b"BIOSEMI");
+    } else {
+        put_in(&mut h, "0", 8);
+    }
+    put_in(&mut h, "X X X X", 80);
+    put_in(&mut h, "Startdate 01-JAN-2020 X X X", 80);
+    put_in(&mut h, "01.01.20", 8);
+    put_in(&mut h, "10.00.00", 8);
+    put_in(&mut h, &(256 * (ns + 1)).to_string(), 8);
+    let reserved = match (plus, bdf) {
+        (Some(c), false) => format!("EDF+{c}"),
+        (Some(c), true) => format!("BDF+{c}"),
+        (None, true) => "24BIT".into(),
+        (None, false) => String::new(),
+    };
+    put_in(&mut h, &reserved, 44);
+    put_in(&mut h, &records.to_string(), 8);
+    put_in(&mut h, &record_duration.to_string(), 8);
+    put_in(&mut h, &ns.to_string(), 4);
+    let ann_label = if bdf {
+        "BDF Annotations"
+    } else {
+        "EDF Annotations"
+    };
+    let labels: Vec<String> = signals
+        .iter()
+        .map(|s| s.label.to_string())
+        .chain(plus.map(|_| ann_label.to_string()))
+        .collect();
+    for l in &labels {
+        put_in(&mut h, l, 16);
+    }
+    for _ in 0..ns {
+        put_in(&mut h, "AgAgCl electrode", 80);
+    }
+    for _ in signals {
+        put_in(&mut h, "uV", 8);
+    }
+    if plus.is_some() {
+        put_in(&mut h, "", 8);
+    }
+    let (dmin, dmax) = if bdf {
+        (-8388608, 8388607)
+    } else {
+        (-32768, 32767)
+    };
+    for s in signals {
+        put_in(&mut h, &s.physical_min.to_string(), 8);
+    }
+    if plus.is_some() {
+        put_in(&mut h, "-1", 8);
+    }
+    for s in signals {
+        put_in(&mut h, &s.physical_max.to_string(), 8);
+    }
+    if plus.is_some() {
+        put_in(&mut h, "1", 8);
+    }
+    for s in signals {
+        put_in(&mut h, &s.digital_min.to_string(), 8);
+    }
+    if plus.is_some() {
+        put_in(&mut h, &dmin.to_string(), 8);
+    }
+    for s in signals {
+        put_in(&mut h, &s.digital_max.to_string(), 8);
+    }
+    if plus.is_some() {
+        put_in(&mut h, &dmax.to_string(), 8);
+    }
+    for _ in 0..ns {
+        put_in(&mut h, "HP:0.1Hz", 80);
+    }
+    for s in signals {
+        put_in(&mut h, &s.samples_per_record.to_string(), 8);
+    }
+    if plus.is_some() {
+        put_in(&mut h, &ann_spr.to_string(), 8);
+    }
+    for _ in 0..ns {
+        put_in(&mut h, "", 32);
+    }
+    let mut data = h;
+    for r in 0..records {
+        for s in signals {
+            for &d in &s.digital[r * s.samples_per_record..(r + 1) * s.samples_per_record] {
+                let b = d.to_le_bytes();
+                data.extend_from_slice(&b[..bps]);
+            }
+        }
+        if plus.is_some() {
+            let onset = onsets.map(|o| o[r]).unwrap_or(r as f64 * record_duration);
+            let mut tal = format!("+{onset}\x14\x14\0").into_bytes();
+            if r == 0 {
+                for (t, text) in annotations {
+                    tal.extend(format!("+{t}\x14{text}\x14\0").as_bytes());
+                }
+            }
+            tal.resize(ann_spr * bps, 0);
+            data.extend_from_slice(&tal);
+        }
+    }
+    std::fs::write(path, data).unwrap();
+}
+
+/// Two signals of `records` one-second records at 100 Hz: a ramp and a sine, in digital units.
+pub fn two_signals(records: usize, bdf: bool) -> Vec<TestSignal> {
+    let n = records * 100;
+    let (dmin, dmax) = if bdf {
+        (-8388608, 8388607)
+    } else {
+        (-32768, 32767)
+    };
+    vec![
+        TestSignal {
+            label: "Fp1",
+            samples_per_record: 100,
+            digital: (0..n).map(|i| (i as i32 * 37) % 20000 - 10000).collect(),
+            physical_min: -500.0,
+            physical_max: 500.0,
+            digital_min: dmin,
+            digital_max: dmax,
+        },
+        TestSignal {
+            label: "ECG",
+            samples_per_record: 100,
+            digital: (0..n)
+                .map(|i| ((i as f64 * 0.1).sin() * 30000.0) as i32)
+                .collect(),
+            physical_min: -3.2,
+            physical_max: 3.2,
+            digital_min: dmin,
+            digital_max: dmax,
+        },
+    ]
+}
+
+/// The physical value a reader must produce for a digital value.
+pub fn physical(s: &TestSignal, d: i32) -> f32 {
+    let gain = (s.physical_max - s.physical_min) / (s.digital_max - s.digital_min) as f64;
+    ((d - s.digital_min) as f64 * gain + s.physical_min) as f32
+}
