@@ -6,4 +6,5 @@
 
 pub mod app;
 pub mod cli;
+pub mod gpu;
 pub mod recording;

@@ -1,0 +1,136 @@
+//! The wgpu device and queue every kernel runs on. In the GUI it is the device eframe renders
+//! with, so analysis results can become textures without a trip through the CPU; headless (CLI,
+//! tests, benchmarks) it opens its own.
+
+use eframe::wgpu;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error("no GPU adapter is available ({0}); analyses run on the CPU")]
+    NoAdapter(String),
+    #[error("the GPU adapter refused to open a device: {0}")]
+    Device(String),
+    #[error("the GPU did not finish: {0}")]
+    Poll(String),
+    #[error("the GPU self-test computed wrong values (worst error {0}); analyses run on the CPU")]
+    SelfTest(f32),
+}
+
+#[derive(Clone)]
+pub struct GpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub adapter_info: wgpu::AdapterInfo,
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GpuContext({})", self.describe())
+    }
+}
+
+impl GpuContext {
+    /// Opens the best adapter there is (a software one such as lavapipe included) without a
+    /// window. `WGPU_BACKEND` and the other wgpu environment variables are honoured.
+    pub fn headless() -> Result<Self, GpuError> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::HighPerformance,
+            force_fallback_adapter: false,
+            compatible_surface: None,
+            ..Default::default()
+        }))
+        .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
+        let limits = wgpu::Limits {
+            max_storage_buffer_binding_size: adapter.limits().max_storage_buffer_binding_size,
+            max_buffer_size: adapter.limits().max_buffer_size,
+            ..wgpu::Limits::default()
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("ede headless"),
+            required_limits: limits,
+            ..Default::default()
+        }))
+        .map_err(|e| GpuError::Device(e.to_string()))?;
+        Ok(Self {
+            device,
+            queue,
+            adapter_info: adapter.get_info(),
+        })
+    }
+
+    /// The device eframe renders with.
+    pub fn from_render_state(rs: &eframe::egui_wgpu::RenderState) -> Self {
+        Self {
+            device: rs.device.clone(),
+            queue: rs.queue.clone(),
+            adapter_info: rs.adapter.get_info(),
+        }
+    }
+
+    /// "NVIDIA H100 (Vulkan)" and the like, for the UI and the JSON of results.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({:?})",
+            self.adapter_info.name, self.adapter_info.backend
+        )
+    }
+
+    /// True for software adapters (lavapipe, WARP): correct, but not for speed claims.
+    pub fn is_software(&self) -> bool {
+        self.adapter_info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    /// Runs a small kernel and compares it with the CPU; a context that fails is not used.
+    pub fn self_test(&self) -> Result<(), GpuError> {
+        let x: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5 - 100.0).collect();
+        let b: Vec<f32> = (0..1000).map(|i| (i % 7) as f32).collect();
+        let y = super::saxpy::saxpy(self, 1.5, &x, &b)?;
+        let worst = y
+            .iter()
+            .zip(super::saxpy::saxpy_cpu(1.5, &x, &b))
+            .map(|(g, c)| (g - c).abs())
+            .fold(0.0f32, f32::max);
+        if worst > 1e-4 {
+            return Err(GpuError::SelfTest(worst));
+        }
+        Ok(())
+    }
+
+    /// Blocks until the queue is idle.
+    pub fn wait(&self) -> Result<(), GpuError> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| GpuError::Poll(e.to_string()))
+    }
+
+    /// Copies a storage buffer back to the CPU (tests, CLI results; views use textures).
+    pub fn read_back(&self, src: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>, GpuError> {
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("read back"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = self.device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
+        self.queue.submit([enc.finish()]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.wait()?;
+        rx.recv()
+            .map_err(|e| GpuError::Poll(e.to_string()))?
+            .map_err(|e| GpuError::Poll(e.to_string()))?;
+        let data = staging
+            .slice(..)
+            .get_mapped_range()
+            .map_err(|e| GpuError::Poll(e.to_string()))?
+            .to_vec();
+        staging.unmap();
+        Ok(data)
+    }
+}

@@ -1,0 +1,6 @@
+//! GPU compute: the shared device context and one file per kernel family.
+
+pub mod context;
+pub mod saxpy;
+
+pub use context::{GpuContext, GpuError};
