@@ -6,5 +6,6 @@
 
 pub mod app;
 pub mod cli;
+pub mod dsp;
 pub mod gpu;
 pub mod recording;

@@ -1,5 +1,263 @@
-//! The egui application.
+//! The egui application: `EdeApp` owns the open recording and the views; `browser` draws the
+//! channel browser; `traces` turns a recording into per-pixel columns.
 
-pub fn run(_args: crate::cli::GuiArgs) -> anyhow::Result<()> {
-    anyhow::bail!("the GUI is not built yet")
+pub mod browser;
+pub mod traces;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use eframe::egui;
+use serde::{Deserialize, Serialize};
+
+use crate::cli::GuiArgs;
+use crate::gpu::GpuContext;
+use crate::recording::{OpenOptions, Recording};
+use browser::{Browser, BrowserSettings};
+
+/// What persists between runs (eframe storage).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    pub recent: Vec<PathBuf>,
+    pub browser: BrowserSettings,
+}
+
+pub struct EdeApp {
+    pub browser: Browser,
+    settings: Settings,
+    error: Option<String>,
+    gpu_status: String,
+    screenshot: Option<PathBuf>,
+    frames: u32,
+    shot_requested: bool,
+    styled: bool,
+    shot_taken: Arc<std::sync::Mutex<bool>>,
+}
+
+impl EdeApp {
+    /// Opens `file` (or the demo) with persisted settings; `gpu` is the render device.
+    pub fn new(
+        file: Option<PathBuf>,
+        fs: Option<f64>,
+        settings: Settings,
+        gpu: Option<GpuContext>,
+    ) -> Self {
+        let gpu_status = match gpu {
+            Some(ctx) => match ctx.self_test() {
+                Ok(()) => format!("GPU: {}", ctx.describe()),
+                Err(e) => format!("{e}"),
+            },
+            None => "No GPU adapter: analyses run on the CPU".into(),
+        };
+        let mut error = None;
+        let rec = match &file {
+            Some(p) => match Recording::open(p, &OpenOptions { csv_fs: fs }) {
+                Ok(r) => r,
+                Err(e) => {
+                    error = Some(e.to_string());
+                    crate::recording::demo::demo_recording()
+                }
+            },
+            None => crate::recording::demo::demo_recording(),
+        };
+        let mut app = Self {
+            browser: Browser::new(Arc::new(rec), settings.browser.clone()),
+            settings,
+            error,
+            gpu_status,
+            screenshot: None,
+            frames: 0,
+            shot_requested: false,
+            styled: false,
+            shot_taken: Arc::new(std::sync::Mutex::new(false)),
+        };
+        if let Some(p) = file.filter(|_| app.error.is_none()) {
+            app.remember(p);
+        }
+        app
+    }
+
+    fn remember(&mut self, p: PathBuf) {
+        let p = std::fs::canonicalize(&p).unwrap_or(p);
+        self.settings.recent.retain(|r| r != &p);
+        self.settings.recent.insert(0, p);
+        self.settings.recent.truncate(10);
+    }
+
+    pub fn open(&mut self, path: PathBuf) {
+        match Recording::open(&path, &OpenOptions::default()) {
+            Ok(rec) => {
+                self.browser = Browser::new(Arc::new(rec), self.browser.settings.clone());
+                self.error = None;
+                self.remember(path);
+            }
+            Err(e) => self.error = Some(e.to_string()),
+        }
+    }
+
+    /// The whole window; `ui` is the root. Shared by eframe and the UI tests.
+    pub fn ui(&mut self, ui: &mut egui::Ui) {
+        let ctx = ui.ctx().clone();
+        if !self.styled {
+            // Clinical viewers are light: traces on paper-white.
+            ctx.set_theme(egui::Theme::Light);
+            self.styled = true;
+        }
+        let dropped: Vec<PathBuf> = ctx.input(|i| {
+            i.raw
+                .dropped_files
+                .iter()
+                .map(|f| f.path().to_path_buf())
+                .collect()
+        });
+        if let Some(p) = dropped.into_iter().next() {
+            self.open(p);
+        }
+        egui::Panel::top("menu").show(ui, |ui| {
+            egui::MenuBar::new().ui(ui, |ui| {
+                ui.menu_button("File", |ui| {
+                    if ui.button("Open…").clicked() {
+                        ui.close();
+                        if let Some(p) = rfd::FileDialog::new()
+                            .add_filter("Recordings", &["edf", "bdf", "rec", "hea", "csv"])
+                            .pick_file()
+                        {
+                            self.open(p);
+                        }
+                    }
+                    ui.menu_button("Open recent", |ui| {
+                        let mut chosen = None;
+                        for p in &self.settings.recent {
+                            if ui.button(p.display().to_string()).clicked() {
+                                chosen = Some(p.clone());
+                            }
+                        }
+                        if self.settings.recent.is_empty() {
+                            ui.label("(none yet)");
+                        }
+                        if let Some(p) = chosen {
+                            ui.close();
+                            self.open(p);
+                        }
+                    });
+                    if ui.button("Demo recording").clicked() {
+                        ui.close();
+                        self.browser = Browser::new(
+                            Arc::new(crate::recording::demo::demo_recording()),
+                            self.browser.settings.clone(),
+                        );
+                    }
+                    if ui.button("Quit").clicked() {
+                        ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+                    }
+                });
+                self.browser.menus(ui);
+            });
+        });
+        egui::Panel::bottom("status").show(ui, |ui| {
+            ui.horizontal(|ui| {
+                ui.label(&self.gpu_status);
+                ui.separator();
+                self.browser.status(ui);
+                if let Some(e) = &self.error {
+                    ui.separator();
+                    ui.colored_label(ui.visuals().error_fg_color, e);
+                }
+            });
+        });
+        self.browser.ui(ui);
+        self.settings.browser = self.browser.settings.clone();
+    }
+}
+
+impl eframe::App for EdeApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        self.ui(ui);
+        let ctx = ui.ctx().clone();
+        if let Some(path) = self.screenshot.clone() {
+            self.frames += 1;
+            let taken = self.shot_taken.lock().map(|t| *t).unwrap_or(true);
+            if taken {
+                ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+            } else if self.frames >= 3 && self.browser.ready() && !self.shot_requested {
+                self.shot_requested = true;
+                let done = self.shot_taken.clone();
+                let repaint = ctx.clone();
+                ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(
+                    egui::ScreenshotCallback::new(move |image| {
+                        if let Err(e) = save_png(&image, &path) {
+                            eprintln!("ede: {e}");
+                        }
+                        if let Ok(mut d) = done.lock() {
+                            *d = true;
+                        }
+                        repaint.request_repaint();
+                    }),
+                ));
+            }
+            ctx.request_repaint();
+        }
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        eframe::set_value(storage, eframe::APP_KEY, &self.settings);
+    }
+}
+
+pub fn save_png(image: &egui::ColorImage, path: &std::path::Path) -> anyhow::Result<()> {
+    let [w, h] = image.size;
+    let bytes: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
+    image::save_buffer(
+        path,
+        &bytes,
+        w as u32,
+        h as u32,
+        image::ExtendedColorType::Rgba8,
+    )
+    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+}
+
+/// Runs the GUI (or renders one screenshot and exits).
+pub fn run(args: GuiArgs) -> anyhow::Result<()> {
+    if let Some(f) = &args.file {
+        // Fail early, on the terminal, for a file that cannot be opened.
+        Recording::open(f, &OpenOptions { csv_fs: args.fs })?;
+    }
+    if args.view != "browser" {
+        anyhow::bail!("unknown view {:?}; the views are: browser", args.view);
+    }
+    let (w, h) = args
+        .size
+        .split_once('x')
+        .and_then(|(w, h)| Some((w.parse::<f32>().ok()?, h.parse::<f32>().ok()?)))
+        .ok_or_else(|| anyhow::anyhow!("--size must be WIDTHxHEIGHT, got {:?}", args.size))?;
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_inner_size([w, h])
+            .with_title("ede")
+            .with_drag_and_drop(true),
+        renderer: eframe::Renderer::Wgpu,
+        persist_window: args.screenshot.is_none(),
+        ..Default::default()
+    };
+    let screenshot = args.screenshot.clone();
+    eframe::run_native(
+        "ede",
+        options,
+        Box::new(move |cc| {
+            let settings: Settings = match (&screenshot, cc.storage) {
+                (None, Some(s)) => eframe::get_value(s, eframe::APP_KEY).unwrap_or_default(),
+                _ => Settings::default(),
+            };
+            let gpu = cc
+                .wgpu_render_state
+                .as_ref()
+                .map(GpuContext::from_render_state);
+            let mut app = EdeApp::new(args.file.clone(), args.fs, settings, gpu);
+            app.screenshot = screenshot;
+            Ok(Box::new(app))
+        }),
+    )
+    .map_err(|e| anyhow::anyhow!("the window could not start: {e}"))
 }

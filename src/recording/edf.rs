@@ -480,14 +480,40 @@ fn parse_tals(bytes: &[u8], bad: &mut usize) -> Vec<Tal> {
         if chunk.is_empty() {
             continue;
         }
-        let mut parts = chunk.split(|&b| b == 0x14);
-        let Some(time) = parts.next() else { continue };
+        // Some writers (Nihon Kohden) omit the 0 byte between TALs: a part that reads as an
+        // onset right after an empty text ("\x14\x14") starts the next TAL.
+        let parts: Vec<&[u8]> = chunk.split(|&b| b == 0x14).collect();
+        let mut starts = vec![0];
+        for i in 2..parts.len() {
+            if parts[i - 1].is_empty() && parse_onset(parts[i]).is_some() {
+                starts.push(i);
+            }
+        }
+        starts.push(parts.len());
+        for w in starts.windows(2) {
+            parse_tal(&parts[w[0]..w[1]], &mut out, bad);
+        }
+    }
+    out
+}
+
+fn parse_onset(time: &[u8]) -> Option<f64> {
+    let onset = time.split(|&b| b == 0x15).next()?;
+    std::str::from_utf8(onset)
+        .ok()
+        .filter(|t| t.starts_with('+') || t.starts_with('-'))
+        .and_then(|t| t.trim().parse::<f64>().ok())
+        .filter(|t| t.is_finite())
+}
+
+fn parse_tal(parts: &[&[u8]], out: &mut Vec<Tal>, bad: &mut usize) {
+    {
+        let Some((time, parts)) = parts.split_first() else {
+            return;
+        };
         let mut time_parts = time.split(|&b| b == 0x15);
-        let onset = time_parts
-            .next()
-            .and_then(|t| std::str::from_utf8(t).ok())
-            .filter(|t| t.starts_with('+') || t.starts_with('-'))
-            .and_then(|t| t.trim().parse::<f64>().ok());
+        let onset = parse_onset(time);
+        time_parts.next();
         let duration = match time_parts.next() {
             Some(d) => std::str::from_utf8(d)
                 .ok()
@@ -496,9 +522,10 @@ fn parse_tals(bytes: &[u8], bad: &mut usize) -> Vec<Tal> {
         };
         let (Some(onset), Some(duration)) = (onset, duration) else {
             *bad += 1;
-            continue;
+            return;
         };
         let texts = parts
+            .iter()
             .map(|t| String::from_utf8_lossy(t).trim().to_string())
             .collect::<Vec<_>>();
         out.push(Tal {
@@ -507,7 +534,6 @@ fn parse_tals(bytes: &[u8], bad: &mut usize) -> Vec<Tal> {
             texts,
         });
     }
-    out
 }
 
 /// Groups records into gap-free segments. Contiguity allows a microsecond of rounding per record
@@ -546,6 +572,11 @@ mod tests {
         assert_eq!(tals[1].onset, 1.5);
         assert_eq!(tals[1].duration, 2.0);
         assert_eq!(tals[1].texts[..2], ["Eyes closed", "Alpha"]);
+        // Nihon Kohden: no 0 byte after the time-keeping TAL.
+        let tals = parse_tals(b"+1.0\x14\x14+1.14\x14A1+A2 OFF\x14\0", &mut bad);
+        assert_eq!(tals.len(), 2);
+        assert_eq!(tals[1].onset, 1.14);
+        assert_eq!(tals[1].texts[0], "A1+A2 OFF");
     }
 
     #[test]

@@ -1,0 +1,682 @@
+//! The channel browser: every trace stacked with its label, a time axis in seconds and clock
+//! time, annotations on the axis and in a side panel, montages, display filters, and
+//! EDFbrowser-like navigation (PageUp/PageDown, arrows, wheel, ctrl+wheel or pinch to zoom,
+//! up/down for amplitude, click a label to select, right-click to hide).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use eframe::egui::{self, Color32, Pos2, Rect, Sense, Stroke, Vec2};
+use serde::{Deserialize, Serialize};
+
+use super::traces::{Screen, Traces};
+use crate::dsp::filter::DisplayFilter;
+use crate::dsp::montage::MontageKind;
+use crate::recording::Recording;
+
+const LABEL_WIDTH: f32 = 110.0;
+const AXIS_HEIGHT: f32 = 38.0;
+const TIMEBASES_S: [f64; 16] = [
+    1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 14400.0,
+    28800.0, 86400.0,
+];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BrowserSettings {
+    pub montage: MontageKind,
+    pub filter: DisplayFilter,
+    /// Seconds on one screen.
+    pub span_s: f64,
+    /// Multiplies every channel's amplitude.
+    pub gain: f32,
+    pub show_annotations: bool,
+}
+
+impl Default for BrowserSettings {
+    fn default() -> Self {
+        Self {
+            montage: MontageKind::AsRecorded,
+            filter: DisplayFilter::default(),
+            span_s: 10.0,
+            gain: 1.0,
+            show_annotations: true,
+        }
+    }
+}
+
+pub struct Browser {
+    pub rec: Arc<Recording>,
+    pub settings: BrowserSettings,
+    traces: Traces,
+    /// Left edge of the window, seconds from the recording start.
+    pub t0: f64,
+    /// Per-trace amplitude multiplier on top of the unit's default scale.
+    channel_gain: Vec<f32>,
+    hidden: HashSet<usize>,
+    selected: Option<usize>,
+    cache: Option<(CacheKey, Arc<Screen>)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct CacheKey {
+    t0: f64,
+    span: f64,
+    columns: usize,
+    exact_possible: bool,
+}
+
+/// Physical amplitude of one channel slot before gains: what clinicians expect per unit.
+fn default_scale(unit: &str, physical_range: f64) -> f32 {
+    match unit.trim() {
+        "uV" | "µV" | "microvolt" => 100.0,
+        "mV" => 2.0,
+        "V" => 0.002,
+        "nV" => 1e5,
+        _ if physical_range.is_finite() && physical_range > 0.0 => (physical_range / 2.0) as f32,
+        _ => 1.0,
+    }
+}
+
+impl Browser {
+    pub fn new(rec: Arc<Recording>, settings: BrowserSettings) -> Self {
+        let traces = Traces::new(rec.clone(), settings.montage, settings.filter);
+        let n = traces.spec.derivations.len();
+        let mut b = Self {
+            rec,
+            settings,
+            traces,
+            t0: 0.0,
+            channel_gain: vec![1.0; n],
+            hidden: HashSet::new(),
+            selected: None,
+            cache: None,
+        };
+        b.settings.span_s = b.settings.span_s.clamp(0.1, b.total_s().max(1.0));
+        b
+    }
+
+    /// The visible window `(start, end)` in seconds.
+    pub fn visible_span(&self) -> (f64, f64) {
+        (self.t0, self.t0 + self.settings.span_s)
+    }
+
+    /// True once what the screen shows is exact (the overview is built or not needed).
+    pub fn ready(&self) -> bool {
+        self.traces.overview_ready() || self.cache.as_ref().is_some_and(|(_, s)| s.exact)
+    }
+
+    pub fn trace_labels(&self) -> Vec<String> {
+        self.traces
+            .spec
+            .derivations
+            .iter()
+            .map(|d| d.label.clone())
+            .collect()
+    }
+
+    fn total_s(&self) -> f64 {
+        self.rec.time_span_s()
+    }
+
+    fn rebuild(&mut self) {
+        self.traces = Traces::new(
+            self.rec.clone(),
+            self.settings.montage,
+            self.settings.filter,
+        );
+        self.settings.montage = self.traces.spec.montage;
+        self.channel_gain = vec![1.0; self.traces.spec.derivations.len()];
+        self.hidden.clear();
+        self.selected = None;
+        self.cache = None;
+    }
+
+    fn clamp_view(&mut self) {
+        let total = self.total_s().max(0.1);
+        self.settings.span_s = self.settings.span_s.clamp(0.05, total.max(1.0) * 1.05);
+        self.t0 = self.t0.clamp(0.0, (total - self.settings.span_s).max(0.0));
+    }
+
+    /// Scrolls by `seconds` (positive: later).
+    pub fn scroll(&mut self, seconds: f64) {
+        self.t0 += seconds;
+        self.clamp_view();
+    }
+
+    /// Zooms the time axis by `factor` (>1 shows more time) keeping `anchor` (0..1) fixed.
+    pub fn zoom(&mut self, factor: f64, anchor: f64) {
+        let at = self.t0 + anchor * self.settings.span_s;
+        self.settings.span_s *= factor;
+        self.clamp_view();
+        self.t0 = at - anchor * self.settings.span_s;
+        self.clamp_view();
+    }
+
+    /// Montage, filter and timebase menus for the menu bar.
+    pub fn menus(&mut self, ui: &mut egui::Ui) {
+        let before = (self.settings.montage, self.settings.filter);
+        ui.menu_button("Montage", |ui| {
+            for m in MontageKind::ALL {
+                let available = crate::dsp::montage::derivations(&self.rec, m).is_some();
+                ui.add_enabled_ui(available, |ui| {
+                    ui.radio_value(&mut self.settings.montage, m, m.name());
+                });
+            }
+        });
+        ui.menu_button("Filter", |ui| {
+            let f = &mut self.settings.filter;
+            ui.label("High-pass");
+            for hp in [None, Some(0.1), Some(0.5), Some(1.0), Some(5.0)] {
+                ui.radio_value(&mut f.highpass, hp, hz(hp));
+            }
+            ui.separator();
+            ui.label("Low-pass");
+            for lp in [None, Some(15.0), Some(35.0), Some(70.0)] {
+                ui.radio_value(&mut f.lowpass, lp, hz(lp));
+            }
+            ui.separator();
+            ui.label("Notch");
+            for n in [None, Some(50.0), Some(60.0)] {
+                ui.radio_value(&mut f.notch, n, hz(n));
+            }
+        });
+        ui.menu_button("Channels", |ui| {
+            for (i, label) in self.trace_labels().iter().enumerate() {
+                let mut shown = !self.hidden.contains(&i);
+                if ui.checkbox(&mut shown, label).changed() {
+                    if shown {
+                        self.hidden.remove(&i);
+                    } else {
+                        self.hidden.insert(i);
+                    }
+                }
+            }
+            if ui.button("Show all").clicked() {
+                self.hidden.clear();
+            }
+        });
+        ui.separator();
+        egui::ComboBox::from_id_salt("timebase")
+            .selected_text(format_span(self.settings.span_s))
+            .show_ui(ui, |ui| {
+                let longest = self.total_s().max(1.0) * 1.01;
+                for s in TIMEBASES_S.into_iter().filter(|&s| s <= longest) {
+                    if ui
+                        .selectable_label(self.settings.span_s == s, format_span(s))
+                        .clicked()
+                    {
+                        self.settings.span_s = s;
+                        self.clamp_view();
+                    }
+                }
+                if ui.selectable_label(false, "whole recording").clicked() {
+                    self.settings.span_s = self.total_s().max(0.1);
+                    self.t0 = 0.0;
+                }
+            });
+        if ui.button("Amplitude −").clicked() {
+            self.settings.gain /= 1.25;
+        }
+        if ui.button("Amplitude +").clicked() {
+            self.settings.gain *= 1.25;
+        }
+        ui.toggle_value(&mut self.settings.show_annotations, "Annotations");
+        if before != (self.settings.montage, self.settings.filter) {
+            self.rebuild();
+        }
+    }
+
+    pub fn status(&self, ui: &mut egui::Ui) {
+        let rec = &self.rec;
+        ui.label(format!(
+            "{} · {} · {} signals · {}",
+            rec.display_name(),
+            rec.format,
+            rec.signals.len(),
+            format_span(rec.duration_s())
+        ));
+        ui.separator();
+        ui.label(format!(
+            "{} – {}",
+            self.clock(self.t0),
+            self.clock(self.t0 + self.settings.span_s)
+        ));
+        ui.separator();
+        ui.label(self.traces.spec.montage.name());
+        if !self.traces.overview_ready() {
+            ui.separator();
+            ui.add(
+                egui::ProgressBar::new(self.traces.overview_progress())
+                    .desired_width(140.0)
+                    .text("building overview"),
+            );
+        }
+        if !rec.warnings.is_empty() {
+            ui.separator();
+            ui.colored_label(
+                Color32::from_rgb(200, 140, 0),
+                format!("⚠ {} warnings", rec.warnings.len()),
+            )
+            .on_hover_text(rec.warnings.join("\n"));
+        }
+    }
+
+    fn clock(&self, t: f64) -> String {
+        let at = self.rec.start + chrono::Duration::milliseconds((t * 1000.0).round() as i64);
+        at.format("%H:%M:%S%.3f").to_string()
+    }
+
+    /// Side panel (annotations) and the traces.
+    pub fn ui(&mut self, ui: &mut egui::Ui) {
+        if self.settings.show_annotations {
+            egui::Panel::right("annotations")
+                .default_size(230.0)
+                .show(ui, |ui| self.annotation_list(ui));
+        }
+        egui::CentralPanel::default()
+            .frame(egui::Frame::new().fill(Color32::from_rgb(252, 252, 250)))
+            .show(ui, |ui| self.traces_ui(ui));
+    }
+
+    fn annotation_list(&mut self, ui: &mut egui::Ui) {
+        ui.heading(format!("Annotations ({})", self.rec.annotations.len()));
+        ui.separator();
+        let mut jump = None;
+        let (t0, t1) = self.visible_span();
+        egui::ScrollArea::vertical().show_rows(ui, 18.0, self.rec.annotations.len(), |ui, rows| {
+            for a in &self.rec.annotations[rows] {
+                let visible = a.onset >= t0 && a.onset < t1;
+                let text = format!("{}  {}", format_time(a.onset), a.text);
+                if ui.selectable_label(visible, text).clicked() {
+                    jump = Some(a.onset);
+                }
+            }
+        });
+        if let Some(t) = jump {
+            self.t0 = t - 0.1 * self.settings.span_s;
+            self.clamp_view();
+        }
+    }
+
+    fn handle_input(&mut self, ui: &egui::Ui, response: &egui::Response, plot: Rect) {
+        let span = self.settings.span_s;
+        ui.input(|i| {
+            if i.key_pressed(egui::Key::PageDown) {
+                self.scroll(span);
+            }
+            if i.key_pressed(egui::Key::PageUp) {
+                self.scroll(-span);
+            }
+            if i.key_pressed(egui::Key::ArrowRight) {
+                self.scroll(span / 10.0);
+            }
+            if i.key_pressed(egui::Key::ArrowLeft) {
+                self.scroll(-span / 10.0);
+            }
+            if i.key_pressed(egui::Key::Home) {
+                self.t0 = 0.0;
+            }
+            if i.key_pressed(egui::Key::End) {
+                self.t0 = self.total_s();
+                self.clamp_view();
+            }
+            for (key, f) in [(egui::Key::ArrowUp, 1.25f32), (egui::Key::ArrowDown, 0.8)] {
+                if i.key_pressed(key) {
+                    match (i.modifiers.shift, self.selected) {
+                        (true, Some(s)) => self.channel_gain[s] *= f,
+                        _ => self.settings.gain *= f,
+                    }
+                }
+            }
+            if i.key_pressed(egui::Key::Plus) || i.key_pressed(egui::Key::Equals) {
+                self.zoom(0.5, 0.5);
+            }
+            if i.key_pressed(egui::Key::Minus) {
+                self.zoom(2.0, 0.5);
+            }
+        });
+        if response.hovered() {
+            let (scroll, zoom, ctrl, pointer) = ui.input(|i| {
+                (
+                    i.smooth_scroll_delta,
+                    i.zoom_delta(),
+                    i.modifiers.ctrl || i.modifiers.command,
+                    i.pointer.hover_pos(),
+                )
+            });
+            let anchor = pointer
+                .map(|p| ((p.x - plot.left()) / plot.width()).clamp(0.0, 1.0) as f64)
+                .unwrap_or(0.5);
+            if zoom != 1.0 {
+                self.zoom(1.0 / zoom as f64, anchor);
+            } else if !ctrl {
+                let d = if scroll.x != 0.0 { scroll.x } else { scroll.y };
+                if d != 0.0 {
+                    self.scroll(-(d as f64) / plot.width() as f64 * span);
+                }
+            }
+        }
+        if response.dragged() {
+            let dx = response.drag_delta().x as f64;
+            self.scroll(-dx / plot.width() as f64 * span);
+        }
+    }
+
+    fn traces_ui(&mut self, ui: &mut egui::Ui) {
+        let full = ui.available_rect_before_wrap();
+        let response = ui.allocate_rect(full, Sense::click_and_drag());
+        let plot = Rect::from_min_max(
+            Pos2::new(full.left() + LABEL_WIDTH, full.top() + 4.0),
+            Pos2::new(full.right() - 6.0, full.bottom() - AXIS_HEIGHT),
+        );
+        if plot.width() < 20.0 || plot.height() < 20.0 {
+            return;
+        }
+        self.handle_input(ui, &response, plot);
+        self.clamp_view();
+        let ppp = ui.ctx().pixels_per_point();
+        let columns = (plot.width() * ppp).round().max(1.0) as usize;
+        let screen = self.screen(columns);
+        if !screen.exact {
+            ui.ctx()
+                .request_repaint_after(std::time::Duration::from_millis(100));
+        }
+        let painter = ui.painter_at(full);
+        let visible: Vec<usize> = (0..self.traces.spec.derivations.len())
+            .filter(|i| !self.hidden.contains(i))
+            .collect();
+        let row_h = plot.height() / visible.len().max(1) as f32;
+        self.draw_time_grid(&painter, plot, full);
+        self.draw_annotations(&painter, plot);
+        let mut mesh = egui::Mesh::default();
+        let col_w = plot.width() / columns as f32;
+        let label_font = egui::FontId::proportional(12.0_f32.min(row_h * 0.8).max(7.0));
+        for (row, &d) in visible.iter().enumerate() {
+            let der = &self.traces.spec.derivations[d];
+            let sig = &self.rec.signals[der.plus];
+            let center = plot.top() + (row as f32 + 0.5) * row_h;
+            let selected = self.selected == Some(d);
+            let color = if selected {
+                Color32::from_rgb(200, 30, 30)
+            } else if crate::dsp::montage::is_eeg(&sig.label, &sig.unit) {
+                Color32::from_rgb(20, 30, 90)
+            } else {
+                Color32::from_rgb(0, 110, 60)
+            };
+            let scale = default_scale(&sig.unit, sig.physical_max - sig.physical_min)
+                / (self.settings.gain * self.channel_gain[d]);
+            let cols = &screen.columns[d];
+            let baseline = median_mid(cols);
+            let px_per_unit = row_h / scale;
+            let mut prev: Option<(f32, f32)> = None;
+            for (c, v) in cols.iter().enumerate() {
+                if v[0].is_nan() {
+                    prev = None;
+                    continue;
+                }
+                let mut lo = center - (v[1] - baseline) * px_per_unit;
+                let mut hi = center - (v[0] - baseline) * px_per_unit;
+                if let Some((plo, phi)) = prev {
+                    // Join neighbouring columns so steep edges stay connected.
+                    lo = lo.min(phi);
+                    hi = hi.max(plo);
+                }
+                prev = Some((
+                    center - (v[1] - baseline) * px_per_unit,
+                    center - (v[0] - baseline) * px_per_unit,
+                ));
+                let x = plot.left() + c as f32 * col_w;
+                // Clip to the slot and a half either side, so one wild channel cannot cover all.
+                let (slot_top, slot_bottom) = (
+                    (center - 1.5 * row_h).max(plot.top()),
+                    (center + 1.5 * row_h).min(plot.bottom()),
+                );
+                let top = lo.clamp(slot_top, slot_bottom);
+                let bottom = hi.clamp(slot_top, slot_bottom).max(top + 1.0 / ppp);
+                mesh.add_colored_rect(
+                    Rect::from_min_max(
+                        Pos2::new(x, top),
+                        Pos2::new(x + col_w.max(1.0 / ppp), bottom),
+                    ),
+                    color,
+                );
+            }
+            // The label, with the amplitude of a slot.
+            let label_rect = Rect::from_min_max(
+                Pos2::new(full.left(), center - row_h / 2.0),
+                Pos2::new(plot.left() - 4.0, center + row_h / 2.0),
+            );
+            if selected {
+                painter.rect_filled(label_rect, 2.0, Color32::from_rgb(255, 225, 225));
+            }
+            painter.text(
+                Pos2::new(full.left() + 6.0, center),
+                egui::Align2::LEFT_CENTER,
+                &der.label,
+                label_font.clone(),
+                Color32::from_gray(20),
+            );
+            if row_h > 26.0 {
+                painter.text(
+                    Pos2::new(plot.left() - 6.0, center + row_h * 0.25),
+                    egui::Align2::RIGHT_CENTER,
+                    format!("{} {}", fmt_amp(scale), sig.unit),
+                    egui::FontId::proportional(9.0),
+                    Color32::from_gray(120),
+                );
+            }
+            let id = ui.scope_id().with(("label", d));
+            let r = ui.interact(label_rect, id, Sense::click());
+            if r.clicked() {
+                self.selected = if selected { None } else { Some(d) };
+            }
+            if r.secondary_clicked() {
+                self.hidden.insert(d);
+            }
+            r.on_hover_text(format!(
+                "{} · {} Hz · {}\nclick: select (shift+↑/↓ scales it) · right-click: hide",
+                der.label, sig.fs, sig.unit
+            ));
+        }
+        painter.add(egui::Shape::mesh(mesh));
+        painter.rect_stroke(
+            plot,
+            0.0,
+            Stroke::new(1.0, Color32::from_gray(170)),
+            egui::StrokeKind::Outside,
+        );
+    }
+
+    fn screen(&mut self, columns: usize) -> Arc<Screen> {
+        let key = CacheKey {
+            t0: self.t0,
+            span: self.settings.span_s,
+            columns,
+            exact_possible: self.traces.overview_ready(),
+        };
+        if let Some((k, s)) = &self.cache
+            && *k == key
+            && (s.exact || !key.exact_possible)
+        {
+            return s.clone();
+        }
+        let s = Arc::new(self.traces.screen(self.t0, self.settings.span_s, columns));
+        self.cache = Some((key, s.clone()));
+        s
+    }
+
+    fn draw_time_grid(&self, painter: &egui::Painter, plot: Rect, full: Rect) {
+        let span = self.settings.span_s;
+        let step = nice_step(span / 10.0);
+        let first = (self.t0 / step).ceil() as i64;
+        let last = ((self.t0 + span) / step).floor() as i64;
+        let x_of = |t: f64| plot.left() + ((t - self.t0) / span) as f32 * plot.width();
+        // One-second minor lines when they are at least 8 px apart.
+        if step > 1.0 && plot.width() / span as f32 >= 8.0 {
+            for s in (self.t0.ceil() as i64)..=((self.t0 + span) as i64) {
+                let x = x_of(s as f64);
+                painter.line_segment(
+                    [Pos2::new(x, plot.top()), Pos2::new(x, plot.bottom())],
+                    Stroke::new(0.5, Color32::from_gray(235)),
+                );
+            }
+        }
+        for k in first..=last {
+            let t = k as f64 * step;
+            let x = x_of(t);
+            painter.line_segment(
+                [Pos2::new(x, plot.top()), Pos2::new(x, plot.bottom())],
+                Stroke::new(1.0, Color32::from_gray(215)),
+            );
+            painter.text(
+                Pos2::new(x, plot.bottom() + 3.0),
+                egui::Align2::CENTER_TOP,
+                format_time(t),
+                egui::FontId::proportional(11.0),
+                Color32::from_gray(40),
+            );
+            painter.text(
+                Pos2::new(x, plot.bottom() + 18.0),
+                egui::Align2::CENTER_TOP,
+                self.clock(t),
+                egui::FontId::proportional(10.0),
+                Color32::from_gray(110),
+            );
+        }
+        // Gaps of discontinuous recordings.
+        let segs = &self.rec.segments;
+        for w in segs.windows(2) {
+            let end = w[0].start_s + w[0].records as f64 * self.rec.record_duration;
+            let (a, b) = (
+                x_of(end).max(plot.left()),
+                x_of(w[1].start_s).min(plot.right()),
+            );
+            if b > a {
+                painter.rect_filled(
+                    Rect::from_min_max(Pos2::new(a, plot.top()), Pos2::new(b, plot.bottom())),
+                    0.0,
+                    Color32::from_gray(225),
+                );
+                painter.text(
+                    Pos2::new((a + b) / 2.0, plot.top() + 4.0),
+                    egui::Align2::CENTER_TOP,
+                    "gap",
+                    egui::FontId::proportional(10.0),
+                    Color32::from_gray(100),
+                );
+            }
+        }
+        let _ = full;
+    }
+
+    fn draw_annotations(&self, painter: &egui::Painter, plot: Rect) {
+        let (t0, t1) = self.visible_span();
+        let span = self.settings.span_s;
+        let x_of = |t: f64| plot.left() + ((t - t0) / span) as f32 * plot.width();
+        let color = Color32::from_rgb(30, 120, 200);
+        for a in self
+            .rec
+            .annotations
+            .iter()
+            .filter(|a| a.onset + a.duration >= t0 && a.onset <= t1)
+        {
+            let x = x_of(a.onset);
+            if a.duration > 0.0 {
+                let x2 = x_of(a.onset + a.duration).min(plot.right());
+                painter.rect_filled(
+                    Rect::from_min_max(
+                        Pos2::new(x.max(plot.left()), plot.top()),
+                        Pos2::new(x2, plot.bottom()),
+                    ),
+                    0.0,
+                    Color32::from_rgba_unmultiplied(30, 120, 200, 18),
+                );
+            }
+            if x >= plot.left() {
+                painter.line_segment(
+                    [Pos2::new(x, plot.top()), Pos2::new(x, plot.bottom())],
+                    Stroke::new(1.0, color.gamma_multiply(0.6)),
+                );
+                let galley_pos = Pos2::new(x + 2.0, plot.top() + 1.0);
+                let text =
+                    painter.layout_no_wrap(a.text.clone(), egui::FontId::proportional(11.0), color);
+                painter.rect_filled(
+                    Rect::from_min_size(galley_pos, text.size() + Vec2::new(4.0, 0.0)),
+                    2.0,
+                    Color32::from_rgba_unmultiplied(255, 255, 255, 220),
+                );
+                painter.galley(galley_pos + Vec2::new(2.0, 0.0), text, color);
+            }
+        }
+    }
+}
+
+/// The median of column midpoints: the visible baseline a trace is centred on.
+fn median_mid(cols: &[[f32; 2]]) -> f32 {
+    let mut mids: Vec<f32> = cols
+        .iter()
+        .filter(|v| !v[0].is_nan())
+        .map(|v| 0.5 * (v[0] + v[1]))
+        .collect();
+    if mids.is_empty() {
+        return 0.0;
+    }
+    let k = mids.len() / 2;
+    *mids.select_nth_unstable_by(k, f32::total_cmp).1
+}
+
+/// 1, 2 or 5 times a power of ten, or a clock-friendly step for long spans.
+fn nice_step(raw: f64) -> f64 {
+    for s in [
+        60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0, 10800.0, 21600.0,
+    ] {
+        if raw > 30.0 && raw <= s {
+            return s;
+        }
+    }
+    if raw > 21600.0 {
+        return 43200.0;
+    }
+    let p = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * p)
+}
+
+fn format_time(t: f64) -> String {
+    if t.abs() >= 3600.0 {
+        let s = t.round() as i64;
+        format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+    } else if t.abs() >= 60.0 {
+        format!("{}:{:04.1}", (t / 60.0).floor() as i64, t % 60.0)
+    } else {
+        format!("{} s", (t * 100.0).round() / 100.0)
+    }
+}
+
+fn format_span(s: f64) -> String {
+    if s >= 3600.0 {
+        format!("{} h", (s / 3600.0 * 100.0).round() / 100.0)
+    } else if s >= 60.0 {
+        format!("{} min", (s / 60.0 * 100.0).round() / 100.0)
+    } else {
+        format!("{} s", (s * 100.0).round() / 100.0)
+    }
+}
+
+fn fmt_amp(v: f32) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn hz(v: Option<f32>) -> String {
+    v.map(|f| format!("{f} Hz")).unwrap_or_else(|| "off".into())
+}

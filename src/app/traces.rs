@@ -1,0 +1,354 @@
+//! The browser's view transform: a recording seen through a montage and display filters, cut
+//! into per-pixel `[min, max]` columns for a time window. Narrow windows decode samples directly;
+//! wide ones read a min/max pyramid built in the background after opening, so opening stays
+//! instant and any zoom costs a bounded number of blocks per pixel.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rayon::prelude::*;
+
+use crate::dsp::decimate::{self, MinMaxPyramid};
+use crate::dsp::filter::DisplayFilter;
+use crate::dsp::montage::{self, Derivation, MontageKind, Reference};
+use crate::recording::Recording;
+
+/// Samples decoded per step when building pyramids.
+const CHUNK: usize = 1 << 16;
+
+/// What is shown: the recording, its montage and its filters.
+pub struct TraceSpec {
+    pub rec: Arc<Recording>,
+    pub montage: MontageKind,
+    pub derivations: Vec<Derivation>,
+    pub filter: DisplayFilter,
+}
+
+pub struct Traces {
+    pub spec: Arc<TraceSpec>,
+    pyramids: Arc<Mutex<Option<Vec<MinMaxPyramid>>>>,
+    /// Samples processed by the pyramid builder, out of `total_samples`.
+    progress: Arc<AtomicUsize>,
+    total_samples: usize,
+    cancel: CancelOnDrop,
+}
+
+/// Stops the background builder when the traces it serves are replaced.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// One screen: per derivation, `[min, max]` per pixel column (NaN where there is no data).
+pub struct Screen {
+    pub columns: Vec<Vec<[f32; 2]>>,
+    /// Whether every column came from exact data (false while the overview is being built and
+    /// a wide window is drawn from sampled values).
+    pub exact: bool,
+}
+
+impl Traces {
+    /// Applies `montage` (falling back to "as recorded" when the recording lacks its
+    /// electrodes) and starts building the overview pyramids in the background.
+    pub fn new(rec: Arc<Recording>, montage: MontageKind, filter: DisplayFilter) -> Self {
+        let (montage, derivations) = match montage::derivations(&rec, montage) {
+            Some(d) => (montage, d),
+            None => (
+                MontageKind::AsRecorded,
+                montage::derivations(&rec, MontageKind::AsRecorded).unwrap_or_default(),
+            ),
+        };
+        let total_samples: usize = derivations
+            .iter()
+            .map(|d| rec.signals[d.plus].samples)
+            .sum();
+        let t = Traces {
+            spec: Arc::new(TraceSpec {
+                rec,
+                montage,
+                derivations,
+                filter,
+            }),
+            pyramids: Arc::new(Mutex::new(None)),
+            progress: Arc::new(AtomicUsize::new(0)),
+            total_samples,
+            cancel: CancelOnDrop(Arc::new(AtomicBool::new(false))),
+        };
+        t.spawn_pyramid_builder();
+        t
+    }
+
+    /// Builds the pyramids synchronously (tests and benchmarks).
+    pub fn new_blocking(rec: Arc<Recording>, montage: MontageKind, filter: DisplayFilter) -> Self {
+        let t = Self::new(rec, montage, filter);
+        while !t.overview_ready() {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        t
+    }
+
+    /// Fraction of the overview built, 0..=1.
+    pub fn overview_progress(&self) -> f32 {
+        if self.total_samples == 0 {
+            return 1.0;
+        }
+        self.progress.load(Ordering::Relaxed) as f32 / self.total_samples as f32
+    }
+
+    pub fn overview_ready(&self) -> bool {
+        self.pyramids.lock().map(|p| p.is_some()).unwrap_or(false)
+    }
+
+    fn spawn_pyramid_builder(&self) {
+        let spec = self.spec.clone();
+        let slot = self.pyramids.clone();
+        let progress = self.progress.clone();
+        let cancel = self.cancel.0.clone();
+        std::thread::Builder::new()
+            .name("overview".into())
+            .spawn(move || {
+                if let Some(p) = spec.build_pyramids(&progress, &cancel)
+                    && let Ok(mut slot) = slot.lock()
+                {
+                    *slot = Some(p);
+                }
+            })
+            .ok();
+    }
+
+    /// The columns of the window `t0..t0 + span` seconds over `columns` pixels.
+    pub fn screen(&self, t0: f64, span: f64, columns: usize) -> Screen {
+        let pyramids = self.pyramids.lock().ok().and_then(|p| p.clone());
+        self.spec.screen(pyramids.as_deref(), t0, span, columns)
+    }
+}
+
+impl TraceSpec {
+    fn build_pyramids(
+        &self,
+        progress: &AtomicUsize,
+        cancel: &AtomicBool,
+    ) -> Option<Vec<MinMaxPyramid>> {
+        let mut out: Vec<Option<MinMaxPyramid>> = vec![None; self.derivations.len()];
+        for group in self.rate_groups() {
+            let n = self.group_len(&group);
+            let mut builders: Vec<_> = group.iter().map(|_| MinMaxPyramid::builder(n)).collect();
+            let mut chains: Vec<_> = group
+                .iter()
+                .map(|&d| self.filter.build(self.fs(d)))
+                .collect();
+            let mut k = 0;
+            while k < n {
+                if cancel.load(Ordering::Relaxed) {
+                    return None;
+                }
+                let len = CHUNK.min(n - k);
+                let mut data = self.derive(&group, k, len).ok()?;
+                data.par_iter_mut()
+                    .zip(chains.par_iter_mut())
+                    .zip(builders.par_iter_mut())
+                    .for_each(|((x, chain), b)| {
+                        chain.run(x);
+                        b.push(x);
+                    });
+                k += len;
+                progress.fetch_add(len * group.len(), Ordering::Relaxed);
+            }
+            for (&d, b) in group.iter().zip(builders) {
+                out[d] = Some(b.finish());
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// Derivations grouped by sampling rate (a group shares sample indices).
+    fn rate_groups(&self) -> Vec<Vec<usize>> {
+        let mut groups: Vec<(f64, Vec<usize>)> = Vec::new();
+        for d in 0..self.derivations.len() {
+            let fs = self.fs(d);
+            match groups.iter_mut().find(|(f, _)| *f == fs) {
+                Some((_, g)) => g.push(d),
+                None => groups.push((fs, vec![d])),
+            }
+        }
+        groups.into_iter().map(|(_, g)| g).collect()
+    }
+
+    pub fn fs(&self, d: usize) -> f64 {
+        self.rec.signals[self.derivations[d].plus].fs
+    }
+
+    fn group_len(&self, group: &[usize]) -> usize {
+        group
+            .iter()
+            .map(|&d| self.rec.signals[self.derivations[d].plus].samples)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Samples `start..start + len` of derivations `group` (one rate), each source signal read
+    /// once; past a signal's end the values are NaN.
+    pub fn derive(
+        &self,
+        group: &[usize],
+        start: usize,
+        len: usize,
+    ) -> Result<Vec<Vec<f32>>, crate::recording::ReadError> {
+        let mut sources: Vec<usize> = Vec::new();
+        for &d in group {
+            let der = &self.derivations[d];
+            sources.push(der.plus);
+            match &der.reference {
+                Reference::None => {}
+                Reference::Channel(r) => sources.push(*r),
+                Reference::Average(g) => sources.extend(g),
+            }
+        }
+        sources.sort_unstable();
+        sources.dedup();
+        let read: Vec<(usize, Vec<f32>)> = sources
+            .par_iter()
+            .map(|&s| {
+                let mut v = vec![f32::NAN; len];
+                let avail = self.rec.signals[s].samples.saturating_sub(start).min(len);
+                self.rec.read(s, start, &mut v[..avail]).map(|_| (s, v))
+            })
+            .collect::<Result<_, _>>()?;
+        let data: HashMap<usize, Vec<f32>> = read.into_iter().collect();
+        let mut averages: HashMap<Vec<usize>, Vec<f32>> = HashMap::new();
+        Ok(group
+            .iter()
+            .map(|&d| {
+                let der = &self.derivations[d];
+                let mut x = data[&der.plus].clone();
+                match &der.reference {
+                    Reference::None => {}
+                    Reference::Channel(r) => {
+                        for (a, b) in x.iter_mut().zip(&data[r]) {
+                            *a -= b;
+                        }
+                    }
+                    Reference::Average(g) => {
+                        let avg = averages.entry(g.clone()).or_insert_with(|| {
+                            let mut m = vec![0f32; len];
+                            for s in g {
+                                for (a, b) in m.iter_mut().zip(&data[s]) {
+                                    *a += b;
+                                }
+                            }
+                            m.iter_mut().for_each(|v| *v /= g.len() as f32);
+                            m
+                        });
+                        for (a, b) in x.iter_mut().zip(avg.iter()) {
+                            *a -= b;
+                        }
+                    }
+                }
+                x
+            })
+            .collect())
+    }
+
+    fn screen(
+        &self,
+        pyramids: Option<&[MinMaxPyramid]>,
+        t0: f64,
+        span: f64,
+        columns: usize,
+    ) -> Screen {
+        let mut out = vec![vec![[f32::NAN; 2]; columns]; self.derivations.len()];
+        let mut exact = true;
+        let dt = span / columns.max(1) as f64;
+        for group in self.rate_groups() {
+            let fs = self.fs(group[0]);
+            let spp = dt * fs;
+            let signal = self.derivations[group[0]].plus;
+            for (seg_t, seg_first, seg_n) in self.rec.signal_segments(signal) {
+                let seg_end_t = seg_t + seg_n as f64 / fs;
+                if seg_end_t <= t0 || seg_t >= t0 + span || seg_n == 0 {
+                    continue;
+                }
+                // Columns whose start lies in this segment.
+                let c0 = (((seg_t - t0) / dt).ceil().max(0.0)) as usize;
+                let c1 = ((((seg_end_t - t0) / dt).ceil()) as usize).min(columns);
+                if c0 >= c1 {
+                    continue;
+                }
+                let first = seg_first as f64 + (t0 + c0 as f64 * dt - seg_t) * fs;
+                let ncols = c1 - c0;
+                if spp >= (2 * decimate::BASE) as f64 {
+                    if let Some(p) = pyramids {
+                        for &d in &group {
+                            let cols = p[d].columns(first, spp, ncols);
+                            out[d][c0..c1].copy_from_slice(&cols);
+                        }
+                        continue;
+                    }
+                    exact = false;
+                    self.sampled_columns(
+                        &group,
+                        first,
+                        spp,
+                        ncols,
+                        seg_first + seg_n,
+                        c0,
+                        &mut out,
+                    );
+                    continue;
+                }
+                // Decode the window (plus the filter's warm-up) and reduce per column.
+                let s = first.floor().max(seg_first as f64) as usize;
+                let e = ((first + ncols as f64 * spp).ceil() as usize + 1).min(seg_first + seg_n);
+                let warm = ((self.filter.warm_up_s() * fs) as usize).min(s - seg_first);
+                let Ok(mut data) = self.derive(&group, s - warm, e - s + warm) else {
+                    continue;
+                };
+                for (&d, x) in group.iter().zip(data.iter_mut()) {
+                    self.filter.build(fs).run(x);
+                    let cols = decimate::raw_columns(&x[warm..], spp, ncols);
+                    out[d][c0..c1].copy_from_slice(&cols);
+                }
+            }
+        }
+        Screen {
+            columns: out,
+            exact,
+        }
+    }
+
+    /// While the overview is built: a few samples per column (unfiltered).
+    #[allow(clippy::too_many_arguments)]
+    fn sampled_columns(
+        &self,
+        group: &[usize],
+        first: f64,
+        spp: f64,
+        ncols: usize,
+        end: usize,
+        c0: usize,
+        out: &mut [Vec<[f32; 2]>],
+    ) {
+        const PER_COLUMN: usize = 4;
+        for c in 0..ncols {
+            let mut acc = vec![[f32::NAN; 2]; group.len()];
+            for j in 0..PER_COLUMN {
+                let k = (first + (c as f64 + j as f64 / PER_COLUMN as f64) * spp) as usize;
+                if k >= end {
+                    break;
+                }
+                if let Ok(v) = self.derive(group, k, 1) {
+                    for (a, x) in acc.iter_mut().zip(v) {
+                        *a = [a[0].min(x[0]), a[1].max(x[0])];
+                    }
+                }
+            }
+            for (&d, a) in group.iter().zip(acc) {
+                out[d][c0 + c] = a;
+            }
+        }
+    }
+}
