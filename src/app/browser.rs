@@ -197,7 +197,7 @@ impl Browser {
             }
         });
         ui.separator();
-        egui::ComboBox::from_id_salt("timebase")
+        egui::ComboBox::from_label("per page")
             .selected_text(format_span(self.settings.span_s))
             .show_ui(ui, |ui| {
                 let longest = self.total_s().max(1.0) * 1.01;

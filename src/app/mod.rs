@@ -24,6 +24,7 @@ pub struct Settings {
 }
 
 pub struct EdeApp {
+    /// The channel browser (public for UI tests and benchmarks).
     pub browser: Browser,
     settings: Settings,
     error: Option<String>,
