@@ -48,7 +48,7 @@ impl Default for BrowserSettings {
 pub struct Browser {
     pub rec: Arc<Recording>,
     pub settings: BrowserSettings,
-    traces: Traces,
+    pub traces: Traces,
     /// Left edge of the window, seconds from the recording start.
     pub t0: f64,
     /// Per-trace amplitude multiplier on top of the unit's default scale.

@@ -27,7 +27,7 @@ pub struct TraceSpec {
 
 pub struct Traces {
     pub spec: Arc<TraceSpec>,
-    pyramids: Arc<Mutex<Option<Vec<MinMaxPyramid>>>>,
+    pyramids: Arc<Mutex<Option<Arc<Vec<MinMaxPyramid>>>>>,
     /// Samples processed by the pyramid builder, out of `total_samples`.
     progress: Arc<AtomicUsize>,
     total_samples: usize,
@@ -114,7 +114,7 @@ impl Traces {
                 if let Some(p) = spec.build_pyramids(&progress, &cancel)
                     && let Ok(mut slot) = slot.lock()
                 {
-                    *slot = Some(p);
+                    *slot = Some(Arc::new(p));
                 }
             })
             .ok();
@@ -123,7 +123,8 @@ impl Traces {
     /// The columns of the window `t0..t0 + span` seconds over `columns` pixels.
     pub fn screen(&self, t0: f64, span: f64, columns: usize) -> Screen {
         let pyramids = self.pyramids.lock().ok().and_then(|p| p.clone());
-        self.spec.screen(pyramids.as_deref(), t0, span, columns)
+        self.spec
+            .screen(pyramids.as_deref().map(|p| p.as_slice()), t0, span, columns)
     }
 }
 

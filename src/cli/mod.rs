@@ -1,5 +1,6 @@
 //! Command-line interface: argument definitions and one file per subcommand.
 
+pub mod bench;
 pub mod export;
 pub mod info;
 
@@ -48,6 +49,9 @@ pub enum Command {
     Info(info::InfoArgs),
     /// Write physical values of some channels and a time range as CSV.
     Export(export::ExportArgs),
+    /// Run a benchmark and write its figures as JSON.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
 }
 
 /// Opens a recording for a subcommand, with the CSV rate if given.

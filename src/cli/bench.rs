@@ -1,0 +1,280 @@
+//! `ede bench io`: opening, decoding and drawing a large generated EDF, written as JSON.
+//!
+//! The file (64 channels, 256 Hz, 16 h, about 1.9 GB by default) is generated once and reused.
+//! A frame is measured as the CPU work of one egui pass of the whole window (layout, columns,
+//! mesh) plus tessellation, with the window moved each frame so nothing is served from cache.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use eframe::egui;
+use serde::Serialize;
+
+use crate::app::{EdeApp, Settings};
+use crate::recording::{OpenOptions, Recording};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCommand {
+    /// Open, decode and draw a large generated EDF.
+    Io(IoArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct IoArgs {
+    /// Where the generated EDF is kept (created if missing or of another size).
+    #[arg(long, default_value = "target/bench/io_64ch_256hz.edf")]
+    pub file: PathBuf,
+    #[arg(long, default_value_t = 64)]
+    pub channels: usize,
+    #[arg(long, default_value_t = 16.0)]
+    pub hours: f64,
+    /// Frames measured per zoom.
+    #[arg(long, default_value_t = 30)]
+    pub frames: usize,
+    /// JSON output (standard output when omitted).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+struct IoReport {
+    file: String,
+    file_bytes: u64,
+    channels: usize,
+    fs: f64,
+    duration_h: f64,
+    threads: usize,
+    open_s: Stats,
+    decode_10s_screen_s: Stats,
+    overview_build_s: f64,
+    /// Anonymous resident memory (the mapped file's pages are page cache, not counted).
+    rss_anon_after_open_mb: Option<f64>,
+    rss_anon_after_overview_mb: Option<f64>,
+    frames: Vec<FrameReport>,
+}
+
+#[derive(Debug, Serialize)]
+struct FrameReport {
+    span_s: f64,
+    window_px: [f32; 2],
+    /// The whole window: layout, columns, mesh and tessellation.
+    cpu_frame_s: Stats,
+    /// Only the per-pixel `[min, max]` columns of every trace.
+    columns_s: Stats,
+}
+
+#[derive(Debug, Serialize)]
+struct Stats {
+    median: f64,
+    min: f64,
+    max: f64,
+    n: usize,
+}
+
+impl Stats {
+    fn of(mut v: Vec<f64>) -> Self {
+        v.sort_by(f64::total_cmp);
+        Stats {
+            median: v[v.len() / 2],
+            min: v[0],
+            max: v[v.len() - 1],
+            n: v.len(),
+        }
+    }
+}
+
+pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
+    match cmd {
+        BenchCommand::Io(args) => io(args),
+    }
+}
+
+const FS: usize = 256;
+
+fn io(args: &IoArgs) -> anyhow::Result<()> {
+    let records = (args.hours * 3600.0).round() as usize;
+    generate_edf(&args.file, args.channels, records)?;
+    let file_bytes = std::fs::metadata(&args.file)?.len();
+
+    let mut open_times = Vec::new();
+    for _ in 0..7 {
+        let t = Instant::now();
+        let rec = Recording::open(&args.file, &OpenOptions::default())?;
+        open_times.push(t.elapsed().as_secs_f64());
+        drop(rec);
+    }
+    let rec = Recording::open(&args.file, &OpenOptions::default())?;
+    let rss_anon_after_open_mb = rss_mb();
+    let mut decode = Vec::new();
+    let mut buf = vec![0f32; 10 * FS];
+    for k in 0..20 {
+        let start = (k * 997 * FS) % (rec.signals[0].samples - buf.len());
+        let t = Instant::now();
+        for c in 0..rec.signals.len() {
+            rec.read(c, start, &mut buf)?;
+        }
+        decode.push(t.elapsed().as_secs_f64());
+    }
+
+    let mut app = EdeApp::new(Some(args.file.clone()), None, Settings::default(), None);
+    let t = Instant::now();
+    let ctx = egui::Context::default();
+    let size = egui::vec2(1600.0, 1000.0);
+    // The first pass starts the overview; wait for it as a user would see the bar fill.
+    let _ = run_frame(&ctx, &mut app, size);
+    while !app.browser.traces.overview_ready() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let _ = run_frame(&ctx, &mut app, size);
+    }
+    let overview_build_s = t.elapsed().as_secs_f64();
+    let rss_anon_after_overview_mb = rss_mb();
+
+    let mut frames = Vec::new();
+    for span in [10.0, 86_400.0] {
+        app.browser.settings.span_s = span;
+        app.browser.t0 = 0.0;
+        let _ = run_frame(&ctx, &mut app, size);
+        let mut times = Vec::new();
+        for k in 0..args.frames {
+            // Scroll by a few pixels each frame, as a drag does.
+            app.browser.t0 = (k as f64) * span / 400.0;
+            times.push(run_frame(&ctx, &mut app, size));
+        }
+        let columns = (size.x - 350.0) as usize;
+        let mut col_times = Vec::new();
+        for k in 0..args.frames {
+            let t = Instant::now();
+            let s = app.browser.traces.screen(
+                k as f64 * span / 400.0,
+                app.browser.settings.span_s,
+                columns,
+            );
+            col_times.push(t.elapsed().as_secs_f64());
+            std::hint::black_box(s);
+        }
+        frames.push(FrameReport {
+            span_s: app.browser.settings.span_s,
+            window_px: [size.x, size.y],
+            cpu_frame_s: Stats::of(times),
+            columns_s: Stats::of(col_times),
+        });
+    }
+
+    let report = IoReport {
+        file: args.file.display().to_string(),
+        file_bytes,
+        channels: rec.signals.len(),
+        fs: rec.signals[0].fs,
+        duration_h: rec.duration_s() / 3600.0,
+        threads: rayon::current_num_threads(),
+        open_s: Stats::of(open_times),
+        decode_10s_screen_s: Stats::of(decode),
+        overview_build_s,
+        rss_anon_after_open_mb,
+        rss_anon_after_overview_mb,
+        frames,
+    };
+    let json = serde_json::to_string_pretty(&report)?;
+    match &args.out {
+        Some(p) => std::fs::write(p, json + "\n")
+            .with_context(|| format!("cannot write {}", p.display()))?,
+        None => println!("{json}"),
+    }
+    Ok(())
+}
+
+/// One egui pass of the whole window plus tessellation; returns its seconds.
+fn run_frame(ctx: &egui::Context, app: &mut EdeApp, size: egui::Vec2) -> f64 {
+    let input = egui::RawInput {
+        screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, size)),
+        ..Default::default()
+    };
+    let t = Instant::now();
+    let out = ctx.run_ui(input, |ui| app.ui(ui));
+    let prims = ctx.tessellate(out.shapes, out.pixels_per_point);
+    std::hint::black_box(prims);
+    t.elapsed().as_secs_f64()
+}
+
+fn rss_mb() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = s
+        .lines()
+        .find(|l| l.starts_with("RssAnon:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Writes a plain EDF of `channels` x 256 Hz with one-second records: alpha-like sines over
+/// hashed noise, so the pyramid sees realistic variation. Skipped when the file already has
+/// the expected size.
+fn generate_edf(path: &Path, channels: usize, records: usize) -> anyhow::Result<()> {
+    let record_bytes = channels * FS * 2;
+    let expected = 256 * (channels + 1) + records * record_bytes;
+    if std::fs::metadata(path).is_ok_and(|m| m.len() as usize == expected) {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    eprintln!(
+        "generating {} ({:.2} GB)…",
+        path.display(),
+        expected as f64 / 1e9
+    );
+    let mut w = std::io::BufWriter::with_capacity(1 << 22, std::fs::File::create(path)?);
+    let mut h = String::new();
+    let field = |h: &mut String, s: &str, n: usize| h.push_str(&format!("{s:<n$.n$}"));
+    field(&mut h, "0", 8);
+    field(&mut h, "X X X X", 80);
+    field(&mut h, "Startdate 01-JAN-2026 X ede bench", 80);
+    field(&mut h, "01.01.26", 8);
+    field(&mut h, "22.00.00", 8);
+    field(&mut h, &(256 * (channels + 1)).to_string(), 8);
+    field(&mut h, "", 44);
+    field(&mut h, &records.to_string(), 8);
+    field(&mut h, "1", 8);
+    field(&mut h, &channels.to_string(), 4);
+    let per = |h: &mut String, f: &dyn Fn(usize) -> String, n: usize| {
+        for c in 0..channels {
+            field(h, &f(c), n);
+        }
+    };
+    per(&mut h, &|c| format!("EEG{c:02}"), 16);
+    per(&mut h, &|_| "AgAgCl".into(), 80);
+    per(&mut h, &|_| "uV".into(), 8);
+    per(&mut h, &|_| "-3276.8".into(), 8);
+    per(&mut h, &|_| "3276.7".into(), 8);
+    per(&mut h, &|_| "-32768".into(), 8);
+    per(&mut h, &|_| "32767".into(), 8);
+    per(&mut h, &|_| "HP:0.1Hz LP:70Hz".into(), 80);
+    per(&mut h, &|_| FS.to_string(), 8);
+    per(&mut h, &|_| "".into(), 32);
+    w.write_all(h.as_bytes())?;
+    let mut rec = vec![0u8; record_bytes];
+    let table: Vec<f64> = (0..FS)
+        .map(|i| (2.0 * std::f64::consts::PI * 10.0 * i as f64 / FS as f64).sin())
+        .collect();
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    for _ in 0..records {
+        for c in 0..channels {
+            for i in 0..FS {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let noise = ((state >> 40) as f64 / (1u64 << 24) as f64 - 0.5) * 200.0;
+                let v = (table[i] * (150.0 + 10.0 * c as f64) + noise) as i16;
+                let at = (c * FS + i) * 2;
+                rec[at..at + 2].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        w.write_all(&rec)?;
+    }
+    w.flush()?;
+    Ok(())
+}
