@@ -24,6 +24,16 @@ fn settle(h: &mut Harness<'_, EdeApp>) {
     h.run_steps(3);
 }
 
+fn wheel(h: &Harness<'_, EdeApp>, lines: f32, modifiers: egui::Modifiers) {
+    h.event(egui::Event::MouseWheel {
+        unit: egui::MouseWheelUnit::Line,
+        delta: egui::vec2(0.0, lines),
+        phase: egui::TouchPhase::Move,
+        source: egui::MouseWheelSource::Wheel,
+        modifiers,
+    });
+}
+
 #[test]
 fn browser_snapshot_of_the_demo() {
     let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
@@ -55,26 +65,14 @@ fn keyboard_and_wheel_navigation_move_the_window() {
 
     // ctrl + wheel over the traces zooms the time axis.
     h.hover_at(egui::pos2(600.0, 400.0));
-    h.event(egui::Event::MouseWheel {
-        unit: egui::MouseWheelUnit::Line,
-        delta: egui::vec2(0.0, -3.0),
-        phase: egui::TouchPhase::Move,
-        source: egui::MouseWheelSource::Wheel,
-        modifiers: egui::Modifiers::CTRL,
-    });
+    wheel(&h, -3.0, egui::Modifiers::CTRL);
     h.run_steps(3);
     let (a, b) = h.state().browser.visible_span();
     assert!(b - a > 10.5, "zoomed out to {a}..{b}");
 
     // A plain wheel scrolls in time.
     let before = h.state().browser.visible_span().0;
-    h.event(egui::Event::MouseWheel {
-        unit: egui::MouseWheelUnit::Line,
-        delta: egui::vec2(0.0, -5.0),
-        phase: egui::TouchPhase::Move,
-        source: egui::MouseWheelSource::Wheel,
-        modifiers: egui::Modifiers::NONE,
-    });
+    wheel(&h, -5.0, egui::Modifiers::NONE);
     h.run_steps(10);
     assert!(
         h.state().browser.visible_span().0 > before,

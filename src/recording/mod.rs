@@ -248,7 +248,7 @@ impl Recording {
             .last()
             .map(|s| s.start_s + s.records as f64 * self.record_duration)
             .unwrap_or(0.0)
-            .max(self.duration_s().min(f64::MAX))
+            .max(self.duration_s())
     }
 
     /// File name for titles and messages.
