@@ -490,3 +490,16 @@ fn mutated_files_never_panic() {
         }
     }
 }
+
+/// Found by `cargo fuzz`: a header declaring 144 billion signals used to reserve memory for
+/// them before finding that none are listed.
+#[test]
+fn wfdb_header_with_absurd_signal_count_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f.hea");
+    std::fs::write(&p, "f 144444444444 360 10\n").unwrap();
+    let e = Recording::open(&p, &OpenOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("declares 144444444444 signals"), "{e}");
+}

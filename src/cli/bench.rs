@@ -263,12 +263,12 @@ fn generate_edf(path: &Path, channels: usize, records: usize) -> anyhow::Result<
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     for _ in 0..records {
         for c in 0..channels {
-            for i in 0..FS {
+            for (i, sine) in table.iter().enumerate() {
                 state ^= state << 13;
                 state ^= state >> 7;
                 state ^= state << 17;
                 let noise = ((state >> 40) as f64 / (1u64 << 24) as f64 - 0.5) * 200.0;
-                let v = (table[i] * (150.0 + 10.0 * c as f64) + noise) as i16;
+                let v = (sine * (150.0 + 10.0 * c as f64) + noise) as i16;
                 let at = (c * FS + i) * 2;
                 rec[at..at + 2].copy_from_slice(&v.to_le_bytes());
             }

@@ -40,6 +40,9 @@ struct Layout {
     /// physical = digital * gain + offset
     gain: f64,
     bias: f64,
+    /// Digital values outside the header's range are clamped to it, as EDFlib (and edfplus)
+    /// do: they are saturation, and unclamped they would draw far outside the channel.
+    digital_range: (f64, f64),
 }
 
 struct EdfSource {
@@ -54,6 +57,7 @@ impl SampleSource for EdfSource {
     fn read(&self, signal: usize, start: usize, out: &mut [f32]) -> Result<(), ReadError> {
         let l = self.layout[signal];
         let bps = self.bytes_per_sample;
+        let (lo, hi) = l.digital_range;
         let mut k = start;
         let mut done = 0;
         while done < out.len() {
@@ -65,12 +69,12 @@ impl SampleSource for EdfSource {
             let dst = &mut out[done..done + n];
             if bps == 2 {
                 for (o, c) in dst.iter_mut().zip(bytes.chunks_exact(2)) {
-                    let d = i16::from_le_bytes([c[0], c[1]]) as f64;
+                    let d = (i16::from_le_bytes([c[0], c[1]]) as f64).clamp(lo, hi);
                     *o = (d * l.gain + l.bias) as f32;
                 }
             } else {
                 for (o, c) in dst.iter_mut().zip(bytes.chunks_exact(3)) {
-                    let d = (i32::from_le_bytes([0, c[0], c[1], c[2]]) >> 8) as f64;
+                    let d = ((i32::from_le_bytes([0, c[0], c[1], c[2]]) >> 8) as f64).clamp(lo, hi);
                     *o = (d * l.gain + l.bias) as f32;
                 }
             }
@@ -319,6 +323,13 @@ fn parse(path: &Path, map: Mmap) -> Result<Recording, ReadError> {
             samples_per_record: s.samples_per_record,
             gain,
             bias,
+            digital_range: if s.digital_min < s.digital_max {
+                (s.digital_min, s.digital_max)
+            } else if s.digital_max < s.digital_min {
+                (s.digital_max, s.digital_min)
+            } else {
+                (f64::NEG_INFINITY, f64::INFINITY)
+            },
         });
         signals.push(SignalInfo {
             samples: records * s.samples_per_record,

@@ -200,7 +200,8 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
     }
 
     let dir = hea.parent().unwrap_or(Path::new("."));
-    let mut specs = Vec::with_capacity(nsig);
+    // No reservation by the declared count: a damaged header may declare billions.
+    let mut specs = Vec::new();
     for i in 0..nsig {
         let line = lines.next().ok_or_else(|| {
             ReadError::invalid(
@@ -217,7 +218,7 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
     // Group signals by file, keeping the order in which files first appear.
     let mut files: Vec<DataFile> = Vec::new();
     let mut file_names: Vec<&str> = Vec::new();
-    let mut channels = Vec::with_capacity(nsig);
+    let mut channels = Vec::with_capacity(specs.len());
     for s in &specs {
         let file = match file_names.iter().position(|n| *n == s.file_name) {
             Some(k) => {
