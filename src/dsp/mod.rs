@@ -4,3 +4,4 @@
 pub mod decimate;
 pub mod filter;
 pub mod montage;
+pub mod xapen;

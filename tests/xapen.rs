@@ -1,0 +1,299 @@
+//! Cross-ApEn: the reference against independent golden values, and the fast CPU, brute-force
+//! and GPU paths against the reference (counts exactly, values within 1e-5).
+
+mod common;
+
+use ede::dsp::xapen::{
+    self, Correction, CpuMethod, Epochs, XapenError, XapenParams, brute, fast, reference,
+};
+
+fn golden(name: &str) -> Option<serde_json::Value> {
+    let path = common::shared_data()?
+        .join("../golden/crossapen")
+        .join(name);
+    let text = std::fs::read_to_string(&path).ok()?;
+    Some(serde_json::from_str(&text).unwrap())
+}
+
+fn correction(s: &str) -> Correction {
+    match s {
+        "max" => Correction::Max,
+        "zero" => Correction::Zero,
+        other => panic!("unknown correction {other}"),
+    }
+}
+
+fn f64s(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+/// A deterministic generator for test data.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn gauss(&mut self) -> f64 {
+        let (a, b) = (self.next().max(1e-300), self.next());
+        (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+    }
+}
+
+#[test]
+fn reference_reproduces_the_synthetic_golden_values() {
+    let Some(g) = golden("synthetic_6ch_300.json") else {
+        return;
+    };
+    let inputs: Vec<Vec<f64>> = g["inputs"].as_array().unwrap().iter().map(f64s).collect();
+    let mut checked = 0;
+    for case in g["cases"].as_array().unwrap() {
+        let m = case["m"].as_u64().unwrap() as usize;
+        let r = case["r"].as_f64().unwrap();
+        let corr = correction(case["correction"].as_str().unwrap());
+        for (u, row) in case["matrix"].as_array().unwrap().iter().enumerate() {
+            for (v, want) in f64s(row).into_iter().enumerate() {
+                let got = reference::cross_apen(&inputs[u], &inputs[v], m, r, corr)
+                    .unwrap()
+                    .unwrap();
+                assert!(
+                    (got - want).abs() < 1e-9,
+                    "m={m} r={r} {corr:?} ({u},{v}): {got} vs {want}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 12 * 36);
+    let counts = &g["counts_pair_0_1_m2_r0.2"];
+    let u = reference::normalize(&inputs[0]).unwrap();
+    let v = reference::normalize(&inputs[1]).unwrap();
+    let (n_m, n_m1) = reference::counts(&u, &v, 2, 0.2);
+    let want = |k: &str| -> Vec<u32> { f64s(&counts[k]).iter().map(|&x| x as u32).collect() };
+    assert_eq!(n_m, want("n_m"));
+    assert_eq!(n_m1, want("n_m1"));
+}
+
+/// The f32 paths on the golden inputs: float32 can flip a comparison sitting exactly at r, so
+/// values agree within 1e-4 (the golden README's tolerance for f32).
+#[test]
+fn f32_paths_reproduce_the_synthetic_golden_values() {
+    let Some(g) = golden("synthetic_6ch_300.json") else {
+        return;
+    };
+    let raw: Vec<f32> = g["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| f64s(c).into_iter().map(|x| x as f32))
+        .collect();
+    let ep = Epochs::normalize(&raw, 300, 6).unwrap();
+    for case in g["cases"].as_array().unwrap() {
+        let params = XapenParams {
+            m: case["m"].as_u64().unwrap() as usize,
+            r: case["r"].as_f64().unwrap() as f32,
+            correction: correction(case["correction"].as_str().unwrap()),
+        };
+        let want: Vec<f64> = case["matrix"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(f64s)
+            .collect();
+        for method in [CpuMethod::Fast, CpuMethod::Brute] {
+            let got = xapen::cpu_matrices(&ep, &params, method, None, None)
+                .unwrap()
+                .unwrap();
+            for (k, (a, b)) in got.mean().iter().zip(&want).enumerate() {
+                assert!(
+                    (a - b).abs() < 1e-4,
+                    "{params:?} {method:?} cell {k}: {a} vs {b}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn fast_path_reproduces_the_eeg_golden_values() {
+    let Some(g) = golden("eeg64_first8_at10s.json") else {
+        return;
+    };
+    let data = common::shared_data().unwrap();
+    let rec = ede::recording::Recording::open(
+        &data.join(g["file"].as_str().unwrap()),
+        &Default::default(),
+    )
+    .unwrap();
+    let start = g["start_sample"].as_u64().unwrap() as usize;
+    let n = g["epoch_len"].as_u64().unwrap() as usize;
+    let channels: Vec<&str> = g["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    let mut raw = Vec::new();
+    for label in &channels {
+        let mut buf = vec![0f32; n];
+        rec.read(rec.signal_index(label).unwrap(), start, &mut buf)
+            .unwrap();
+        raw.extend(buf);
+    }
+    let ep = Epochs::normalize(&raw, n, channels.len()).unwrap();
+    for case in g["cases"].as_array().unwrap() {
+        let params = XapenParams {
+            m: case["m"].as_u64().unwrap() as usize,
+            r: case["r"].as_f64().unwrap() as f32,
+            correction: correction(case["correction"].as_str().unwrap()),
+        };
+        let want: Vec<f64> = case["matrix"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(f64s)
+            .collect();
+        let got = xapen::cpu_matrices(&ep, &params, CpuMethod::Fast, None, None)
+            .unwrap()
+            .unwrap();
+        for (k, (a, b)) in got.mean().iter().zip(&want).enumerate() {
+            assert!((a - b).abs() < 1e-4, "{params:?} cell {k}: {a} vs {b}");
+        }
+    }
+}
+
+/// Normalized-looking series on a 2^-12 grid with r on it too: every f32 difference and bound
+/// is exact, so all paths must count exactly the same.
+fn grid_series(rng: &mut Rng, n: usize, binary: bool) -> Vec<f32> {
+    (0..n)
+        .map(|_| {
+            let x = if binary {
+                (rng.next() < 0.5) as u8 as f64
+            } else {
+                rng.gauss()
+            };
+            ((x * 4096.0).round() / 4096.0) as f32
+        })
+        .collect()
+}
+
+#[test]
+fn counts_are_equal_on_every_path() {
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    for &n in &[3usize, 4, 5, 17, 63, 64, 65, 100, 129, 300] {
+        for m in 1..=3 {
+            if n <= m + 1 {
+                continue;
+            }
+            for &r in &[0.0f32, 0.1, 0.2, 0.5] {
+                let r = (r * 4096.0).round() / 4096.0;
+                let u = grid_series(&mut rng, n, n % 3 == 0);
+                let v = grid_series(&mut rng, n, false);
+                let (u64s, v64s): (Vec<f64>, Vec<f64>) = (
+                    u.iter().map(|&x| x as f64).collect(),
+                    v.iter().map(|&x| x as f64).collect(),
+                );
+                let want = reference::counts(&u64s, &v64s, m, r as f64);
+                assert_eq!(fast::counts(&u, &v, m, r), want, "fast n={n} m={m} r={r}");
+                assert_eq!(brute::counts(&u, &v, m, r), want, "brute n={n} m={m} r={r}");
+                // Against itself: the diagonal of the matrix.
+                let want = reference::counts(&u64s, &u64s, m, r as f64);
+                assert_eq!(fast::counts(&u, &u, m, r), want, "fast self n={n} m={m}");
+            }
+        }
+    }
+}
+
+/// Raw random data through the whole CPU pipeline: fast and brute-force agree exactly (same
+/// f32 inputs, same test), and the f64 reference within 1e-4 (f32 rounding of normalized
+/// samples may move a comparison sitting at r).
+#[test]
+fn cpu_matrices_agree_with_the_reference() {
+    let mut rng = Rng(42);
+    let (n, b, e) = (157, 4, 2);
+    let raw: Vec<f32> = (0..n * b * e)
+        .map(|_| (rng.gauss() * 30.0 + 5.0) as f32)
+        .collect();
+    let ep = Epochs::normalize(&raw, n, b).unwrap();
+    for m in 1..=2 {
+        for corr in [Correction::Max, Correction::Zero] {
+            let params = XapenParams {
+                m,
+                r: 0.2,
+                correction: corr,
+            };
+            let f = xapen::cpu_matrices(&ep, &params, CpuMethod::Fast, None, None)
+                .unwrap()
+                .unwrap();
+            let s = xapen::cpu_matrices(&ep, &params, CpuMethod::Brute, None, None)
+                .unwrap()
+                .unwrap();
+            assert_eq!(f.per_epoch, s.per_epoch);
+            for epoch in 0..e {
+                for u in 0..b {
+                    for v in 0..b {
+                        let series = |c: usize| -> Vec<f64> {
+                            raw[(epoch * b + c) * n..][..n]
+                                .iter()
+                                .map(|&x| x as f64)
+                                .collect()
+                        };
+                        let want = reference::cross_apen(&series(u), &series(v), m, 0.2, corr)
+                            .unwrap()
+                            .unwrap();
+                        let got = f.epoch(epoch)[u * b + v];
+                        assert!((got - want).abs() < 1e-4, "{got} vs {want}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn flat_channels_give_nan_and_short_epochs_an_error() {
+    let mut rng = Rng(7);
+    let n = 50;
+    let mut raw: Vec<f32> = (0..n * 3).map(|_| rng.gauss() as f32).collect();
+    raw[n..2 * n].fill(4.0); // channel 1 is flat
+    let ep = Epochs::normalize(&raw, n, 3).unwrap();
+    let params = XapenParams {
+        m: 1,
+        r: 0.2,
+        correction: Correction::Max,
+    };
+    let res = xapen::cpu_matrices(&ep, &params, CpuMethod::Fast, None, None)
+        .unwrap()
+        .unwrap();
+    let mean = res.mean();
+    for k in 0..3 {
+        assert!(mean[3 + k].is_nan() && mean[k * 3 + 1].is_nan());
+    }
+    assert!(mean[0].is_finite() && mean[2 * 3 + 2].is_finite());
+
+    let short = Epochs::normalize(&[1.0, 2.0], 2, 1).unwrap();
+    assert_eq!(
+        xapen::cpu_matrices(&short, &params, CpuMethod::Fast, None, None).unwrap_err(),
+        XapenError::TooShort { n: 2, m: 1 }
+    );
+    assert!(
+        reference::cross_apen(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0], 2, 0.2, Correction::Max).is_err()
+    );
+    assert_eq!(
+        reference::cross_apen(
+            &[1.0; 10],
+            &[1.0, 2.0, 3.0, 1.0, 2.0, 3.0, 1.0, 2.0, 3.0, 1.0],
+            1,
+            0.2,
+            Correction::Max
+        ),
+        Ok(None)
+    );
+}
