@@ -111,7 +111,7 @@ fn f32_paths_reproduce_the_synthetic_golden_values() {
             let got = xapen::cpu_matrices(&ep, &params, method, None, None)
                 .unwrap()
                 .unwrap();
-            for (k, (a, b)) in got.mean().iter().zip(&want).enumerate() {
+            for (k, (a, b)) in got.mean.iter().zip(&want).enumerate() {
                 assert!(
                     (a - b).abs() < 1e-4,
                     "{params:?} {method:?} cell {k}: {a} vs {b}"
@@ -163,7 +163,7 @@ fn fast_path_reproduces_the_eeg_golden_values() {
         let got = xapen::cpu_matrices(&ep, &params, CpuMethod::Fast, None, None)
             .unwrap()
             .unwrap();
-        for (k, (a, b)) in got.mean().iter().zip(&want).enumerate() {
+        for (k, (a, b)) in got.mean.iter().zip(&want).enumerate() {
             assert!((a - b).abs() < 1e-4, "{params:?} cell {k}: {a} vs {b}");
         }
     }
@@ -248,7 +248,7 @@ fn cpu_matrices_agree_with_the_reference() {
                         let want = reference::cross_apen(&series(u), &series(v), m, 0.2, corr)
                             .unwrap()
                             .unwrap();
-                        let got = f.epoch(epoch)[u * b + v];
+                        let got = f.epoch(epoch).unwrap()[u * b + v];
                         assert!((got - want).abs() < 1e-4, "{got} vs {want}");
                     }
                 }
@@ -272,7 +272,7 @@ fn flat_channels_give_nan_and_short_epochs_an_error() {
     let res = xapen::cpu_matrices(&ep, &params, CpuMethod::Fast, None, None)
         .unwrap()
         .unwrap();
-    let mean = res.mean();
+    let mean = res.mean;
     for k in 0..3 {
         assert!(mean[3 + k].is_nan() && mean[k * 3 + 1].is_nan());
     }
@@ -296,4 +296,192 @@ fn flat_channels_give_nan_and_short_epochs_an_error() {
         ),
         Ok(None)
     );
+}
+
+fn gpu() -> Option<ede::gpu::GpuContext> {
+    match ede::gpu::GpuContext::headless() {
+        Ok(c) => Some(c),
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("note: {e}; GPU Cross-ApEn tests skipped outside CI");
+            None
+        }
+        Err(e) => panic!("CI must have a (software) adapter: {e}"),
+    }
+}
+
+/// GPU against the fast CPU path on the same normalized samples: count totals exactly equal,
+/// values within 1e-5, for many sizes, m, r, both corrections, and a flat channel-epoch.
+#[test]
+fn gpu_matches_the_cpu_on_random_data() {
+    let Some(ctx) = gpu() else {
+        return;
+    };
+    let mut kernels = ede::gpu::xapen::XapenKernels::new(&ctx);
+    let mut rng = Rng(99);
+    for &(n, b, e) in &[
+        (5usize, 2usize, 1usize),
+        (17, 3, 2),
+        (100, 4, 2),
+        (257, 3, 3),
+        (300, 5, 1),
+    ] {
+        let mut raw: Vec<f32> = (0..n * b * e).map(|_| rng.gauss() as f32).collect();
+        if e > 1 {
+            raw[n..2 * n].fill(1.0); // channel 1 of epoch 0 is flat
+        }
+        let ep = Epochs::normalize(&raw, n, b).unwrap();
+        for m in 1..=3 {
+            if n <= m + 1 {
+                continue;
+            }
+            for &r in &[0.1f32, 0.2, 0.35] {
+                for corr in [Correction::Max, Correction::Zero] {
+                    let params = XapenParams {
+                        m,
+                        r,
+                        correction: corr,
+                    };
+                    let cpu = xapen::cpu_matrices(&ep, &params, CpuMethod::Fast, None, None)
+                        .unwrap()
+                        .unwrap();
+                    let readback = ede::gpu::xapen::Readback {
+                        per_epoch: true,
+                        totals: true,
+                    };
+                    let got = kernels
+                        .matrices(&ep, &params, readback, None, None)
+                        .unwrap()
+                        .unwrap();
+                    let totals = got.totals.unwrap();
+                    let per_epoch = got.matrices.per_epoch.as_ref().unwrap();
+                    for epoch in 0..e {
+                        for u in 0..b {
+                            for v in 0..b {
+                                let cell = (epoch * b + u) * b + v;
+                                let want = cpu.per_epoch.as_ref().unwrap()[cell];
+                                let have = per_epoch[cell];
+                                let what =
+                                    format!("n={n} m={m} r={r} {corr:?} e={epoch} ({u},{v})");
+                                if !(ep.is_valid(epoch, u) && ep.is_valid(epoch, v)) {
+                                    assert!(want.is_nan() && have.is_nan(), "{what}");
+                                    continue;
+                                }
+                                assert!((have - want).abs() < 1e-5, "{what}: {have} vs {want}");
+                                let (n_m, n_m1) =
+                                    fast::counts(ep.series(epoch, u), ep.series(epoch, v), m, r);
+                                let sums = [n_m.iter().sum::<u32>(), n_m1.iter().sum::<u32>()];
+                                assert_eq!(totals[cell], sums, "{what}");
+                            }
+                        }
+                    }
+                    for (k, (a, c)) in got.matrices.mean.iter().zip(&cpu.mean).enumerate() {
+                        assert!(
+                            (a - c).abs() < 1e-5 || (a.is_nan() && c.is_nan()),
+                            "mean cell {k}: {a} vs {c}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Inputs split over several device buffers give the same result as one chunk.
+#[test]
+fn gpu_chunks_agree_with_one_dispatch() {
+    let Some(ctx) = gpu() else {
+        return;
+    };
+    let mut kernels = ede::gpu::xapen::XapenKernels::new(&ctx);
+    let mut rng = Rng(3);
+    let (n, b, e) = (128, 4, 7);
+    let raw: Vec<f32> = (0..n * b * e).map(|_| rng.gauss() as f32).collect();
+    let ep = Epochs::normalize(&raw, n, b).unwrap();
+    let params = XapenParams {
+        m: 2,
+        r: 0.25,
+        correction: Correction::Zero,
+    };
+    let whole = kernels
+        .matrices(&ep, &params, Default::default(), None, None)
+        .unwrap()
+        .unwrap();
+    kernels.max_buffer_bytes = (b * 3 * n * 4 * 2) as u64; // two epochs per chunk
+    assert_eq!(kernels.chunk_epochs(&ep, 2).unwrap(), 2);
+    let chunked = kernels
+        .matrices(&ep, &params, Default::default(), None, None)
+        .unwrap()
+        .unwrap();
+    for (a, c) in whole.matrices.mean.iter().zip(&chunked.matrices.mean) {
+        assert!((a - c).abs() < 1e-6, "{a} vs {c}");
+    }
+    kernels.max_buffer_bytes = 100;
+    assert!(
+        kernels
+            .matrices(&ep, &params, Default::default(), None, None)
+            .is_err()
+    );
+}
+
+#[test]
+fn gpu_reproduces_the_eeg_golden_values() {
+    let (Some(g), Some(ctx)) = (golden("eeg64_first8_at10s.json"), gpu()) else {
+        return;
+    };
+    let data = common::shared_data().unwrap();
+    let rec = ede::recording::Recording::open(
+        &data.join(g["file"].as_str().unwrap()),
+        &Default::default(),
+    )
+    .unwrap();
+    let start = g["start_sample"].as_u64().unwrap() as usize;
+    let n = g["epoch_len"].as_u64().unwrap() as usize;
+    let mut raw = Vec::new();
+    let channels = g["channels"].as_array().unwrap();
+    for label in channels {
+        let mut buf = vec![0f32; n];
+        rec.read(
+            rec.signal_index(label.as_str().unwrap()).unwrap(),
+            start,
+            &mut buf,
+        )
+        .unwrap();
+        raw.extend(buf);
+    }
+    let ep = Epochs::normalize(&raw, n, channels.len()).unwrap();
+    let mut kernels = ede::gpu::xapen::XapenKernels::new(&ctx);
+    for case in g["cases"].as_array().unwrap() {
+        let params = XapenParams {
+            m: case["m"].as_u64().unwrap() as usize,
+            r: case["r"].as_f64().unwrap() as f32,
+            correction: correction(case["correction"].as_str().unwrap()),
+        };
+        let want: Vec<f64> = case["matrix"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(f64s)
+            .collect();
+        let got = kernels
+            .matrices(&ep, &params, Default::default(), None, None)
+            .unwrap()
+            .unwrap();
+        let cpu = xapen::cpu_matrices(&ep, &params, CpuMethod::Fast, None, None)
+            .unwrap()
+            .unwrap();
+        for (k, ((a, b), c)) in got
+            .matrices
+            .mean
+            .iter()
+            .zip(&want)
+            .zip(&cpu.mean)
+            .enumerate()
+        {
+            assert!(
+                (a - b).abs() < 1e-4,
+                "{params:?} cell {k}: {a} vs golden {b}"
+            );
+            assert!((a - c).abs() < 1e-5, "{params:?} cell {k}: {a} vs cpu {c}");
+        }
+    }
 }

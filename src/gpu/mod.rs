@@ -4,3 +4,4 @@ pub mod context;
 pub mod saxpy;
 
 pub use context::{GpuContext, GpuError};
+pub mod xapen;

@@ -48,6 +48,10 @@ pub struct XapenParams {
     pub correction: Correction,
 }
 
+/// Largest tolerance accepted: beyond 2 sqrt(N) every window matches anyway, and the GPU
+/// kernel marks missing samples with a value no bound may reach.
+pub const MAX_R: f32 = 1e6;
+
 /// Longest window supported: the fast path shifts 64-bit match words by up to m.
 pub const MAX_M: usize = 16;
 
@@ -57,7 +61,7 @@ pub enum XapenError {
     TooShort { n: usize, m: usize },
     #[error("m = {0} is out of range: it must be between 1 and {MAX_M}")]
     BadM(usize),
-    #[error("r = {0} is out of range: it must be a finite number >= 0 (in units of SD)")]
+    #[error("r = {0} is out of range: it must be between 0 and {MAX_R} (in units of SD)")]
     BadR(f32),
     #[error("the input has no channels or no epochs")]
     Empty,
@@ -69,7 +73,7 @@ impl XapenParams {
         if self.m == 0 || self.m > MAX_M {
             return Err(XapenError::BadM(self.m));
         }
-        if !(self.r.is_finite() && self.r >= 0.0) {
+        if !(self.r >= 0.0 && self.r <= MAX_R) {
             return Err(XapenError::BadR(self.r));
         }
         if n <= self.m + 1 {
@@ -191,23 +195,26 @@ impl Epochs {
     }
 }
 
-/// Per-epoch matrices and their mean; NaN where a channel was flat.
+/// The mean matrix over epochs (and, when asked for, each epoch's); NaN where a channel was
+/// flat in every epoch. Row u, column v holds Cross-ApEn(u||v).
 #[derive(Debug, Clone)]
 pub struct XapenMatrices {
     pub channels: usize,
     pub epochs: usize,
-    /// `[epoch][u][v]`.
-    pub per_epoch: Vec<f64>,
+    /// `[u][v]`: the mean over the epochs where both channels are valid.
+    pub mean: Vec<f64>,
+    /// `[epoch][u][v]`, NaN where either channel is invalid in that epoch.
+    pub per_epoch: Option<Vec<f64>>,
 }
 
 impl XapenMatrices {
-    /// The mean over the epochs where both channels are valid (NaN where none is).
-    pub fn mean(&self) -> Vec<f64> {
-        let b2 = self.channels * self.channels;
-        (0..b2)
+    /// Builds the mean from per-epoch matrices (the rule the GPU's accumulation follows).
+    pub fn from_per_epoch(channels: usize, epochs: usize, per_epoch: Vec<f64>) -> Self {
+        let b2 = channels * channels;
+        let mean = (0..b2)
             .map(|k| {
-                let (sum, count) = (0..self.epochs)
-                    .map(|e| self.per_epoch[e * b2 + k])
+                let (sum, count) = (0..epochs)
+                    .map(|e| per_epoch[e * b2 + k])
                     .filter(|v| !v.is_nan())
                     .fold((0.0, 0usize), |(s, c), v| (s + v, c + 1));
                 if count == 0 {
@@ -216,12 +223,18 @@ impl XapenMatrices {
                     sum / count as f64
                 }
             })
-            .collect()
+            .collect();
+        XapenMatrices {
+            channels,
+            epochs,
+            mean,
+            per_epoch: Some(per_epoch),
+        }
     }
 
-    pub fn epoch(&self, e: usize) -> &[f64] {
+    pub fn epoch(&self, e: usize) -> Option<&[f64]> {
         let b2 = self.channels * self.channels;
-        &self.per_epoch[e * b2..(e + 1) * b2]
+        self.per_epoch.as_ref().map(|p| &p[e * b2..(e + 1) * b2])
     }
 }
 
@@ -295,11 +308,7 @@ pub fn cpu_matrices(
     if cancelled(cancel) {
         return Ok(None);
     }
-    Ok(Some(XapenMatrices {
-        channels: b,
-        epochs: ep.epochs,
-        per_epoch,
-    }))
+    Ok(Some(XapenMatrices::from_per_epoch(b, ep.epochs, per_epoch)))
 }
 
 /// Whether to stop: checked between units of work by long runs.

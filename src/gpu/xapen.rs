@@ -1,0 +1,435 @@
+//! Cross-ApEn on the GPU (shaders/xapen.wgsl): every ordered pair of every epoch in one
+//! dispatch per chunk of epochs. The CPU normalizes (f64, so both sides see the same f32
+//! samples); the GPU sorts each series, counts, reduces per pair and averages over epochs.
+//! A `Prepared` chunk stays on the device, so a new r or correction reruns only the count.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use eframe::wgpu;
+use eframe::wgpu::util::DeviceExt;
+
+use super::{GpuContext, GpuError};
+use crate::dsp::xapen::{Cancel, Correction, Epochs, XapenError, XapenMatrices, XapenParams};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GpuXapenError {
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+    #[error(transparent)]
+    Params(#[from] XapenError),
+    #[error(
+        "one epoch of {channels} channels x {n} samples needs {bytes} bytes in one GPU buffer; \
+         this device allows {limit}"
+    )]
+    TooLarge {
+        channels: usize,
+        n: usize,
+        bytes: u64,
+        limit: u64,
+    },
+}
+
+/// What a batch run reads back besides the mean matrix.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Readback {
+    pub per_epoch: bool,
+    /// Per pair and epoch, the sums of N_i^m and N_i^{m+1} (for exactness checks).
+    pub totals: bool,
+}
+
+/// The mean (and optional per-epoch) matrices, plus the count totals when asked for.
+pub struct GpuXapenResult {
+    pub matrices: XapenMatrices,
+    /// `[epoch][u][v]` -> (sum of N_i^m, sum of N_i^{m+1}).
+    pub totals: Option<Vec<[u32; 2]>>,
+}
+
+/// Pipelines for one device; count pipelines are built per window length m.
+pub struct XapenKernels {
+    ctx: GpuContext,
+    module: wgpu::ShaderModule,
+    layout: wgpu::BindGroupLayout,
+    pipeline_layout: wgpu::PipelineLayout,
+    rank: wgpu::ComputePipeline,
+    accumulate: wgpu::ComputePipeline,
+    count: HashMap<usize, wgpu::ComputePipeline>,
+    /// Largest buffer a chunk may use; the device's limit unless a test lowers it.
+    pub max_buffer_bytes: u64,
+}
+
+/// One chunk of epochs uploaded and sorted, with room for its results.
+pub struct Prepared {
+    pub n: usize,
+    pub channels: usize,
+    pub epochs: usize,
+    planes: usize,
+    params: wgpu::Buffer,
+    ln_table: wgpu::Buffer,
+    out: wgpu::Buffer,
+    totals: wgpu::Buffer,
+    /// `[u][v]` (sum, count) over the epochs counted so far.
+    acc: wgpu::Buffer,
+    bind: wgpu::BindGroup,
+}
+
+const WG: u32 = 256;
+
+impl XapenKernels {
+    pub fn new(ctx: &GpuContext) -> Self {
+        let dev = &ctx.device;
+        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("xapen"),
+            source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/xapen.wgsl").into()),
+        });
+        let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let mut entries = vec![wgpu::BindGroupLayoutEntry {
+            binding: 0,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        }];
+        for (binding, read_only) in [
+            (1, true),
+            (2, true),
+            (3, false),
+            (4, false),
+            (5, true),
+            (6, false),
+            (7, false),
+            (8, false),
+        ] {
+            entries.push(storage(binding, read_only));
+        }
+        let layout = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("xapen"),
+            entries: &entries,
+        });
+        let pipeline_layout = dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("xapen"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let limits = dev.limits();
+        let mut k = XapenKernels {
+            ctx: ctx.clone(),
+            rank: build(dev, &pipeline_layout, &module, "rank", 1),
+            accumulate: build(dev, &pipeline_layout, &module, "accumulate", 1),
+            module,
+            layout,
+            pipeline_layout,
+            count: HashMap::new(),
+            max_buffer_bytes: (limits.max_storage_buffer_binding_size as u64)
+                .min(limits.max_buffer_size)
+                .min(1 << 30),
+        };
+        k.count_pipeline(1);
+        k
+    }
+
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    fn count_pipeline(&mut self, m: usize) -> &wgpu::ComputePipeline {
+        let (dev, layout, module) = (&self.ctx.device, &self.pipeline_layout, &self.module);
+        self.count
+            .entry(m)
+            .or_insert_with(|| build(dev, layout, module, "count", m))
+    }
+
+    /// How many epochs of `ep` fit one chunk for window length m.
+    pub fn chunk_epochs(&self, ep: &Epochs, m: usize) -> Result<usize, GpuXapenError> {
+        let per_epoch = (ep.channels * (m + 1) * ep.n * 4).max(ep.channels * ep.channels * 8);
+        let per_epoch = per_epoch as u64;
+        if per_epoch > self.max_buffer_bytes {
+            return Err(GpuXapenError::TooLarge {
+                channels: ep.channels,
+                n: ep.n,
+                bytes: per_epoch,
+                limit: self.max_buffer_bytes,
+            });
+        }
+        Ok(((self.max_buffer_bytes / per_epoch) as usize).clamp(1, 65_535))
+    }
+
+    /// Uploads epochs `range` of `ep` and sorts every series on the device (for windows up to
+    /// length m). The work is submitted, not waited for.
+    pub fn prepare(
+        &mut self,
+        ep: &Epochs,
+        range: Range<usize>,
+        m: usize,
+    ) -> Result<Prepared, GpuXapenError> {
+        let (n, b, e) = (ep.n, ep.channels, range.len());
+        let planes = m + 1;
+        let dev = &self.ctx.device;
+        let series = range.start * b..range.end * b;
+        let x = &ep.data[series.start * n..series.end * n];
+        let valid: Vec<u32> = ep.valid[series].iter().map(|&v| v as u32).collect();
+        let init = |label, contents: &[u8]| {
+            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            })
+        };
+        let empty = |label, bytes: usize| {
+            dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes.max(4) as u64,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let params = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("xapen params"),
+            size: 32,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let xb = init("xapen x", bytemuck::cast_slice(x));
+        let vb = init("xapen valid", bytemuck::cast_slice(&valid));
+        let planes_b = empty("xapen planes", e * b * planes * n * 4);
+        let order = empty("xapen order", e * b * n * 4);
+        let ln_table = empty("xapen ln", 2 * (n + 1) * 4);
+        let out = empty("xapen out", e * b * b * 4);
+        let totals = empty("xapen totals", e * b * b * 8);
+        let acc = empty("xapen acc", b * b * 8);
+        let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("xapen"),
+            layout: &self.layout,
+            entries: &[
+                entry(0, &params),
+                entry(1, &xb),
+                entry(2, &vb),
+                entry(3, &planes_b),
+                entry(4, &order),
+                entry(5, &ln_table),
+                entry(6, &out),
+                entry(7, &totals),
+                entry(8, &acc),
+            ],
+        });
+        let prep = Prepared {
+            n,
+            channels: b,
+            epochs: e,
+            planes,
+            params,
+            ln_table,
+            out,
+            totals,
+            acc,
+            bind,
+        };
+        // r and the correction do not matter to the sort.
+        prep.write_params(
+            &self.ctx,
+            &XapenParams {
+                m,
+                r: 0.0,
+                correction: Correction::Max,
+            },
+        );
+        let mut enc = dev.create_command_encoder(&Default::default());
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(&self.rank);
+            pass.set_bind_group(0, &prep.bind, &[]);
+            pass.dispatch_workgroups((n as u32).div_ceil(WG), b as u32, e as u32);
+        }
+        self.ctx.queue.submit([enc.finish()]);
+        Ok(prep)
+    }
+
+    /// Submits the count for `params` and adds the chunk's valid values into the running sums
+    /// (cleared first when `fresh`). Not waited for.
+    pub fn count(
+        &mut self,
+        prep: &Prepared,
+        params: &XapenParams,
+        fresh: bool,
+    ) -> Result<(), GpuXapenError> {
+        params.check(prep.n)?;
+        assert!(params.m < prep.planes, "prepared for a shorter window");
+        prep.write_params(&self.ctx, params);
+        let count = self.count_pipeline(params.m).clone();
+        let mut enc = self.ctx.device.create_command_encoder(&Default::default());
+        if fresh {
+            enc.clear_buffer(&prep.acc, 0, None);
+        }
+        {
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_bind_group(0, &prep.bind, &[]);
+            pass.set_pipeline(&count);
+            let b = prep.channels as u32;
+            pass.dispatch_workgroups(b, b, prep.epochs as u32);
+            pass.set_pipeline(&self.accumulate);
+            pass.dispatch_workgroups((b * b).div_ceil(WG), 1, 1);
+        }
+        self.ctx.queue.submit([enc.finish()]);
+        Ok(())
+    }
+
+    /// The mean over every epoch counted into `prep` since the last fresh count.
+    pub fn read_mean(&self, prep: &Prepared) -> Result<Vec<f64>, GpuError> {
+        let b2 = (prep.channels * prep.channels) as u64;
+        let acc = self.ctx.read_back(&prep.acc, b2 * 8)?;
+        let acc: &[[f32; 2]] = bytemuck::cast_slice(&acc);
+        Ok(acc
+            .iter()
+            .map(|&[s, c]| {
+                if c == 0.0 {
+                    f64::NAN
+                } else {
+                    s as f64 / c as f64
+                }
+            })
+            .collect())
+    }
+
+    /// Every ordered pair of every epoch of `ep`, chunked to fit the device. `done` counts
+    /// finished pairs; `Ok(None)` when cancelled.
+    pub fn matrices(
+        &mut self,
+        ep: &Epochs,
+        params: &XapenParams,
+        readback: Readback,
+        cancel: Cancel,
+        done: Option<&AtomicUsize>,
+    ) -> Result<Option<GpuXapenResult>, GpuXapenError> {
+        params.check(ep.n)?;
+        let chunk = self.chunk_epochs(ep, params.m)?;
+        let b2 = ep.channels * ep.channels;
+        let mut per_epoch = readback.per_epoch.then(Vec::new);
+        let mut totals = readback.totals.then(Vec::new);
+        let mut last = None;
+        for start in (0..ep.epochs).step_by(chunk) {
+            if crate::dsp::xapen::cancelled(cancel) {
+                return Ok(None);
+            }
+            let range = start..(start + chunk).min(ep.epochs);
+            let prep = self.prepare(ep, range.clone(), params.m)?;
+            if let Some(old) = last.take() {
+                // Carry the running sums into this chunk's buffers.
+                self.carry(&old, &prep);
+            }
+            self.count(&prep, params, start == 0)?;
+            let pairs = (range.len() * b2) as u64;
+            if let Some(p) = per_epoch.as_mut() {
+                let raw = self.ctx.read_back(&prep.out, pairs * 4)?;
+                let vals: &[f32] = bytemuck::cast_slice(&raw);
+                p.extend(vals.iter().map(|&v| v as f64));
+            }
+            if let Some(t) = totals.as_mut() {
+                let raw = self.ctx.read_back(&prep.totals, pairs * 8)?;
+                t.extend(bytemuck::cast_slice::<u8, [u32; 2]>(&raw).iter().copied());
+            }
+            if done.is_some() || cancel.is_some() {
+                self.ctx.wait()?;
+            }
+            if let Some(d) = done {
+                d.fetch_add(range.len() * b2, Ordering::Relaxed);
+            }
+            last = Some(prep);
+        }
+        let Some(prep) = last else {
+            return Err(XapenError::Empty.into());
+        };
+        let mean = self.read_mean(&prep)?;
+        Ok(Some(GpuXapenResult {
+            matrices: XapenMatrices {
+                channels: ep.channels,
+                epochs: ep.epochs,
+                mean,
+                per_epoch,
+            },
+            totals,
+        }))
+    }
+
+    fn carry(&self, from: &Prepared, to: &Prepared) {
+        let bytes = (from.channels * from.channels * 8) as u64;
+        let mut enc = self.ctx.device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&from.acc, 0, &to.acc, 0, bytes);
+        self.ctx.queue.submit([enc.finish()]);
+    }
+}
+
+impl Prepared {
+    fn write_params(&self, ctx: &GpuContext, params: &XapenParams) {
+        let (n, m) = (self.n, params.m);
+        let windows_m = (n - m + 1) as f64;
+        let windows_m1 = (n - m) as f64;
+        let mut bytes = Vec::with_capacity(32);
+        for v in [n, self.channels, self.epochs, self.planes] {
+            bytes.extend_from_slice(&(v as u32).to_le_bytes());
+        }
+        bytes.extend_from_slice(&params.r.to_le_bytes());
+        let correction: u32 = match params.correction {
+            Correction::Max => 0,
+            Correction::Zero => 1,
+        };
+        bytes.extend_from_slice(&correction.to_le_bytes());
+        bytes.extend_from_slice(&(windows_m as f32).to_le_bytes());
+        bytes.extend_from_slice(&(windows_m1 as f32).to_le_bytes());
+        ctx.queue.write_buffer(&self.params, 0, &bytes);
+        // ln(k / windows) in f64, rounded once to f32.
+        let table: Vec<f32> = [windows_m, windows_m1]
+            .iter()
+            .flat_map(|&w| (0..=n).map(move |k| (k as f64 / w).ln() as f32))
+            .collect();
+        ctx.queue
+            .write_buffer(&self.ln_table, 0, bytemuck::cast_slice(&table));
+    }
+
+    /// The device buffer of the last count's values, `[epoch][u][v]` f32, for views that turn
+    /// it into a texture without reading it back.
+    pub fn values(&self) -> &wgpu::Buffer {
+        &self.out
+    }
+}
+
+fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+    wgpu::BindGroupEntry {
+        binding,
+        resource: buffer.as_entire_binding(),
+    }
+}
+
+fn build(
+    dev: &wgpu::Device,
+    layout: &wgpu::PipelineLayout,
+    module: &wgpu::ShaderModule,
+    entry: &str,
+    m: usize,
+) -> wgpu::ComputePipeline {
+    dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(entry),
+        layout: Some(layout),
+        module,
+        entry_point: Some(entry),
+        compilation_options: wgpu::PipelineCompilationOptions {
+            constants: &[("M", m as f64)],
+            ..Default::default()
+        },
+        cache: None,
+    })
+}
