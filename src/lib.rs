@@ -4,6 +4,7 @@
 //! files into one model, `dsp` holds the CPU algorithms, `gpu` the compute kernels, `analysis`
 //! the jobs the GUI and the CLI run, `app` the egui interface and `cli` the subcommands.
 
+pub mod analysis;
 pub mod app;
 pub mod cli;
 pub mod dsp;

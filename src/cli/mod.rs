@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod export;
 pub mod info;
+pub mod xapen;
 
 use std::path::PathBuf;
 
@@ -49,6 +50,8 @@ pub enum Command {
     Info(info::InfoArgs),
     /// Write physical values of some channels and a time range as CSV.
     Export(export::ExportArgs),
+    /// Cross-ApEn matrices of every channel pair, for one or many recordings.
+    Xapen(xapen::XapenArgs),
     /// Run a benchmark and write its figures as JSON.
     #[command(subcommand)]
     Bench(bench::BenchCommand),

@@ -133,7 +133,8 @@ impl XapenKernels {
             layout,
             pipeline_layout,
             count: HashMap::new(),
-            max_buffer_bytes: (limits.max_storage_buffer_binding_size as u64)
+            max_buffer_bytes: limits
+                .max_storage_buffer_binding_size
                 .min(limits.max_buffer_size)
                 .min(1 << 30),
         };

@@ -18,7 +18,7 @@ pub const EEG_LABELS: [&str; 19] = [
 /// Eyes-closed periods (start, end) in seconds.
 const EYES_CLOSED: [(f64, f64); 2] = [(20.0, 40.0), (70.0, 90.0)];
 
-struct SplitMix(u64);
+pub(crate) struct SplitMix(pub u64);
 
 impl SplitMix {
     fn next_u64(&mut self) -> u64 {
@@ -28,10 +28,10 @@ impl SplitMix {
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
-    fn uniform(&mut self) -> f64 {
+    pub fn uniform(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
-    fn gauss(&mut self) -> f64 {
+    pub fn gauss(&mut self) -> f64 {
         let u1 = self.uniform().max(1e-300);
         let u2 = self.uniform();
         (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
@@ -218,7 +218,7 @@ pub fn demo_recording() -> Recording {
 
 /// Approximately 1/f noise with standard deviation `sd`: the sum of first-order low-passed
 /// white noises with octave-spaced corners (each stage scaled to unit variance).
-fn pink_noise(rng: &mut SplitMix, n: usize, sd: f64) -> Vec<f64> {
+pub(crate) fn pink_noise(rng: &mut SplitMix, n: usize, sd: f64) -> Vec<f64> {
     const POLES: [f64; 5] = [0.998, 0.99, 0.96, 0.85, 0.5];
     let mut state = [0.0; POLES.len()];
     let gains = POLES.map(|p: f64| (1.0 - p * p).sqrt());

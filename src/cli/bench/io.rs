@@ -8,18 +8,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::Context;
 use eframe::egui;
 use serde::Serialize;
 
+use super::{Stats, write_report};
 use crate::app::{EdeApp, Settings};
 use crate::recording::{OpenOptions, Recording};
-
-#[derive(Debug, clap::Subcommand)]
-pub enum BenchCommand {
-    /// Open, decode and draw a large generated EDF.
-    Io(IoArgs),
-}
 
 #[derive(Debug, clap::Args)]
 pub struct IoArgs {
@@ -65,35 +59,9 @@ struct FrameReport {
     columns_s: Stats,
 }
 
-#[derive(Debug, Serialize)]
-struct Stats {
-    median: f64,
-    min: f64,
-    max: f64,
-    n: usize,
-}
-
-impl Stats {
-    fn of(mut v: Vec<f64>) -> Self {
-        v.sort_by(f64::total_cmp);
-        Stats {
-            median: v[v.len() / 2],
-            min: v[0],
-            max: v[v.len() - 1],
-            n: v.len(),
-        }
-    }
-}
-
-pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
-    match cmd {
-        BenchCommand::Io(args) => io(args),
-    }
-}
-
 const FS: usize = 256;
 
-fn io(args: &IoArgs) -> anyhow::Result<()> {
+pub fn run(args: &IoArgs) -> anyhow::Result<()> {
     let records = (args.hours * 3600.0).round() as usize;
     generate_edf(&args.file, args.channels, records)?;
     let file_bytes = std::fs::metadata(&args.file)?.len();
@@ -176,13 +144,7 @@ fn io(args: &IoArgs) -> anyhow::Result<()> {
         rss_anon_after_overview_mb,
         frames,
     };
-    let json = serde_json::to_string_pretty(&report)?;
-    match &args.out {
-        Some(p) => std::fs::write(p, json + "\n")
-            .with_context(|| format!("cannot write {}", p.display()))?,
-        None => println!("{json}"),
-    }
-    Ok(())
+    write_report(&report, args.out.as_deref())
 }
 
 /// One egui pass of the whole window plus tessellation; returns its seconds.

@@ -1,0 +1,14 @@
+//! The job layer: parameters, a backend, progress and cancellation in; serializable results
+//! out. The GUI and the CLI call this, never `dsp` or `gpu` directly.
+
+pub mod xapen;
+
+use serde::{Deserialize, Serialize};
+
+/// Where an analysis runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Gpu,
+    Cpu,
+}

@@ -1,0 +1,57 @@
+//! `ede bench ...`: benchmarks that write their figures as JSON (docs/BENCHMARKS.md has the
+//! tables).
+
+pub mod io;
+pub mod xapen;
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Serialize;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCommand {
+    /// Open, decode and draw a large generated EDF.
+    Io(io::IoArgs),
+    /// Cross-ApEn of a paper-sized subject on the GPU and the CPU, and interactive recomputes.
+    Xapen(xapen::XapenBenchArgs),
+}
+
+pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
+    match cmd {
+        BenchCommand::Io(args) => io::run(args),
+        BenchCommand::Xapen(args) => xapen::run(args),
+    }
+}
+
+/// Median, extremes and count of repeated timings, in seconds.
+#[derive(Debug, Serialize)]
+pub struct Stats {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub n: usize,
+}
+
+impl Stats {
+    pub fn of(mut v: Vec<f64>) -> Self {
+        v.sort_by(f64::total_cmp);
+        Stats {
+            median: v[v.len() / 2],
+            min: v[0],
+            max: v[v.len() - 1],
+            n: v.len(),
+        }
+    }
+}
+
+/// Pretty JSON to `out`, or to standard output.
+pub fn write_report(report: &impl Serialize, out: Option<&Path>) -> anyhow::Result<()> {
+    let json = serde_json::to_string_pretty(report)?;
+    match out {
+        Some(p) => std::fs::write(p, json + "\n")
+            .with_context(|| format!("cannot write {}", p.display()))?,
+        None => println!("{json}"),
+    }
+    Ok(())
+}

@@ -1,0 +1,185 @@
+//! `ede xapen FILE... --m 1 --r 0.2 --epoch-len 1024 ... --out OUT.json`: Cross-ApEn matrices
+//! for a study, file after file, with progress on stderr.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+use crate::analysis::Backend;
+use crate::analysis::xapen::{self, EpochCount, XapenJob, XapenReport};
+use crate::dsp::xapen::{Correction, XapenParams};
+use crate::gpu::xapen::XapenKernels;
+use crate::recording::Recording;
+
+#[derive(Debug, clap::Args)]
+pub struct XapenArgs {
+    /// Recordings (EDF, BDF, WFDB, CSV); each gives one matrix.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Window length m.
+    #[arg(long, default_value_t = 1)]
+    pub m: usize,
+    /// Tolerance r, in units of each epoch's standard deviation.
+    #[arg(long, default_value_t = 0.2)]
+    pub r: f32,
+    /// Samples per epoch.
+    #[arg(long, default_value_t = 1024)]
+    pub epoch_len: usize,
+    /// How many consecutive epochs: `all` or a number.
+    #[arg(long, default_value = "all", value_parser = parse_epochs)]
+    pub epochs: EpochCount,
+    /// Where the first epoch starts, in seconds (rounded to the nearest sample).
+    #[arg(long, default_value_t = 0.0)]
+    pub start: f64,
+    /// Channel labels, comma-separated; all signals of the first channel's rate when omitted.
+    #[arg(long, value_delimiter = ',')]
+    pub channels: Vec<String>,
+    /// Correction for windows without matches.
+    #[arg(long, value_enum, default_value_t = Correction::Max)]
+    pub correction: Correction,
+    #[arg(long, value_enum, default_value_t = Backend::Gpu)]
+    pub backend: Backend,
+    /// Also write the matrix of every epoch.
+    #[arg(long)]
+    pub per_epoch: bool,
+    /// Output JSON: one object for one file, an array for several (stdout when omitted).
+    #[arg(long, conflicts_with = "out_dir")]
+    pub out: Option<PathBuf>,
+    /// Write one JSON per recording into this folder instead (NAME.xapen.json).
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
+    /// Sampling rate of CSV files without a time column.
+    #[arg(long)]
+    pub fs: Option<f64>,
+}
+
+fn parse_epochs(s: &str) -> Result<EpochCount, String> {
+    if s == "all" {
+        return Ok(EpochCount::All);
+    }
+    match s.parse::<usize>() {
+        Ok(k) if k > 0 => Ok(EpochCount::Count(k)),
+        _ => Err(format!("expected `all` or a positive number, got {s:?}")),
+    }
+}
+
+/// The job for one recording: labels resolved, start converted to samples.
+pub fn job_for(rec: &Recording, args: &XapenArgs) -> anyhow::Result<XapenJob> {
+    let channels = if args.channels.is_empty() {
+        let fs = rec
+            .signals
+            .first()
+            .context("the recording has no signals")?
+            .fs;
+        (0..rec.signals.len())
+            .filter(|&c| rec.signals[c].fs == fs)
+            .collect()
+    } else {
+        args.channels
+            .iter()
+            .map(|l| {
+                rec.signal_index(l)
+                    .with_context(|| format!("no channel {l:?} in {}", rec.display_name()))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?
+    };
+    let fs = rec.signals[channels[0]].fs;
+    if !(args.start >= 0.0 && args.start.is_finite()) {
+        bail!("--start must be a time in seconds >= 0");
+    }
+    Ok(XapenJob {
+        channels,
+        epoch_len: args.epoch_len,
+        epochs: args.epochs,
+        start_sample: (args.start * fs).round() as usize,
+        params: XapenParams {
+            m: args.m,
+            r: args.r,
+            correction: args.correction,
+        },
+        per_epoch: args.per_epoch,
+    })
+}
+
+pub fn run(args: &XapenArgs) -> anyhow::Result<()> {
+    let mut gpu: Option<XapenKernels> = match args.backend {
+        Backend::Cpu => None,
+        Backend::Gpu => match xapen::open_gpu() {
+            Ok(k) => Some(k),
+            Err(e) => {
+                eprintln!("ede xapen: {e}");
+                None
+            }
+        },
+    };
+    if let Some(dir) = &args.out_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut reports = Vec::new();
+    let mut failed = 0;
+    let total = args.files.len();
+    for (k, path) in args.files.iter().enumerate() {
+        match one(path, args, gpu.as_mut()) {
+            Ok(report) => {
+                eprintln!(
+                    "[{}/{total}] {}: {} channels x {} epochs in {:.3} s ({})",
+                    k + 1,
+                    path.display(),
+                    report.channels.len(),
+                    report.epochs,
+                    report.elapsed_s,
+                    report.adapter
+                );
+                for w in &report.warnings {
+                    eprintln!("  warning: {w}");
+                }
+                if let Some(dir) = &args.out_dir {
+                    write_json(&dir.join(out_name(path)), &report)?;
+                } else {
+                    reports.push(report);
+                }
+            }
+            Err(e) => {
+                // One bad file does not stop a study.
+                eprintln!("[{}/{total}] {}: {e:#}", k + 1, path.display());
+                failed += 1;
+            }
+        }
+    }
+    if args.out_dir.is_none() {
+        match (&args.out, reports.len()) {
+            (_, 0) => {}
+            (Some(p), 1) if total == 1 => write_json(p, &reports[0])?,
+            (Some(p), _) => write_json(p, &reports)?,
+            (None, 1) if total == 1 => println!("{}", serde_json::to_string_pretty(&reports[0])?),
+            (None, _) => println!("{}", serde_json::to_string_pretty(&reports)?),
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {total} recording(s) failed");
+    }
+    Ok(())
+}
+
+fn one(
+    path: &Path,
+    args: &XapenArgs,
+    gpu: Option<&mut XapenKernels>,
+) -> anyhow::Result<XapenReport> {
+    let rec = super::open(path, args.fs)?;
+    let job = job_for(&rec, args)?;
+    let report = xapen::run(&rec, &job, gpu, None, None)?;
+    report.context("cancelled")
+}
+
+fn out_name(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .map_or("recording".into(), |s| s.to_string_lossy());
+    format!("{stem}.xapen.json")
+}
+
+fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    std::fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
+}
