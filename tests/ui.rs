@@ -83,3 +83,79 @@ fn keyboard_and_wheel_navigation_move_the_window() {
     h.run_steps(2);
     assert_eq!(h.state().browser.visible_span().0, 0.0);
 }
+
+/// Steps until the Cross-ApEn view shows the matrix for its current settings.
+fn settle_xapen(h: &mut Harness<'_, EdeApp>) {
+    for _ in 0..2000 {
+        h.step();
+        if h.state().xapen.as_ref().is_some_and(|x| x.ready()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    h.run_steps(2);
+}
+
+fn xapen_app(gpu: Option<ede::gpu::GpuContext>) -> EdeApp {
+    let mut app = EdeApp::new(None, None, Settings::default(), gpu);
+    app.view = ede::app::ViewKind::Xapen;
+    app
+}
+
+/// The matrix appears, r changes in three consecutive frames as a drag does, and what is
+/// shown in the end is the newest r's matrix, never an older one.
+fn drag_r_shows_the_newest_matrix(mut h: Harness<'_, EdeApp>) {
+    settle_xapen(&mut h);
+    let (labels, r, first) = {
+        let (l, r, m) = h.state().xapen.as_ref().unwrap().shown().unwrap();
+        (l, r, m.to_vec())
+    };
+    assert_eq!(labels.len(), 19, "the demo's EEG channels");
+    assert_eq!(r, 0.2);
+    assert!(first.iter().all(|v| v.is_finite() && *v > 0.0));
+    for r in [0.25, 0.3, 0.35] {
+        h.state_mut().xapen.as_mut().unwrap().set_r(r);
+        h.step();
+    }
+    settle_xapen(&mut h);
+    let view = h.state().xapen.as_ref().unwrap();
+    let (_, r, last) = view.shown().unwrap();
+    assert_eq!(r, 0.35);
+    assert_eq!(view.params().r, 0.35);
+    assert!(last.iter().zip(&first).any(|(a, b)| a != b));
+}
+
+#[test]
+fn xapen_view_follows_r_on_the_cpu() {
+    drag_r_shows_the_newest_matrix(harness(xapen_app(None)));
+}
+
+#[test]
+fn xapen_view_follows_r_on_the_gpu() {
+    let Ok(ctx) = ede::gpu::GpuContext::headless() else {
+        assert!(std::env::var_os("CI").is_none(), "CI must have an adapter");
+        return;
+    };
+    let mut app = xapen_app(Some(ctx));
+    app.xapen = None;
+    let mut h = harness(app);
+    h.step();
+    h.state_mut()
+        .xapen
+        .as_mut()
+        .unwrap()
+        .set_backend(ede::analysis::Backend::Gpu);
+    drag_r_shows_the_newest_matrix(h);
+}
+
+#[test]
+fn xapen_snapshot_of_the_demo() {
+    let mut h = harness(xapen_app(None));
+    settle_xapen(&mut h);
+    h.snapshot_options(
+        "xapen_demo",
+        &SnapshotOptions::new()
+            .threshold(2.0)
+            .max_failed_pixels(2000),
+    );
+}

@@ -3,6 +3,7 @@
 
 pub mod browser;
 pub mod traces;
+pub mod xapen_view;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,6 +15,24 @@ use crate::cli::GuiArgs;
 use crate::gpu::GpuContext;
 use crate::recording::{OpenOptions, Recording};
 use browser::{Browser, BrowserSettings};
+use xapen_view::XapenView;
+
+/// The views the window switches between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViewKind {
+    Browser,
+    Xapen,
+}
+
+impl ViewKind {
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "browser" => Some(ViewKind::Browser),
+            "xapen" => Some(ViewKind::Xapen),
+            _ => None,
+        }
+    }
+}
 
 /// What persists between runs (eframe storage).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -26,6 +45,11 @@ pub struct Settings {
 pub struct EdeApp {
     /// The channel browser (public for UI tests and benchmarks).
     pub browser: Browser,
+    /// The Cross-ApEn view, made when first shown for the open recording.
+    pub xapen: Option<XapenView>,
+    pub view: ViewKind,
+    /// The render device, when it passed its self-test; analyses fall back to the CPU without.
+    gpu: Option<GpuContext>,
     settings: Settings,
     error: Option<String>,
     gpu_status: String,
@@ -44,12 +68,15 @@ impl EdeApp {
         settings: Settings,
         gpu: Option<GpuContext>,
     ) -> Self {
-        let gpu_status = match gpu {
+        let (gpu, gpu_status) = match gpu {
             Some(ctx) => match ctx.self_test() {
-                Ok(()) => format!("GPU: {}", ctx.describe()),
-                Err(e) => format!("{e}"),
+                Ok(()) => {
+                    let status = format!("GPU: {}", ctx.describe());
+                    (Some(ctx), status)
+                }
+                Err(e) => (None, format!("{e}")),
             },
-            None => "No GPU adapter: analyses run on the CPU".into(),
+            None => (None, "No GPU adapter: analyses run on the CPU".into()),
         };
         let mut error = None;
         let rec = match &file {
@@ -64,6 +91,9 @@ impl EdeApp {
         };
         let mut app = Self {
             browser: Browser::new(Arc::new(rec), settings.browser.clone()),
+            xapen: None,
+            view: ViewKind::Browser,
+            gpu,
             settings,
             error,
             gpu_status,
@@ -90,6 +120,7 @@ impl EdeApp {
         match Recording::open(&path, &OpenOptions::default()) {
             Ok(rec) => {
                 self.browser = Browser::new(Arc::new(rec), self.browser.settings.clone());
+                self.xapen = None;
                 self.error = None;
                 self.remember(path);
             }
@@ -148,12 +179,16 @@ impl EdeApp {
                             Arc::new(crate::recording::demo::demo_recording()),
                             self.browser.settings.clone(),
                         );
+                        self.xapen = None;
                     }
                     if ui.button("Quit").clicked() {
                         ctx.send_viewport_cmd(egui::ViewportCommand::Close);
                     }
                 });
                 self.browser.menus(ui);
+                ui.separator();
+                ui.selectable_value(&mut self.view, ViewKind::Browser, "Browser");
+                ui.selectable_value(&mut self.view, ViewKind::Xapen, "Cross-ApEn");
             });
         });
         egui::Panel::bottom("status").show(ui, |ui| {
@@ -167,8 +202,26 @@ impl EdeApp {
                 }
             });
         });
-        self.browser.ui(ui);
+        match self.view {
+            ViewKind::Browser => self.browser.ui(ui),
+            ViewKind::Xapen => {
+                let rec = self.browser.rec.clone();
+                let gpu = self.gpu.clone();
+                let visible = self.browser.visible_span();
+                self.xapen
+                    .get_or_insert_with(|| XapenView::new(rec, gpu))
+                    .ui(ui, (visible.0, visible.1 - visible.0));
+            }
+        }
         self.settings.browser = self.browser.settings.clone();
+    }
+
+    /// Whether the current view shows what it was asked for (the screenshot waits for this).
+    pub fn ready(&self) -> bool {
+        match self.view {
+            ViewKind::Browser => self.browser.ready(),
+            ViewKind::Xapen => self.xapen.as_ref().is_some_and(XapenView::ready),
+        }
     }
 }
 
@@ -176,12 +229,24 @@ impl eframe::App for EdeApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.ui(ui);
         let ctx = ui.ctx().clone();
+        if let Some((path, rect)) = self.xapen.as_ref().and_then(XapenView::take_png_request) {
+            // The view's PNG export: the next frame, cropped to the matrix panel.
+            let ppp = ctx.pixels_per_point();
+            ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(
+                egui::ScreenshotCallback::new(move |image| {
+                    let crop = image.region(&rect, Some(ppp));
+                    if let Err(e) = save_png(&crop, &path) {
+                        eprintln!("ede: {e}");
+                    }
+                }),
+            ));
+        }
         if let Some(path) = self.screenshot.clone() {
             self.frames += 1;
             let taken = self.shot_taken.lock().map(|t| *t).unwrap_or(true);
             if taken {
                 ctx.send_viewport_cmd(egui::ViewportCommand::Close);
-            } else if self.frames >= 3 && self.browser.ready() && !self.shot_requested {
+            } else if self.frames >= 3 && self.ready() && !self.shot_requested {
                 self.shot_requested = true;
                 let done = self.shot_taken.clone();
                 let repaint = ctx.clone();
@@ -225,9 +290,12 @@ pub fn run(args: GuiArgs) -> anyhow::Result<()> {
         // Fail early, on the terminal, for a file that cannot be opened.
         Recording::open(f, &OpenOptions { csv_fs: args.fs })?;
     }
-    if args.view != "browser" {
-        anyhow::bail!("unknown view {:?}; the views are: browser", args.view);
-    }
+    let view = ViewKind::parse(&args.view).ok_or_else(|| {
+        anyhow::anyhow!(
+            "unknown view {:?}; the views are: browser, xapen",
+            args.view
+        )
+    })?;
     let (w, h) = args
         .size
         .split_once('x')
@@ -257,6 +325,7 @@ pub fn run(args: GuiArgs) -> anyhow::Result<()> {
                 .map(GpuContext::from_render_state);
             let mut app = EdeApp::new(args.file.clone(), args.fs, settings, gpu);
             app.screenshot = screenshot;
+            app.view = view;
             Ok(Box::new(app))
         }),
     )

@@ -1,0 +1,880 @@
+//! The Cross-ApEn view: pick channels, epochs and parameters; the channel-by-channel matrix
+//! recomputes on a worker (the GPU when there is one) while r is dragged. Every change sends a
+//! new request and cancels the one before; the worker takes only the newest, and a reply
+//! for anything but the newest request is dropped, so a stale matrix is never shown as current.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use eframe::egui::{self, Color32, Pos2, Rect, Sense, Stroke, Vec2};
+use egui_plot::{Legend, Line, Plot, PlotPoints};
+
+use crate::analysis::Backend;
+use crate::analysis::xapen::{EpochCount, JobInput, XapenJob, XapenReport, cpu_name};
+use crate::dsp::xapen::{self, Correction, CpuMethod, XapenParams};
+use crate::gpu::GpuContext;
+use crate::gpu::xapen::{Prepared, Readback, XapenKernels};
+use crate::recording::Recording;
+
+/// Which epochs the matrix covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EpochSource {
+    /// Consecutive epochs inside the browser's visible window (at least one).
+    Visible,
+    /// Every whole epoch of the recording, averaged.
+    Whole,
+}
+
+struct Request {
+    id: u64,
+    rec: Arc<Recording>,
+    job: XapenJob,
+    backend: Backend,
+    cancel: Arc<AtomicBool>,
+}
+
+struct Done {
+    id: u64,
+    input: Arc<JobInput>,
+    job: XapenJob,
+    mean: Vec<f64>,
+    elapsed_s: f64,
+    backend: Backend,
+    adapter: String,
+}
+
+enum Reply {
+    Done(Box<Done>),
+    Failed { id: u64, message: String },
+}
+
+/// The job without its parameters: what the cached input and device buffers depend on.
+type InputKey = (usize, Vec<usize>, usize, usize, EpochCount);
+
+fn input_key(rec: &Arc<Recording>, job: &XapenJob) -> InputKey {
+    (
+        Arc::as_ptr(rec) as usize,
+        job.channels.clone(),
+        job.epoch_len,
+        job.start_sample,
+        job.epochs,
+    )
+}
+
+/// The worker thread: reads and normalizes epochs, keeps them (and, on the GPU, their sorted
+/// copies) while only the parameters change, and computes the matrix.
+fn spawn_worker(
+    gpu: Option<GpuContext>,
+    repaint: egui::Context,
+    progress: Arc<AtomicUsize>,
+) -> (Sender<Request>, Receiver<Reply>) {
+    let (tx, requests) = channel::<Request>();
+    let (replies, rx) = channel();
+    std::thread::Builder::new()
+        .name("ede xapen".into())
+        .spawn(move || {
+            let mut kernels = gpu.map(|g| XapenKernels::new(&g));
+            let mut input: Option<(InputKey, Arc<JobInput>)> = None;
+            let mut prepared: Option<(InputKey, usize, Prepared)> = None;
+            while let Ok(mut req) = requests.recv() {
+                while let Ok(newer) = requests.try_recv() {
+                    req = newer;
+                }
+                if req.cancel.load(Ordering::Relaxed) {
+                    continue;
+                }
+                progress.store(0, Ordering::Relaxed);
+                let t = Instant::now();
+                let key = input_key(&req.rec, &req.job);
+                let reply = (|| -> Result<Option<Done>, String> {
+                    let inp = match &input {
+                        Some((k, i)) if *k == key => i.clone(),
+                        _ => {
+                            let i = Arc::new(req.job.input(&req.rec).map_err(|e| e.to_string())?);
+                            input = Some((key.clone(), i.clone()));
+                            i
+                        }
+                    };
+                    let ep = &inp.epochs;
+                    let params = req.job.params;
+                    let cancel = Some(&*req.cancel);
+                    let gpu = kernels.as_mut().filter(|_| req.backend == Backend::Gpu);
+                    let (mean, backend, adapter) = match gpu {
+                        Some(k) => {
+                            let adapter = k.context().describe();
+                            let one_chunk =
+                                k.chunk_epochs(ep, params.m).map_err(|e| e.to_string())?
+                                    >= ep.epochs;
+                            let mean = if one_chunk {
+                                // Sorted epochs stay on the device while r changes.
+                                let reuse = matches!(&prepared,
+                                    Some((pk, m, _)) if *pk == key && *m == params.m);
+                                if !reuse {
+                                    let p = k
+                                        .prepare(ep, 0..ep.epochs, params.m)
+                                        .map_err(|e| e.to_string())?;
+                                    prepared = Some((key.clone(), params.m, p));
+                                }
+                                let (_, _, p) = prepared.as_ref().expect("just prepared");
+                                k.count(p, &params, true).map_err(|e| e.to_string())?;
+                                k.read_mean(p).map_err(|e| e.to_string())?
+                            } else {
+                                let res = k
+                                    .matrices(
+                                        ep,
+                                        &params,
+                                        Readback::default(),
+                                        cancel,
+                                        Some(&progress),
+                                    )
+                                    .map_err(|e| e.to_string())?;
+                                let Some(res) = res else { return Ok(None) };
+                                res.matrices.mean
+                            };
+                            (mean, Backend::Gpu, adapter)
+                        }
+                        None => {
+                            let res = xapen::cpu_matrices(
+                                ep,
+                                &params,
+                                CpuMethod::Fast,
+                                cancel,
+                                Some(&progress),
+                            )
+                            .map_err(|e| e.to_string())?;
+                            let Some(res) = res else { return Ok(None) };
+                            (res.mean, Backend::Cpu, cpu_name())
+                        }
+                    };
+                    Ok(Some(Done {
+                        id: req.id,
+                        input: inp,
+                        job: req.job.clone(),
+                        mean,
+                        elapsed_s: t.elapsed().as_secs_f64(),
+                        backend,
+                        adapter,
+                    }))
+                })();
+                let reply = match reply {
+                    Ok(Some(done)) => Reply::Done(Box::new(done)),
+                    Ok(None) => continue,
+                    Err(message) => Reply::Failed {
+                        id: req.id,
+                        message,
+                    },
+                };
+                if replies.send(reply).is_err() {
+                    break;
+                }
+                repaint.request_repaint();
+            }
+        })
+        .expect("the worker thread starts");
+    (tx, rx)
+}
+
+/// A matrix on screen.
+struct Shown {
+    done: Done,
+    texture: egui::TextureHandle,
+    range: (f64, f64),
+}
+
+pub struct XapenView {
+    rec: Arc<Recording>,
+    selected: Vec<bool>,
+    epoch_len: usize,
+    source: EpochSource,
+    params: XapenParams,
+    backend: Backend,
+    gpu: Option<GpuContext>,
+    worker: Option<(Sender<Request>, Receiver<Reply>)>,
+    progress: Arc<AtomicUsize>,
+    next_id: u64,
+    /// The newest request: its id, its job, its cancel flag and when it was sent.
+    pending: Option<(u64, XapenJob, Arc<AtomicBool>, Instant)>,
+    last_job: Option<(XapenJob, Backend)>,
+    shown: Option<Shown>,
+    error: Option<String>,
+    cell: Option<(usize, usize)>,
+    detail_epoch: usize,
+    /// A PNG of the matrix panel asked for: the file and the panel's rectangle.
+    png_request: Arc<Mutex<Option<String>>>,
+    matrix_rect: Rect,
+}
+
+impl XapenView {
+    /// EEG channels of the most common rate are selected to begin with.
+    pub fn new(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Self {
+        let fs = most_common_rate(&rec);
+        let eeg: Vec<bool> = rec
+            .signals
+            .iter()
+            .map(|s| s.fs == fs && crate::dsp::montage::is_eeg(&s.label, &s.unit))
+            .collect();
+        let selected = if eeg.iter().any(|&e| e) {
+            eeg
+        } else {
+            rec.signals.iter().map(|s| s.fs == fs).collect()
+        };
+        // A software adapter (lavapipe) is correct but far slower than the CPU path.
+        let backend = match &gpu {
+            Some(g) if !g.is_software() => Backend::Gpu,
+            _ => Backend::Cpu,
+        };
+        XapenView {
+            rec,
+            selected,
+            epoch_len: 1024,
+            source: EpochSource::Visible,
+            backend,
+            params: XapenParams {
+                m: 1,
+                r: 0.2,
+                correction: Correction::Max,
+            },
+            gpu,
+            worker: None,
+            progress: Arc::new(AtomicUsize::new(0)),
+            next_id: 0,
+            pending: None,
+            last_job: None,
+            shown: None,
+            error: None,
+            cell: None,
+            detail_epoch: 0,
+            png_request: Arc::new(Mutex::new(None)),
+            matrix_rect: Rect::NOTHING,
+        }
+    }
+
+    /// True once the matrix for the current settings is on screen (or failed).
+    pub fn ready(&self) -> bool {
+        self.pending.is_none() && (self.shown.is_some() || self.error.is_some())
+    }
+
+    pub fn set_backend(&mut self, backend: Backend) {
+        self.backend = backend;
+    }
+
+    pub fn set_r(&mut self, r: f32) {
+        self.params.r = r;
+    }
+
+    pub fn params(&self) -> XapenParams {
+        self.params
+    }
+
+    /// The matrix on screen: its channels, the r it was computed for, and its values.
+    pub fn shown(&self) -> Option<(Vec<String>, f32, &[f64])> {
+        self.shown.as_ref().map(|s| {
+            (
+                s.done.input.labels.clone(),
+                s.done.job.params.r,
+                s.done.mean.as_slice(),
+            )
+        })
+    }
+
+    fn job(&self, visible: (f64, f64)) -> Result<XapenJob, String> {
+        let channels: Vec<usize> = (0..self.selected.len())
+            .filter(|&c| self.selected[c])
+            .collect();
+        let first = *channels.first().ok_or("select at least one channel")?;
+        let fs = self.rec.signals[first].fs;
+        let (start_sample, epochs) = match self.source {
+            EpochSource::Whole => (0, EpochCount::All),
+            EpochSource::Visible => {
+                let start = (visible.0 * fs).round().max(0.0) as usize;
+                let k = ((visible.1 * fs) as usize / self.epoch_len).max(1);
+                (start, EpochCount::Count(k))
+            }
+        };
+        Ok(XapenJob {
+            channels,
+            epoch_len: self.epoch_len,
+            epochs,
+            start_sample,
+            params: self.params,
+            per_epoch: false,
+        })
+    }
+
+    /// Sends the current settings to the worker when they changed.
+    fn request(&mut self, ctx: &egui::Context, visible: (f64, f64)) {
+        let job = match self.job(visible) {
+            Ok(j) => j,
+            Err(e) => {
+                self.error = Some(e);
+                self.last_job = None;
+                return;
+            }
+        };
+        let key = (job.clone(), self.backend);
+        if self.last_job.as_ref() == Some(&key) {
+            return;
+        }
+        self.last_job = Some(key);
+        if let Some((_, _, cancel, _)) = &self.pending {
+            cancel.store(true, Ordering::Relaxed);
+        }
+        let (tx, _) = self.worker.get_or_insert_with(|| {
+            spawn_worker(self.gpu.clone(), ctx.clone(), self.progress.clone())
+        });
+        self.next_id += 1;
+        let cancel = Arc::new(AtomicBool::new(false));
+        let req = Request {
+            id: self.next_id,
+            rec: self.rec.clone(),
+            job: job.clone(),
+            backend: self.backend,
+            cancel: cancel.clone(),
+        };
+        if tx.send(req).is_ok() {
+            self.pending = Some((self.next_id, job, cancel, Instant::now()));
+        }
+    }
+
+    fn receive(&mut self, ctx: &egui::Context) {
+        let Some((_, rx)) = &self.worker else {
+            return;
+        };
+        while let Ok(reply) = rx.try_recv() {
+            let newest = self.pending.as_ref().map(|p| p.0);
+            match reply {
+                Reply::Done(done) if Some(done.id) == newest => {
+                    self.pending = None;
+                    self.error = None;
+                    let b = done.input.labels.len();
+                    let range = finite_range(&done.mean);
+                    let image = egui::ColorImage::new(
+                        [b, b],
+                        done.mean.iter().map(|&v| colour(v, range)).collect(),
+                    );
+                    let texture =
+                        ctx.load_texture("xapen matrix", image, egui::TextureOptions::NEAREST);
+                    if self.cell.is_some_and(|(u, v)| u >= b || v >= b) {
+                        self.cell = None;
+                    }
+                    self.detail_epoch = self.detail_epoch.min(done.input.epochs.epochs - 1);
+                    self.shown = Some(Shown {
+                        done: *done,
+                        texture,
+                        range,
+                    });
+                }
+                Reply::Failed { id, message } if Some(id) == newest => {
+                    self.pending = None;
+                    self.error = Some(message);
+                }
+                // A reply to a request that has been superseded: dropped.
+                _ => {}
+            }
+        }
+    }
+
+    /// The whole view; `visible` is the browser's window (start, span) in seconds.
+    pub fn ui(&mut self, ui: &mut egui::Ui, visible: (f64, f64)) {
+        let ctx = ui.ctx().clone();
+        self.receive(&ctx);
+        egui::Panel::left("xapen controls")
+            .resizable(true)
+            .default_size(230.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
+            });
+        self.request(&ctx, visible);
+        if self.pending.is_some() {
+            ctx.request_repaint_after(std::time::Duration::from_millis(50));
+        }
+        egui::CentralPanel::default().show(ui, |ui| self.matrix_ui(ui));
+    }
+
+    fn controls(&mut self, ui: &mut egui::Ui) {
+        ui.heading("Cross-ApEn");
+        ui.label("Cross-Approximate Entropy of every ordered channel pair (row u, column v).");
+        ui.add_space(6.0);
+        ui.add(
+            egui::Slider::new(&mut self.params.r, 0.02..=1.0)
+                .text("r (SD)")
+                .step_by(0.005),
+        );
+        ui.horizontal(|ui| {
+            ui.label("m");
+            ui.add(egui::DragValue::new(&mut self.params.m).range(1..=4));
+        });
+        ui.horizontal(|ui| {
+            ui.label("Correction");
+            ui.radio_value(&mut self.params.correction, Correction::Max, "bias max");
+            ui.radio_value(&mut self.params.correction, Correction::Zero, "bias 0");
+        });
+        egui::ComboBox::from_label("Epoch length")
+            .selected_text(format!("{} samples", self.epoch_len))
+            .show_ui(ui, |ui| {
+                for len in [128, 256, 512, 1024, 2048, 4096] {
+                    ui.selectable_value(&mut self.epoch_len, len, format!("{len} samples"));
+                }
+            });
+        ui.horizontal(|ui| {
+            ui.label("Epochs");
+            ui.radio_value(&mut self.source, EpochSource::Visible, "visible window");
+            ui.radio_value(&mut self.source, EpochSource::Whole, "whole recording");
+        });
+        ui.horizontal(|ui| {
+            ui.label("Run on");
+            ui.add_enabled_ui(self.gpu.is_some(), |ui| {
+                ui.radio_value(&mut self.backend, Backend::Gpu, "GPU");
+            })
+            .response
+            .on_disabled_hover_text("no GPU adapter");
+            ui.radio_value(&mut self.backend, Backend::Cpu, "CPU");
+        });
+        if self.gpu.as_ref().is_some_and(GpuContext::is_software) {
+            ui.small("The GPU is a software adapter: the CPU path is faster here.");
+        }
+        ui.separator();
+        ui.horizontal(|ui| {
+            ui.label("Channels");
+            let fs = self.selected_rate();
+            if ui.small_button("all").clicked() {
+                for (c, s) in self.rec.signals.iter().enumerate() {
+                    self.selected[c] = Some(s.fs) == fs || fs.is_none();
+                }
+            }
+            if ui.small_button("none").clicked() {
+                self.selected.fill(false);
+            }
+        });
+        let fs = self.selected_rate();
+        egui::ScrollArea::vertical()
+            .id_salt("xapen channels")
+            .max_height(260.0)
+            .show(ui, |ui| {
+                for (c, s) in self.rec.signals.iter().enumerate() {
+                    // One rate per matrix: other rates are shown but not selectable.
+                    let enabled = fs.is_none_or(|f| f == s.fs);
+                    ui.add_enabled(
+                        enabled,
+                        egui::Checkbox::new(
+                            &mut self.selected[c],
+                            format!("{} ({} Hz)", s.label, s.fs),
+                        ),
+                    );
+                }
+            });
+        ui.separator();
+        if let Some((_, job, cancel, since)) = &self.pending {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                let pairs = job.channels.len().pow(2);
+                let done = self.progress.load(Ordering::Relaxed);
+                ui.label(format!("computing… {:.1} s", since.elapsed().as_secs_f64()));
+                if pairs > 0 && done > 0 {
+                    ui.label(format!("{done} pairs"));
+                }
+                if ui.button("Cancel").clicked() {
+                    cancel.store(true, Ordering::Relaxed);
+                }
+            });
+        }
+        if let Some(e) = &self.error {
+            ui.colored_label(ui.visuals().error_fg_color, e);
+        }
+        if let Some(s) = &self.shown {
+            let d = &s.done;
+            ui.label(format!(
+                "{} channels x {} epoch(s) of {} samples, from sample {}",
+                d.input.labels.len(),
+                d.input.epochs.epochs,
+                d.job.epoch_len,
+                d.job.start_sample
+            ));
+            ui.label(format!(
+                "m = {}, r = {:.3}, {}: {:.1} ms on {}",
+                d.job.params.m,
+                d.job.params.r,
+                d.job.params.correction.name(),
+                d.elapsed_s * 1e3,
+                d.adapter
+            ));
+            for (label, k) in &d.input.flat {
+                ui.colored_label(
+                    ui.visuals().warn_fg_color,
+                    format!("{label} is flat in {k} epoch(s): NaN (grey) there"),
+                );
+            }
+            ui.horizontal(|ui| {
+                if ui.button("Save CSV…").clicked() {
+                    self.save(Format::Csv);
+                }
+                if ui.button("JSON…").clicked() {
+                    self.save(Format::Json);
+                }
+                if ui.button("PNG…").clicked() {
+                    self.save(Format::Png);
+                }
+            });
+        }
+    }
+
+    fn selected_rate(&self) -> Option<f64> {
+        (0..self.selected.len())
+            .find(|&c| self.selected[c])
+            .map(|c| self.rec.signals[c].fs)
+    }
+
+    fn matrix_ui(&mut self, ui: &mut egui::Ui) {
+        let Some(shown) = &self.shown else {
+            ui.centered_and_justified(|ui| {
+                ui.label(if self.pending.is_some() {
+                    "computing…"
+                } else {
+                    "no matrix yet"
+                });
+            });
+            return;
+        };
+        let labels = &shown.done.input.labels;
+        let b = labels.len();
+        let full = ui.available_rect_before_wrap();
+        let detail_h = if self.cell.is_some() {
+            (full.height() * 0.3).max(160.0)
+        } else {
+            0.0
+        };
+        let label_w = 70.0;
+        let bar_w = 70.0;
+        let side = (full.width() - label_w - bar_w - 20.0)
+            .min(full.height() - label_w - detail_h - 10.0)
+            .max(40.0);
+        let map = Rect::from_min_size(full.min + Vec2::new(label_w, label_w), Vec2::splat(side));
+        self.matrix_rect = Rect::from_min_max(full.min, map.max + Vec2::new(bar_w + 10.0, 6.0));
+        let response = ui.allocate_rect(map, Sense::click());
+        let painter = ui.painter_at(full);
+        painter.image(
+            shown.texture.id(),
+            map,
+            Rect::from_min_max(Pos2::ZERO, Pos2::new(1.0, 1.0)),
+            Color32::WHITE,
+        );
+        painter.rect_stroke(
+            map,
+            0.0,
+            Stroke::new(1.0, Color32::from_gray(120)),
+            egui::StrokeKind::Outside,
+        );
+        let cell = side / b as f32;
+        // Every k-th label, so labels never overlap.
+        let every = (11.0 / cell).ceil().max(1.0) as usize;
+        let font = egui::FontId::proportional((cell * 0.8).clamp(7.0, 12.0));
+        let text = ui.visuals().text_color();
+        for (k, label) in labels.iter().enumerate().step_by(every) {
+            let y = map.top() + (k as f32 + 0.5) * cell;
+            painter.text(
+                Pos2::new(map.left() - 4.0, y),
+                egui::Align2::RIGHT_CENTER,
+                label,
+                font.clone(),
+                text,
+            );
+            let x = map.left() + (k as f32 + 0.5) * cell;
+            let galley = painter.layout_no_wrap(label.clone(), font.clone(), text);
+            let pos = Pos2::new(x - galley.size().y / 2.0, map.top() - 4.0);
+            painter.add(
+                egui::epaint::TextShape::new(pos, galley, text)
+                    .with_angle(-std::f32::consts::FRAC_PI_2),
+            );
+        }
+        painter.text(
+            Pos2::new(full.left() + 2.0, full.top() + 2.0),
+            egui::Align2::LEFT_TOP,
+            "u \\ v",
+            egui::FontId::proportional(11.0),
+            Color32::GRAY,
+        );
+        colour_bar(
+            &painter,
+            Rect::from_min_size(
+                Pos2::new(map.right() + 14.0, map.top()),
+                Vec2::new(16.0, side),
+            ),
+            shown.range,
+            text,
+        );
+
+        let at = |p: Pos2| -> Option<(usize, usize)> {
+            let u = ((p.y - map.top()) / cell) as usize;
+            let v = ((p.x - map.left()) / cell) as usize;
+            (map.contains(p) && u < b && v < b).then_some((u, v))
+        };
+        if let Some((u, v)) = response.hover_pos().and_then(at) {
+            let value = shown.done.mean[u * b + v];
+            painter.rect_stroke(
+                Rect::from_min_size(
+                    map.min + Vec2::new(v as f32 * cell, u as f32 * cell),
+                    Vec2::splat(cell),
+                ),
+                0.0,
+                Stroke::new(1.5, Color32::BLACK),
+                egui::StrokeKind::Middle,
+            );
+            response.clone().on_hover_text_at_pointer(format!(
+                "Cross-ApEn({} || {}) = {}\nclick: show both traces",
+                labels[u],
+                labels[v],
+                if value.is_nan() {
+                    "NaN (flat channel)".into()
+                } else {
+                    format!("{value:.4}")
+                }
+            ));
+        }
+        if response.clicked()
+            && let Some(c) = response.interact_pointer_pos().and_then(at)
+        {
+            self.cell = Some(c);
+        }
+        if let Some((u, v)) = self.cell {
+            painter.rect_stroke(
+                Rect::from_min_size(
+                    map.min + Vec2::new(v as f32 * cell, u as f32 * cell),
+                    Vec2::splat(cell),
+                ),
+                0.0,
+                Stroke::new(2.0, Color32::from_rgb(220, 30, 30)),
+                egui::StrokeKind::Middle,
+            );
+            let detail =
+                Rect::from_min_max(Pos2::new(full.left(), full.bottom() - detail_h), full.max);
+            let mut child = ui.new_child(egui::UiBuilder::new().max_rect(detail));
+            self.detail_ui(&mut child, u, v);
+        }
+    }
+
+    fn detail_ui(&mut self, ui: &mut egui::Ui, u: usize, v: usize) {
+        let Some(shown) = &self.shown else {
+            return;
+        };
+        let d = &shown.done;
+        let ep = &d.input.epochs;
+        let labels = &d.input.labels;
+        ui.horizontal(|ui| {
+            ui.label(format!(
+                "{} (u) and {} (v), normalized, epoch",
+                labels[u], labels[v]
+            ));
+            ui.add(egui::DragValue::new(&mut self.detail_epoch).range(0..=ep.epochs - 1));
+            ui.label(format!(
+                "of {}; value {:.4}",
+                ep.epochs,
+                d.mean[u * labels.len() + v]
+            ));
+            if ui.small_button("close").clicked() {
+                self.cell = None;
+            }
+        });
+        let e = self.detail_epoch.min(ep.epochs - 1);
+        let series = |c: usize| -> PlotPoints<'static> {
+            ep.series(e, c)
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| [i as f64, x as f64])
+                .collect::<Vec<_>>()
+                .into()
+        };
+        Plot::new("xapen detail")
+            .legend(Legend::default())
+            .allow_scroll(false)
+            .show(ui, |plot| {
+                plot.line(Line::new(labels[u].clone(), series(u)));
+                plot.line(Line::new(labels[v].clone(), series(v)));
+            });
+    }
+
+    fn save(&mut self, format: Format) {
+        let Some(shown) = &self.shown else {
+            return;
+        };
+        let (name, ext) = match format {
+            Format::Csv => ("xapen.csv", "csv"),
+            Format::Json => ("xapen.json", "json"),
+            Format::Png => ("xapen.png", "png"),
+        };
+        let Some(path) = rfd::FileDialog::new()
+            .set_file_name(name)
+            .add_filter(ext, &[ext])
+            .save_file()
+        else {
+            return;
+        };
+        let result = match format {
+            Format::Csv => std::fs::write(
+                &path,
+                matrix_csv(&shown.done.input.labels, &shown.done.mean),
+            )
+            .map_err(|e| e.to_string()),
+            Format::Json => serde_json::to_string_pretty(&report(&self.rec, &shown.done))
+                .map_err(|e| e.to_string())
+                .and_then(|t| std::fs::write(&path, t).map_err(|e| e.to_string())),
+            Format::Png => {
+                // Taken by the app after this frame, cropped to the matrix.
+                if let Ok(mut r) = self.png_request.lock() {
+                    *r = Some(path.display().to_string());
+                }
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            self.error = Some(format!("cannot write {}: {e}", path.display()));
+        }
+    }
+
+    /// A pending PNG export: the file and the screen rectangle to crop to.
+    pub fn take_png_request(&self) -> Option<(std::path::PathBuf, Rect)> {
+        let path = self.png_request.lock().ok()?.take()?;
+        Some((path.into(), self.matrix_rect))
+    }
+}
+
+enum Format {
+    Csv,
+    Json,
+    Png,
+}
+
+fn report(rec: &Recording, d: &Done) -> XapenReport {
+    let b = d.input.labels.len();
+    XapenReport {
+        file: rec
+            .path
+            .as_ref()
+            .map_or_else(|| rec.display_name(), |p| p.display().to_string()),
+        channels: d.input.labels.clone(),
+        m: d.job.params.m,
+        r: d.job.params.r,
+        correction: d.job.params.correction,
+        epoch_len: d.job.epoch_len,
+        epochs: d.input.epochs.epochs,
+        start_sample: d.job.start_sample,
+        matrix: d.mean.chunks(b).map(<[f64]>::to_vec).collect(),
+        per_epoch: None,
+        backend: d.backend,
+        adapter: d.adapter.clone(),
+        elapsed_s: d.elapsed_s,
+        warnings: d
+            .input
+            .flat
+            .iter()
+            .map(|(l, k)| format!("{l} is flat in {k} epoch(s)"))
+            .collect(),
+    }
+}
+
+/// The matrix as CSV: a header of v labels, then one row per u (NaN for flat channels).
+pub fn matrix_csv(labels: &[String], mean: &[f64]) -> String {
+    let mut out = String::from("u\\v");
+    for l in labels {
+        out.push(',');
+        out.push_str(l);
+    }
+    out.push('\n');
+    for (u, row) in mean.chunks(labels.len()).enumerate() {
+        out.push_str(&labels[u]);
+        for v in row {
+            out.push_str(&format!(",{v}"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn most_common_rate(rec: &Recording) -> f64 {
+    let mut rates: Vec<(f64, usize)> = Vec::new();
+    for s in &rec.signals {
+        match rates.iter_mut().find(|(f, _)| *f == s.fs) {
+            Some((_, n)) => *n += 1,
+            None => rates.push((s.fs, 1)),
+        }
+    }
+    rates
+        .into_iter()
+        .max_by_key(|&(_, n)| n)
+        .map_or(0.0, |(f, _)| f)
+}
+
+fn finite_range(values: &[f64]) -> (f64, f64) {
+    let (lo, hi) = values
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    if lo.is_finite() && hi > lo {
+        (lo, hi)
+    } else if lo.is_finite() {
+        (lo - 0.5, lo + 0.5)
+    } else {
+        (0.0, 1.0)
+    }
+}
+
+/// Viridis, sampled at nine points and interpolated: perceptually even and readable in grey.
+const VIRIDIS: [[u8; 3]; 9] = [
+    [68, 1, 84],
+    [71, 44, 122],
+    [59, 81, 139],
+    [44, 113, 142],
+    [33, 144, 141],
+    [39, 173, 129],
+    [92, 200, 99],
+    [170, 220, 50],
+    [253, 231, 37],
+];
+
+fn colour(v: f64, (lo, hi): (f64, f64)) -> Color32 {
+    if !v.is_finite() {
+        return Color32::from_gray(170);
+    }
+    let t = ((v - lo) / (hi - lo)).clamp(0.0, 1.0) * (VIRIDIS.len() - 1) as f64;
+    let k = (t.floor() as usize).min(VIRIDIS.len() - 2);
+    let f = t - k as f64;
+    let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * f).round() as u8;
+    let (a, b) = (VIRIDIS[k], VIRIDIS[k + 1]);
+    Color32::from_rgb(mix(a[0], b[0]), mix(a[1], b[1]), mix(a[2], b[2]))
+}
+
+fn colour_bar(painter: &egui::Painter, rect: Rect, range: (f64, f64), text: Color32) {
+    let steps = 64;
+    let mut mesh = egui::Mesh::default();
+    for k in 0..steps {
+        let t0 = k as f32 / steps as f32;
+        let y0 = rect.bottom() - t0 * rect.height();
+        let y1 = rect.bottom() - (k + 1) as f32 / steps as f32 * rect.height();
+        let v = range.0 + (range.1 - range.0) * (k as f64 + 0.5) / steps as f64;
+        mesh.add_colored_rect(
+            Rect::from_min_max(Pos2::new(rect.left(), y1), Pos2::new(rect.right(), y0)),
+            colour(v, range),
+        );
+    }
+    painter.add(egui::Shape::mesh(mesh));
+    painter.rect_stroke(
+        rect,
+        0.0,
+        Stroke::new(1.0, Color32::from_gray(120)),
+        egui::StrokeKind::Outside,
+    );
+    for k in 0..=4 {
+        let f = k as f64 / 4.0;
+        let y = rect.bottom() - f as f32 * rect.height();
+        painter.text(
+            Pos2::new(rect.right() + 4.0, y),
+            egui::Align2::LEFT_CENTER,
+            format!("{:.3}", range.0 + (range.1 - range.0) * f),
+            egui::FontId::proportional(10.0),
+            text,
+        );
+    }
+}
