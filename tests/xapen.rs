@@ -15,6 +15,31 @@ fn golden(name: &str) -> Option<serde_json::Value> {
     Some(serde_json::from_str(&text).unwrap())
 }
 
+/// The golden EEG excerpt: its channels of its file, one epoch from its start sample.
+fn golden_eeg_epoch(g: &serde_json::Value) -> Epochs {
+    let data = common::shared_data().unwrap();
+    let rec = ede::recording::Recording::open(
+        &data.join(g["file"].as_str().unwrap()),
+        &Default::default(),
+    )
+    .unwrap();
+    let start = g["start_sample"].as_u64().unwrap() as usize;
+    let n = g["epoch_len"].as_u64().unwrap() as usize;
+    let channels = g["channels"].as_array().unwrap();
+    let mut raw = Vec::new();
+    for label in channels {
+        let mut buf = vec![0f32; n];
+        rec.read(
+            rec.signal_index(label.as_str().unwrap()).unwrap(),
+            start,
+            &mut buf,
+        )
+        .unwrap();
+        raw.extend(buf);
+    }
+    Epochs::normalize(&raw, n, channels.len()).unwrap()
+}
+
 fn correction(s: &str) -> Correction {
     match s {
         "max" => Correction::Max,
@@ -126,28 +151,7 @@ fn fast_path_reproduces_the_eeg_golden_values() {
     let Some(g) = golden("eeg64_first8_at10s.json") else {
         return;
     };
-    let data = common::shared_data().unwrap();
-    let rec = ede::recording::Recording::open(
-        &data.join(g["file"].as_str().unwrap()),
-        &Default::default(),
-    )
-    .unwrap();
-    let start = g["start_sample"].as_u64().unwrap() as usize;
-    let n = g["epoch_len"].as_u64().unwrap() as usize;
-    let channels: Vec<&str> = g["channels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap())
-        .collect();
-    let mut raw = Vec::new();
-    for label in &channels {
-        let mut buf = vec![0f32; n];
-        rec.read(rec.signal_index(label).unwrap(), start, &mut buf)
-            .unwrap();
-        raw.extend(buf);
-    }
-    let ep = Epochs::normalize(&raw, n, channels.len()).unwrap();
+    let ep = golden_eeg_epoch(&g);
     for case in g["cases"].as_array().unwrap() {
         let params = XapenParams {
             m: case["m"].as_u64().unwrap() as usize,
@@ -428,27 +432,7 @@ fn gpu_reproduces_the_eeg_golden_values() {
     let (Some(g), Some(ctx)) = (golden("eeg64_first8_at10s.json"), gpu()) else {
         return;
     };
-    let data = common::shared_data().unwrap();
-    let rec = ede::recording::Recording::open(
-        &data.join(g["file"].as_str().unwrap()),
-        &Default::default(),
-    )
-    .unwrap();
-    let start = g["start_sample"].as_u64().unwrap() as usize;
-    let n = g["epoch_len"].as_u64().unwrap() as usize;
-    let mut raw = Vec::new();
-    let channels = g["channels"].as_array().unwrap();
-    for label in channels {
-        let mut buf = vec![0f32; n];
-        rec.read(
-            rec.signal_index(label.as_str().unwrap()).unwrap(),
-            start,
-            &mut buf,
-        )
-        .unwrap();
-        raw.extend(buf);
-    }
-    let ep = Epochs::normalize(&raw, n, channels.len()).unwrap();
+    let ep = golden_eeg_epoch(&g);
     let mut kernels = ede::gpu::xapen::XapenKernels::new(&ctx);
     for case in g["cases"].as_array().unwrap() {
         let params = XapenParams {

@@ -878,3 +878,23 @@ fn colour_bar(painter: &egui::Painter, rect: Rect, range: (f64, f64), text: Colo
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_has_a_header_of_labels_and_a_row_per_channel() {
+        let labels = vec!["Fp1".to_string(), "O2".to_string()];
+        let csv = matrix_csv(&labels, &[1.0, 2.5, f64::NAN, 0.25]);
+        assert_eq!(csv, "u\\v,Fp1,O2\nFp1,1,2.5\nO2,NaN,0.25\n");
+    }
+
+    #[test]
+    fn colours_span_viridis_and_nan_is_grey() {
+        assert_eq!(colour(0.0, (0.0, 1.0)), Color32::from_rgb(68, 1, 84));
+        assert_eq!(colour(1.0, (0.0, 1.0)), Color32::from_rgb(253, 231, 37));
+        assert_eq!(colour(f64::NAN, (0.0, 1.0)), Color32::from_gray(170));
+        assert_eq!(finite_range(&[f64::NAN, 2.0, 1.0]), (1.0, 2.0));
+    }
+}

@@ -134,3 +134,11 @@ impl GpuContext {
         Ok(data)
     }
 }
+
+/// A bind group entry for a whole buffer.
+pub(crate) fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+    wgpu::BindGroupEntry {
+        binding,
+        resource: buffer.as_entire_binding(),
+    }
+}

@@ -3,6 +3,7 @@
 use eframe::wgpu;
 use eframe::wgpu::util::DeviceExt;
 
+use super::context::entry;
 use super::{GpuContext, GpuError};
 
 pub fn saxpy_cpu(a: f32, x: &[f32], b: &[f32]) -> Vec<f32> {
@@ -60,11 +61,4 @@ pub fn saxpy(ctx: &GpuContext, a: f32, x: &[f32], b: &[f32]) -> Result<Vec<f32>,
     ctx.queue.submit([enc.finish()]);
     let out = ctx.read_back(&yb, bytes)?;
     Ok(bytemuck::cast_slice::<u8, f32>(&out)[..x.len()].to_vec())
-}
-
-fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
-    wgpu::BindGroupEntry {
-        binding,
-        resource: buffer.as_entire_binding(),
-    }
 }

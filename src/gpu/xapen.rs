@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use eframe::wgpu;
 use eframe::wgpu::util::DeviceExt;
 
+use super::context::entry;
 use super::{GpuContext, GpuError};
 use crate::dsp::xapen::{Cancel, Correction, Epochs, XapenError, XapenMatrices, XapenParams};
 
@@ -19,6 +20,8 @@ pub enum GpuXapenError {
     Gpu(#[from] GpuError),
     #[error(transparent)]
     Params(#[from] XapenError),
+    #[error("{0} channels are more than one dispatch covers (at most 4096)")]
+    TooManyChannels(usize),
     #[error(
         "one epoch of {channels} channels x {n} samples needs {bytes} bytes in one GPU buffer; \
          this device allows {limit}"
@@ -155,6 +158,10 @@ impl XapenKernels {
 
     /// How many epochs of `ep` fit one chunk for window length m.
     pub fn chunk_epochs(&self, ep: &Epochs, m: usize) -> Result<usize, GpuXapenError> {
+        // The accumulation dispatches one thread per cell in 256-wide groups along x.
+        if ep.channels > 4096 {
+            return Err(GpuXapenError::TooManyChannels(ep.channels));
+        }
         let per_epoch = (ep.channels * (m + 1) * ep.n * 4).max(ep.channels * ep.channels * 8);
         let per_epoch = per_epoch as u64;
         if per_epoch > self.max_buffer_bytes {
@@ -405,13 +412,6 @@ impl Prepared {
     /// it into a texture without reading it back.
     pub fn values(&self) -> &wgpu::Buffer {
         &self.out
-    }
-}
-
-fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
-    wgpu::BindGroupEntry {
-        binding,
-        resource: buffer.as_entire_binding(),
     }
 }
 

@@ -141,14 +141,14 @@ pub fn run(args: &XapenBenchArgs) -> anyhow::Result<()> {
     let comparisons_per_epoch = (b * b) as f64 * windows * windows;
     let window_comparisons = comparisons_per_epoch * e as f64;
 
-    let cpu_run = |method, epochs: usize| -> anyhow::Result<Option<(CpuReport, Epochs)>> {
+    let cpu_run = |method, epochs: usize| -> anyhow::Result<Option<(CpuReport, Vec<f64>)>> {
         if epochs == 0 {
             return Ok(None);
         }
         let epochs = epochs.min(e);
         let part = Epochs::normalize(&raw[..epochs * b * n], n, b)?;
         let t = Instant::now();
-        xapen::cpu_matrices(&part, &params, method, None, None)?;
+        let result = xapen::cpu_matrices(&part, &params, method, None, None)?;
         let measured_s = t.elapsed().as_secs_f64();
         let subject_s = measured_s * e as f64 / epochs as f64;
         eprintln!("cpu {method:?}: {epochs} epoch(s) in {measured_s:.3} s");
@@ -159,7 +159,7 @@ pub fn run(args: &XapenBenchArgs) -> anyhow::Result<()> {
                 subject_s,
                 equivalent_window_comparisons_per_s: window_comparisons / subject_s,
             },
-            part,
+            result.map(|m| m.mean).unwrap_or_default(),
         )))
     };
     let cpu_fast = cpu_run(CpuMethod::Fast, args.cpu_epochs)?;
@@ -170,18 +170,15 @@ pub fn run(args: &XapenBenchArgs) -> anyhow::Result<()> {
     };
     // The CPU reference matrix for the GPU check (only when the fast path ran every epoch).
     let cpu_mean = match &cpu_fast {
-        Some((f, part)) if f.epochs_run == e => {
-            Some(xapen::cpu_matrices(part, &params, CpuMethod::Fast, None, None)?.map(|m| m.mean))
-        }
+        Some((f, mean)) if f.epochs_run == e => Some(mean.as_slice()),
         _ => None,
-    }
-    .flatten();
+    };
 
     let gpu = if args.no_gpu {
         None
     } else {
         match GpuContext::headless() {
-            Ok(ctx) => Some(gpu_report(&ctx, &ep, &params, args, cpu_mean.as_deref())?),
+            Ok(ctx) => Some(gpu_report(&ctx, &ep, &params, args, cpu_mean)?),
             Err(err) => {
                 eprintln!("no GPU: {err}");
                 None
