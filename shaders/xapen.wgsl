@@ -39,6 +39,10 @@ struct Params {
 
 // The window length m; a pipeline constant so the component loops unroll.
 override M: u32 = 1u;
+// Whether v's first M + 1 planes fit the workgroup cache (N * (M + 1) <= CACHE): the binary
+// searches and candidate scans then read workgroup memory instead of global memory.
+override CACHED: bool = false;
+const CACHE: u32 = 2048u;
 const WG: u32 = 256u;
 const FAR: f32 = 3.0e38;
 
@@ -53,6 +57,7 @@ const FAR: f32 = 3.0e38;
 @group(0) @binding(8) var<storage, read_write> acc: array<vec2<f32>>;
 
 var<workgroup> tile: array<f32, WG>;
+var<workgroup> vcache: array<f32, CACHE>;
 var<workgroup> red_m: array<f32, WG>;
 var<workgroup> red_m1: array<f32, WG>;
 var<workgroup> red_cm: array<u32, WG>;
@@ -102,13 +107,21 @@ fn rank(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     }
 }
 
+// Plane t of v at position k, as idx = t * N + k.
+fn vp(base: u32, idx: u32) -> f32 {
+    if CACHED {
+        return vcache[idx];
+    }
+    return planes[base + idx];
+}
+
 // Number of sorted samples below lo, and at most hi.
 fn below(base: u32, n: u32, lo: f32) -> u32 {
     var a = 0u;
     var b = n;
     while a < b {
         let mid = (a + b) / 2u;
-        if planes[base + mid] < lo {
+        if vp(base, mid) < lo {
             a = mid + 1u;
         } else {
             b = mid;
@@ -122,7 +135,7 @@ fn at_most(base: u32, n: u32, hi: f32) -> u32 {
     var b = n;
     while a < b {
         let mid = (a + b) / 2u;
-        if planes[base + mid] <= hi {
+        if vp(base, mid) <= hi {
             a = mid + 1u;
         } else {
             b = mid;
@@ -147,6 +160,14 @@ fn count(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
     var sum_m1 = 0.0;
     var total_m = 0u;
     var total_m1 = 0u;
+    if CACHED {
+        if ok {
+            for (var k = lid; k < n * (M + 1u); k += WG) {
+                vcache[k] = planes[pv + k];
+            }
+        }
+        workgroupBarrier();
+    }
     if ok {
         // Windows of u in sorted order: neighbouring threads then scan overlapping stretches
         // of v, with similar trip counts.
@@ -171,13 +192,13 @@ fn count(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
             for (var k = first; k < end; k++) {
                 var matched = true;
                 for (var t = 1u; t < M; t++) {
-                    let s = planes[pv + t * n + k];
+                    let s = vp(pv, t * n + k);
                     let c = x[xu + i + t];
                     matched = matched && s >= c - r && s <= c + r;
                 }
                 if matched {
                     cm += 1u;
-                    let s = planes[pv + M * n + k];
+                    let s = vp(pv, M * n + k);
                     cm1 += select(0u, 1u, s >= lo_m && s <= hi_m);
                 }
             }

@@ -57,7 +57,8 @@ pub struct XapenKernels {
     pipeline_layout: wgpu::PipelineLayout,
     rank: wgpu::ComputePipeline,
     accumulate: wgpu::ComputePipeline,
-    count: HashMap<usize, wgpu::ComputePipeline>,
+    /// Count pipelines by window length and whether v fits the workgroup cache.
+    count: HashMap<(usize, bool), wgpu::ComputePipeline>,
     /// Largest buffer a chunk may use; the device's limit unless a test lowers it.
     pub max_buffer_bytes: u64,
 }
@@ -78,6 +79,8 @@ pub struct Prepared {
 }
 
 const WG: u32 = 256;
+/// Floats of v the count kernel keeps in workgroup memory (`CACHE` in the shader).
+const CACHE: usize = 2048;
 
 impl XapenKernels {
     pub fn new(ctx: &GpuContext) -> Self {
@@ -130,8 +133,8 @@ impl XapenKernels {
         let limits = dev.limits();
         let mut k = XapenKernels {
             ctx: ctx.clone(),
-            rank: build(dev, &pipeline_layout, &module, "rank", 1),
-            accumulate: build(dev, &pipeline_layout, &module, "accumulate", 1),
+            rank: build(dev, &pipeline_layout, &module, "rank", 1, false),
+            accumulate: build(dev, &pipeline_layout, &module, "accumulate", 1, false),
             module,
             layout,
             pipeline_layout,
@@ -141,7 +144,7 @@ impl XapenKernels {
                 .min(limits.max_buffer_size)
                 .min(1 << 30),
         };
-        k.count_pipeline(1);
+        k.count_pipeline(1, true);
         k
     }
 
@@ -149,11 +152,11 @@ impl XapenKernels {
         &self.ctx
     }
 
-    fn count_pipeline(&mut self, m: usize) -> &wgpu::ComputePipeline {
+    fn count_pipeline(&mut self, m: usize, cached: bool) -> &wgpu::ComputePipeline {
         let (dev, layout, module) = (&self.ctx.device, &self.pipeline_layout, &self.module);
         self.count
-            .entry(m)
-            .or_insert_with(|| build(dev, layout, module, "count", m))
+            .entry((m, cached))
+            .or_insert_with(|| build(dev, layout, module, "count", m, cached))
     }
 
     /// How many epochs of `ep` fit one chunk for window length m.
@@ -278,7 +281,8 @@ impl XapenKernels {
         params.check(prep.n)?;
         assert!(params.m < prep.planes, "prepared for a shorter window");
         prep.write_params(&self.ctx, params);
-        let count = self.count_pipeline(params.m).clone();
+        let cached = prep.n * (params.m + 1) <= CACHE;
+        let count = self.count_pipeline(params.m, cached).clone();
         let mut enc = self.ctx.device.create_command_encoder(&Default::default());
         if fresh {
             enc.clear_buffer(&prep.acc, 0, None);
@@ -421,6 +425,7 @@ fn build(
     module: &wgpu::ShaderModule,
     entry: &str,
     m: usize,
+    cached: bool,
 ) -> wgpu::ComputePipeline {
     dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
         label: Some(entry),
@@ -428,7 +433,7 @@ fn build(
         module,
         entry_point: Some(entry),
         compilation_options: wgpu::PipelineCompilationOptions {
-            constants: &[("M", m as f64)],
+            constants: &[("M", m as f64), ("CACHED", cached as u8 as f64)],
             ..Default::default()
         },
         cache: None,
