@@ -42,7 +42,7 @@ override M: u32 = 1u;
 // Whether v's first M + 1 planes fit the workgroup cache (N * (M + 1) <= CACHE): the binary
 // searches and candidate scans then read workgroup memory instead of global memory.
 override CACHED: bool = false;
-const CACHE: u32 = 2048u;
+const CACHE: u32 = 3840u;
 const WG: u32 = 256u;
 const FAR: f32 = 3.0e38;
 
@@ -57,11 +57,9 @@ const FAR: f32 = 3.0e38;
 @group(0) @binding(8) var<storage, read_write> acc: array<vec2<f32>>;
 
 var<workgroup> tile: array<f32, WG>;
-var<workgroup> vcache: array<f32, CACHE>;
-var<workgroup> red_m: array<f32, WG>;
-var<workgroup> red_m1: array<f32, WG>;
-var<workgroup> red_cm: array<u32, WG>;
-var<workgroup> red_cm1: array<u32, WG>;
+// The count kernel's workgroup memory: v's planes (as f32 bits) while counting, then the four
+// per-thread sums for the reduction. One array, so the cache gets almost the whole 16 KiB.
+var<workgroup> vcache: array<u32, CACHE>;
 
 fn nan() -> f32 {
     return bitcast<f32>(0x7fc00000u);
@@ -110,7 +108,7 @@ fn rank(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 // Plane t of v at position k, as idx = t * N + k.
 fn vp(base: u32, idx: u32) -> f32 {
     if CACHED {
-        return vcache[idx];
+        return bitcast<f32>(vcache[idx]);
     }
     return planes[base + idx];
 }
@@ -163,7 +161,7 @@ fn count(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
     if CACHED {
         if ok {
             for (var k = lid; k < n * (M + 1u); k += WG) {
-                vcache[k] = planes[pv + k];
+                vcache[k] = bitcast<u32>(planes[pv + k]);
             }
         }
         workgroupBarrier();
@@ -219,28 +217,32 @@ fn count(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
             }
         }
     }
-    red_m[lid] = sum_m;
-    red_m1[lid] = sum_m1;
-    red_cm[lid] = total_m;
-    red_cm1[lid] = total_m1;
+    // Every thread is done with the cache before it holds the sums.
+    workgroupBarrier();
+    vcache[lid] = bitcast<u32>(sum_m);
+    vcache[WG + lid] = bitcast<u32>(sum_m1);
+    vcache[2u * WG + lid] = total_m;
+    vcache[3u * WG + lid] = total_m1;
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
         workgroupBarrier();
         if lid < s {
-            red_m[lid] += red_m[lid + s];
-            red_m1[lid] += red_m1[lid + s];
-            red_cm[lid] += red_cm[lid + s];
-            red_cm1[lid] += red_cm1[lid + s];
+            vcache[lid] = bitcast<u32>(bitcast<f32>(vcache[lid]) + bitcast<f32>(vcache[lid + s]));
+            vcache[WG + lid] =
+                bitcast<u32>(bitcast<f32>(vcache[WG + lid]) + bitcast<f32>(vcache[WG + lid + s]));
+            vcache[2u * WG + lid] += vcache[2u * WG + lid + s];
+            vcache[3u * WG + lid] += vcache[3u * WG + lid + s];
         }
     }
     if lid == 0u {
         let cell = (e * p.channels + u) * p.channels + v;
         if ok {
-            out[cell] = red_m[0] / p.windows_m - red_m1[0] / p.windows_m1;
+            let phi_m = bitcast<f32>(vcache[0]) / p.windows_m;
+            out[cell] = phi_m - bitcast<f32>(vcache[WG]) / p.windows_m1;
         } else {
             out[cell] = nan();
         }
-        totals[2u * cell] = red_cm[0];
-        totals[2u * cell + 1u] = red_cm1[0];
+        totals[2u * cell] = vcache[2u * WG];
+        totals[2u * cell + 1u] = vcache[3u * WG];
     }
 }
 

@@ -328,7 +328,7 @@ fn gpu_matches_the_cpu_on_random_data() {
         (100, 4, 2),
         (257, 3, 3),
         (300, 5, 1),
-        // Too long for the workgroup cache: the kernel reads v from global memory.
+        // At m = 3 too long for the workgroup cache: the kernel reads v from global memory.
         (1100, 2, 1),
     ] {
         let mut raw: Vec<f32> = (0..n * b * e).map(|_| rng.gauss() as f32).collect();

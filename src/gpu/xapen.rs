@@ -80,7 +80,7 @@ pub struct Prepared {
 
 const WG: u32 = 256;
 /// Floats of v the count kernel keeps in workgroup memory (`CACHE` in the shader).
-const CACHE: usize = 2048;
+const CACHE: usize = 3840;
 
 impl XapenKernels {
     pub fn new(ctx: &GpuContext) -> Self {
