@@ -209,7 +209,7 @@ pub struct XapenView {
 impl XapenView {
     /// EEG channels of the most common rate are selected to begin with.
     pub fn new(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Self {
-        let fs = most_common_rate(&rec);
+        let fs = rec.most_common_rate();
         let eeg: Vec<bool> = rec
             .signals
             .iter()
@@ -789,20 +789,6 @@ pub fn matrix_csv(labels: &[String], mean: &[f64]) -> String {
         out.push('\n');
     }
     out
-}
-
-fn most_common_rate(rec: &Recording) -> f64 {
-    let mut rates: Vec<(f64, usize)> = Vec::new();
-    for s in &rec.signals {
-        match rates.iter_mut().find(|(f, _)| *f == s.fs) {
-            Some((_, n)) => *n += 1,
-            None => rates.push((s.fs, 1)),
-        }
-    }
-    rates
-        .into_iter()
-        .max_by_key(|&(_, n)| n)
-        .map_or(0.0, |(f, _)| f)
 }
 
 fn finite_range(values: &[f64]) -> (f64, f64) {

@@ -19,22 +19,23 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     let rec = super::open(&args.file, args.fs)?;
     let summary = RecordingSummary::from(&rec);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        super::print(&serde_json::to_string_pretty(&summary)?)?;
         return Ok(());
     }
-    println!("{}  ({})", summary.path, summary.format);
-    println!("start       {}", summary.start);
-    println!("duration    {:.3} s", summary.duration_s);
-    println!("annotations {}", summary.annotations);
-    println!("signals     {}", summary.signals.len());
+    let mut text = format!("{}  ({})\n", summary.path, summary.format);
+    text += &format!("start       {}\n", summary.start);
+    text += &format!("duration    {:.3} s\n", summary.duration_s);
+    text += &format!("annotations {}\n", summary.annotations);
+    text += &format!("signals     {}", summary.signals.len());
     for s in &summary.signals {
-        println!(
-            "  {:<18} {:>8} Hz {:>10} samples  [{} .. {}] {}",
+        text += &format!(
+            "\n  {:<18} {:>8} Hz {:>10} samples  [{} .. {}] {}",
             s.label, s.fs, s.samples, s.physical_min, s.physical_max, s.unit
         );
     }
     for w in &summary.warnings {
-        println!("warning: {w}");
+        text += &format!("\nwarning: {w}");
     }
+    super::print(&text)?;
     Ok(())
 }

@@ -61,3 +61,14 @@ pub enum Command {
 pub fn open(path: &std::path::Path, fs: Option<f64>) -> Result<Recording, ReadError> {
     Recording::open(path, &OpenOptions { csv_fs: fs })
 }
+
+/// Writes `text` and a newline to standard output. A reader that went away (`ede info F | head`)
+/// is not an error.
+pub fn print(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}

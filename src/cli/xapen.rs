@@ -31,7 +31,7 @@ pub struct XapenArgs {
     /// Where the first epoch starts, in seconds (rounded to the nearest sample).
     #[arg(long, default_value_t = 0.0)]
     pub start: f64,
-    /// Channel labels, comma-separated; all signals of the first channel's rate when omitted.
+    /// Channel labels, comma-separated; all signals of the most common rate when omitted.
     #[arg(long, value_delimiter = ',')]
     pub channels: Vec<String>,
     /// Correction for windows without matches.
@@ -66,11 +66,10 @@ fn parse_epochs(s: &str) -> Result<EpochCount, String> {
 /// The job for one recording: labels resolved, start converted to samples.
 pub fn job_for(rec: &Recording, args: &XapenArgs) -> anyhow::Result<XapenJob> {
     let channels = if args.channels.is_empty() {
-        let fs = rec
-            .signals
-            .first()
-            .context("the recording has no signals")?
-            .fs;
+        if rec.signals.is_empty() {
+            bail!("the recording has no signals");
+        }
+        let fs = rec.most_common_rate();
         (0..rec.signals.len())
             .filter(|&c| rec.signals[c].fs == fs)
             .collect()
@@ -151,8 +150,8 @@ pub fn run(args: &XapenArgs) -> anyhow::Result<()> {
             (_, 0) => {}
             (Some(p), 1) if total == 1 => write_json(p, &reports[0])?,
             (Some(p), _) => write_json(p, &reports)?,
-            (None, 1) if total == 1 => println!("{}", serde_json::to_string_pretty(&reports[0])?),
-            (None, _) => println!("{}", serde_json::to_string_pretty(&reports)?),
+            (None, 1) if total == 1 => super::print(&serde_json::to_string_pretty(&reports[0])?)?,
+            (None, _) => super::print(&serde_json::to_string_pretty(&reports)?)?,
         }
     }
     if failed > 0 {

@@ -331,6 +331,22 @@ impl Recording {
     }
 
     /// Index of the signal labelled `label` (case-insensitive, surrounding spaces ignored).
+    /// The sampling rate most signals share (0 without signals): analyses that need one rate
+    /// default to these signals.
+    pub fn most_common_rate(&self) -> f64 {
+        let mut rates: Vec<(f64, usize)> = Vec::new();
+        for s in &self.signals {
+            match rates.iter_mut().find(|(f, _)| *f == s.fs) {
+                Some((_, n)) => *n += 1,
+                None => rates.push((s.fs, 1)),
+            }
+        }
+        rates
+            .into_iter()
+            .max_by_key(|&(_, n)| n)
+            .map_or(0.0, |(f, _)| f)
+    }
+
     pub fn signal_index(&self, label: &str) -> Option<usize> {
         let want = label.trim();
         self.signals

@@ -51,7 +51,7 @@ pub fn write_report(report: &impl Serialize, out: Option<&Path>) -> anyhow::Resu
     match out {
         Some(p) => std::fs::write(p, json + "\n")
             .with_context(|| format!("cannot write {}", p.display()))?,
-        None => println!("{json}"),
+        None => crate::cli::print(&json)?,
     }
     Ok(())
 }
