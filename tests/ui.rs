@@ -159,3 +159,54 @@ fn xapen_snapshot_of_the_demo() {
             .max_failed_pixels(2000),
     );
 }
+
+/// Shift+drag over the traces selects a time range (a plain drag would pan), and the
+/// Cross-ApEn view can take its epochs from it.
+#[test]
+fn shift_drag_selects_a_range_for_cross_apen() {
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    let shift = egui::Modifiers::SHIFT;
+    h.event(egui::Event::ModifiersChanged(shift));
+    h.hover_at(egui::pos2(300.0, 300.0));
+    h.step();
+    h.event(egui::Event::PointerButton {
+        pos: egui::pos2(300.0, 300.0),
+        button: egui::PointerButton::Primary,
+        pressed: true,
+        modifiers: shift,
+    });
+    h.step();
+    for x in [400.0, 600.0, 900.0] {
+        h.hover_at(egui::pos2(x, 310.0));
+        h.step();
+    }
+    h.drop_at(egui::pos2(900.0, 310.0));
+    h.event(egui::Event::ModifiersChanged(egui::Modifiers::NONE));
+    h.run_steps(2);
+    assert_eq!(
+        h.state().browser.visible_span(),
+        (0.0, 10.0),
+        "a shift+drag does not pan"
+    );
+    let (a, b) = h.state().browser.selection.expect("a selection");
+    assert!(a > 0.5 && b > a + 4.0 && b < 10.0, "{a}..{b}");
+
+    h.state_mut().view = ede::app::ViewKind::Xapen;
+    h.step();
+    h.state_mut()
+        .xapen
+        .as_mut()
+        .unwrap()
+        .set_source(ede::app::xapen_view::EpochSource::Selection);
+    settle_xapen(&mut h);
+    let view = h.state().xapen.as_ref().unwrap();
+    let (start, epochs) = view.shown_epochs().unwrap();
+    assert_eq!(start, (a * 256.0).round() as usize);
+    assert_eq!(epochs, ((b - a) * 256.0) as usize / 1024);
+
+    h.key_press(egui::Key::Escape);
+    h.state_mut().view = ede::app::ViewKind::Browser;
+    h.run_steps(2);
+    assert_eq!(h.state().browser.selection, None);
+}

@@ -55,6 +55,10 @@ pub struct Browser {
     channel_gain: Vec<f32>,
     hidden: HashSet<usize>,
     selected: Option<usize>,
+    /// A time range (seconds) chosen with shift+drag, for analyses of a stretch.
+    pub selection: Option<(f64, f64)>,
+    /// Where a shift+drag started.
+    selecting_from: Option<f64>,
     cache: Option<(CacheKey, Arc<Screen>)>,
 }
 
@@ -90,6 +94,8 @@ impl Browser {
             channel_gain: vec![1.0; n],
             hidden: HashSet::new(),
             selected: None,
+            selection: None,
+            selecting_from: None,
             cache: None,
         };
         b.settings.span_s = b.settings.span_s.clamp(0.1, b.total_s().max(1.0));
@@ -244,6 +250,16 @@ impl Browser {
         ));
         ui.separator();
         ui.label(self.traces.spec.montage.name());
+        if let Some((a, b)) = self.selection {
+            ui.separator();
+            ui.label(format!(
+                "selection {} – {} ({})",
+                format_time(a),
+                format_time(b),
+                format_span(b - a)
+            ))
+            .on_hover_text("shift+drag selects a time range; Esc clears it");
+        }
         if !self.traces.overview_ready() {
             ui.separator();
             ui.add(
@@ -335,6 +351,9 @@ impl Browser {
             if i.key_pressed(egui::Key::Minus) {
                 self.zoom(2.0, 0.5);
             }
+            if i.key_pressed(egui::Key::Escape) {
+                self.selection = None;
+            }
         });
         if response.hovered() {
             let (scroll, zoom, ctrl, pointer) = ui.input(|i| {
@@ -357,9 +376,28 @@ impl Browser {
                 }
             }
         }
+        // Shift+drag selects a time range; a plain drag pans.
+        let (t0, total) = (self.t0, self.total_s());
+        let time_at =
+            |x: f32| (t0 + ((x - plot.left()) / plot.width()) as f64 * span).clamp(0.0, total);
+        let pointer = response.interact_pointer_pos();
+        if response.drag_started() && ui.input(|i| i.modifiers.shift) {
+            self.selecting_from = pointer.map(|p| time_at(p.x));
+        }
         if response.dragged() {
-            let dx = response.drag_delta().x as f64;
-            self.scroll(-dx / plot.width() as f64 * span);
+            match (self.selecting_from, pointer) {
+                (Some(a), Some(p)) => {
+                    let b = time_at(p.x);
+                    self.selection = Some((a.min(b), a.max(b)));
+                }
+                _ => {
+                    let dx = response.drag_delta().x as f64;
+                    self.scroll(-dx / plot.width() as f64 * span);
+                }
+            }
+        }
+        if response.drag_stopped() && self.selecting_from.take().is_some() {
+            self.selection = self.selection.filter(|(a, b)| b > a);
         }
     }
 
@@ -574,6 +612,14 @@ impl Browser {
         let (t0, t1) = self.visible_span();
         let span = self.settings.span_s;
         let x_of = |t: f64| plot.left() + ((t - t0) / span) as f32 * plot.width();
+        if let Some((a, b)) = self.selection.filter(|&(a, b)| b >= t0 && a <= t1) {
+            let (xa, xb) = (x_of(a).max(plot.left()), x_of(b).min(plot.right()));
+            painter.rect_filled(
+                Rect::from_min_max(Pos2::new(xa, plot.top()), Pos2::new(xb, plot.bottom())),
+                0.0,
+                Color32::from_rgba_unmultiplied(255, 200, 60, 50),
+            );
+        }
         let color = Color32::from_rgb(30, 120, 200);
         for a in self
             .rec

@@ -210,7 +210,11 @@ impl EdeApp {
                 let visible = self.browser.visible_span();
                 self.xapen
                     .get_or_insert_with(|| XapenView::new(rec, gpu))
-                    .ui(ui, (visible.0, visible.1 - visible.0));
+                    .ui(
+                        ui,
+                        (visible.0, visible.1 - visible.0),
+                        self.browser.selection.map(|(a, b)| (a, b - a)),
+                    );
             }
         }
         self.settings.browser = self.browser.settings.clone();

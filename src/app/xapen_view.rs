@@ -23,6 +23,8 @@ use crate::recording::Recording;
 pub enum EpochSource {
     /// Consecutive epochs inside the browser's visible window (at least one).
     Visible,
+    /// Consecutive epochs inside the browser's selection (shift+drag).
+    Selection,
     /// Every whole epoch of the recording, averaged.
     Whole,
 }
@@ -260,6 +262,17 @@ impl XapenView {
         self.backend = backend;
     }
 
+    pub fn set_source(&mut self, source: EpochSource) {
+        self.source = source;
+    }
+
+    /// The first sample and the number of epochs of the matrix on screen.
+    pub fn shown_epochs(&self) -> Option<(usize, usize)> {
+        self.shown
+            .as_ref()
+            .map(|s| (s.done.job.start_sample, s.done.input.epochs.epochs))
+    }
+
     pub fn set_r(&mut self, r: f32) {
         self.params.r = r;
     }
@@ -279,7 +292,7 @@ impl XapenView {
         })
     }
 
-    fn job(&self, visible: (f64, f64)) -> Result<XapenJob, String> {
+    fn job(&self, visible: (f64, f64), selection: Option<(f64, f64)>) -> Result<XapenJob, String> {
         let channels: Vec<usize> = (0..self.selected.len())
             .filter(|&c| self.selected[c])
             .collect();
@@ -287,10 +300,16 @@ impl XapenView {
         let fs = self.rec.signals[first].fs;
         let (start_sample, epochs) = match self.source {
             EpochSource::Whole => (0, EpochCount::All),
-            EpochSource::Visible => {
-                let start = (visible.0 * fs).round().max(0.0) as usize;
-                let k = ((visible.1 * fs) as usize / self.epoch_len).max(1);
-                (start, EpochCount::Count(k))
+            EpochSource::Visible | EpochSource::Selection => {
+                let (start, len) = match self.source {
+                    EpochSource::Visible => visible,
+                    _ => selection
+                        .map(|(a, b)| (a, b - a))
+                        .ok_or("no selection: shift+drag over the traces in the browser")?,
+                };
+                let first = (start * fs).round().max(0.0) as usize;
+                let k = ((len * fs) as usize / self.epoch_len).max(1);
+                (first, EpochCount::Count(k))
             }
         };
         Ok(XapenJob {
@@ -304,8 +323,8 @@ impl XapenView {
     }
 
     /// Sends the current settings to the worker when they changed.
-    fn request(&mut self, ctx: &egui::Context, visible: (f64, f64)) {
-        let job = match self.job(visible) {
+    fn request(&mut self, ctx: &egui::Context, visible: (f64, f64), selection: Option<(f64, f64)>) {
+        let job = match self.job(visible, selection) {
             Ok(j) => j,
             Err(e) => {
                 self.error = Some(e);
@@ -376,8 +395,9 @@ impl XapenView {
         }
     }
 
-    /// The whole view; `visible` is the browser's window (start, span) in seconds.
-    pub fn ui(&mut self, ui: &mut egui::Ui, visible: (f64, f64)) {
+    /// The whole view; `visible` is the browser's window and `selection` its selected range,
+    /// both (start, length) in seconds.
+    pub fn ui(&mut self, ui: &mut egui::Ui, visible: (f64, f64), selection: Option<(f64, f64)>) {
         let ctx = ui.ctx().clone();
         self.receive(&ctx);
         egui::Panel::left("xapen controls")
@@ -386,7 +406,7 @@ impl XapenView {
             .show(ui, |ui| {
                 egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
             });
-        self.request(&ctx, visible);
+        self.request(&ctx, visible, selection);
         if self.pending.is_some() {
             ctx.request_repaint_after(std::time::Duration::from_millis(50));
         }
@@ -397,6 +417,7 @@ impl XapenView {
         ui.heading("Cross-ApEn");
         ui.label("Cross-Approximate Entropy of every ordered channel pair (row u, column v).");
         ui.add_space(6.0);
+        ui.spacing_mut().slider_width = 140.0;
         ui.add(
             egui::Slider::new(&mut self.params.r, 0.02..=1.0)
                 .text("r (SD)")
@@ -421,8 +442,14 @@ impl XapenView {
         ui.horizontal(|ui| {
             ui.label("Epochs");
             ui.radio_value(&mut self.source, EpochSource::Visible, "visible window");
-            ui.radio_value(&mut self.source, EpochSource::Whole, "whole recording");
+            ui.radio_value(&mut self.source, EpochSource::Selection, "selection")
+                .on_hover_text("shift+drag over the traces in the browser");
         });
+        ui.radio_value(
+            &mut self.source,
+            EpochSource::Whole,
+            "whole recording (averaged)",
+        );
         ui.horizontal(|ui| {
             ui.label("Run on");
             ui.add_enabled_ui(self.gpu.is_some(), |ui| {
