@@ -24,3 +24,22 @@ fn saxpy_runs_on_the_adapter_and_matches_the_cpu() {
     }
     ctx.self_test().unwrap();
 }
+
+/// Work the device refuses comes back as an error instead of ending the process.
+#[test]
+fn refused_work_is_an_error() {
+    let Ok(ctx) = GpuContext::headless() else {
+        return;
+    };
+    let too_big = ctx.device.limits().max_buffer_size.saturating_add(1 << 20);
+    let r = ctx.guarded(|| {
+        ctx.device.create_buffer(&eframe::wgpu::BufferDescriptor {
+            label: Some("too big"),
+            size: too_big,
+            usage: eframe::wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        })
+    });
+    assert!(r.is_err());
+    ctx.self_test().unwrap();
+}

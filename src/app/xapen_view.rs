@@ -361,7 +361,22 @@ impl XapenView {
         let Some((_, rx)) = &self.worker else {
             return;
         };
-        while let Ok(reply) = rx.try_recv() {
+        let mut replies = Vec::new();
+        loop {
+            match rx.try_recv() {
+                Ok(reply) => replies.push(reply),
+                Err(std::sync::mpsc::TryRecvError::Empty) => break,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    // The worker died (a panic): say so, and start a new one on the next change.
+                    self.worker = None;
+                    self.pending = None;
+                    self.error =
+                        Some("the analysis stopped unexpectedly; change a setting to retry".into());
+                    break;
+                }
+            }
+        }
+        for reply in replies {
             let newest = self.pending.as_ref().map(|p| p.0);
             match reply {
                 Reply::Done(done) if Some(done.id) == newest => {

@@ -12,6 +12,8 @@ pub enum GpuError {
     Device(String),
     #[error("the GPU did not finish: {0}")]
     Poll(String),
+    #[error("the GPU refused the work: {0}")]
+    Refused(String),
     #[error("the GPU self-test computed wrong values (worst error {0}); analyses run on the CPU")]
     SelfTest(f32),
 }
@@ -104,6 +106,20 @@ impl GpuContext {
             .poll(wgpu::PollType::wait_indefinitely())
             .map(|_| ())
             .map_err(|e| GpuError::Poll(e.to_string()))
+    }
+
+    /// Runs `work` with its validation and out-of-memory errors returned instead of ending the
+    /// process (wgpu's default for errors nobody captures).
+    pub fn guarded<T>(&self, work: impl FnOnce() -> T) -> Result<T, GpuError> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let out = work();
+        let invalid = pollster::block_on(validation.pop());
+        let out_of_memory = pollster::block_on(oom.pop());
+        match invalid.or(out_of_memory) {
+            Some(e) => Err(GpuError::Refused(e.to_string())),
+            None => Ok(out),
+        }
     }
 
     /// Copies a storage buffer back to the CPU (tests, CLI results; views use textures).

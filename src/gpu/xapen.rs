@@ -186,6 +186,11 @@ impl XapenKernels {
         range: Range<usize>,
         m: usize,
     ) -> Result<Prepared, GpuXapenError> {
+        let ctx = self.ctx.clone();
+        Ok(ctx.guarded(|| self.prepare_unguarded(ep, range, m))?)
+    }
+
+    fn prepare_unguarded(&mut self, ep: &Epochs, range: Range<usize>, m: usize) -> Prepared {
         let (n, b, e) = (ep.n, ep.channels, range.len());
         let planes = m + 1;
         let dev = &self.ctx.device;
@@ -267,7 +272,7 @@ impl XapenKernels {
             pass.dispatch_workgroups((n as u32).div_ceil(WG), b as u32, e as u32);
         }
         self.ctx.queue.submit([enc.finish()]);
-        Ok(prep)
+        prep
     }
 
     /// Submits the count for `params` and adds the chunk's valid values into the running sums
@@ -280,6 +285,11 @@ impl XapenKernels {
     ) -> Result<(), GpuXapenError> {
         params.check(prep.n)?;
         assert!(params.m < prep.planes, "prepared for a shorter window");
+        let ctx = self.ctx.clone();
+        Ok(ctx.guarded(|| self.count_unguarded(prep, params, fresh))?)
+    }
+
+    fn count_unguarded(&mut self, prep: &Prepared, params: &XapenParams, fresh: bool) {
         prep.write_params(&self.ctx, params);
         let cached = prep.n * (params.m + 1) <= CACHE;
         let count = self.count_pipeline(params.m, cached).clone();
@@ -297,7 +307,6 @@ impl XapenKernels {
             pass.dispatch_workgroups((b * b).div_ceil(WG), 1, 1);
         }
         self.ctx.queue.submit([enc.finish()]);
-        Ok(())
     }
 
     /// The mean over every epoch counted into `prep` since the last fresh count.
