@@ -40,6 +40,29 @@ fn golden_eeg_epoch(g: &serde_json::Value) -> Epochs {
     Epochs::normalize(&raw, n, channels.len()).unwrap()
 }
 
+/// Each golden case: its parameters and its matrix, row-major.
+fn golden_cases(g: &serde_json::Value) -> Vec<(XapenParams, Vec<f64>)> {
+    g["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|case| {
+            let params = XapenParams {
+                m: case["m"].as_u64().unwrap() as usize,
+                r: case["r"].as_f64().unwrap() as f32,
+                correction: correction(case["correction"].as_str().unwrap()),
+            };
+            let matrix = case["matrix"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(f64s)
+                .collect();
+            (params, matrix)
+        })
+        .collect()
+}
+
 fn correction(s: &str) -> Correction {
     match s {
         "max" => Correction::Max,
@@ -120,18 +143,7 @@ fn f32_paths_reproduce_the_synthetic_golden_values() {
         .flat_map(|c| f64s(c).into_iter().map(|x| x as f32))
         .collect();
     let ep = Epochs::normalize(&raw, 300, 6).unwrap();
-    for case in g["cases"].as_array().unwrap() {
-        let params = XapenParams {
-            m: case["m"].as_u64().unwrap() as usize,
-            r: case["r"].as_f64().unwrap() as f32,
-            correction: correction(case["correction"].as_str().unwrap()),
-        };
-        let want: Vec<f64> = case["matrix"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(f64s)
-            .collect();
+    for (params, want) in golden_cases(&g) {
         for method in [CpuMethod::Fast, CpuMethod::Brute] {
             let got = xapen::cpu_matrices(&ep, &params, method, None, None)
                 .unwrap()
@@ -152,18 +164,7 @@ fn fast_path_reproduces_the_eeg_golden_values() {
         return;
     };
     let ep = golden_eeg_epoch(&g);
-    for case in g["cases"].as_array().unwrap() {
-        let params = XapenParams {
-            m: case["m"].as_u64().unwrap() as usize,
-            r: case["r"].as_f64().unwrap() as f32,
-            correction: correction(case["correction"].as_str().unwrap()),
-        };
-        let want: Vec<f64> = case["matrix"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(f64s)
-            .collect();
+    for (params, want) in golden_cases(&g) {
         let got = xapen::cpu_matrices(&ep, &params, CpuMethod::Fast, None, None)
             .unwrap()
             .unwrap();
@@ -436,18 +437,7 @@ fn gpu_reproduces_the_eeg_golden_values() {
     };
     let ep = golden_eeg_epoch(&g);
     let mut kernels = ede::gpu::xapen::XapenKernels::new(&ctx);
-    for case in g["cases"].as_array().unwrap() {
-        let params = XapenParams {
-            m: case["m"].as_u64().unwrap() as usize,
-            r: case["r"].as_f64().unwrap() as f32,
-            correction: correction(case["correction"].as_str().unwrap()),
-        };
-        let want: Vec<f64> = case["matrix"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(f64s)
-            .collect();
+    for (params, want) in golden_cases(&g) {
         let got = kernels
             .matrices(&ep, &params, Default::default(), None, None)
             .unwrap()

@@ -124,7 +124,7 @@ fn one_epoch_at_a_start_time_per_file_and_backends_agree() {
     let a = dir.path().join("rec.edf");
     write_edf(&a, false, None, 1.0, &signals(5), None, &[]);
     let cpu_dir = dir.path().join("cpu");
-    let o = ede(&[
+    let one_epoch = [
         "xapen",
         a.to_str().unwrap(),
         "--epoch-len",
@@ -137,6 +137,9 @@ fn one_epoch_at_a_start_time_per_file_and_backends_agree() {
         "O2,Fp1",
         "--m",
         "2",
+    ];
+    let with = |more: &[&str]| ede(&[&one_epoch[..], more].concat());
+    let o = with(&[
         "--per-epoch",
         "--backend",
         "cpu",
@@ -152,22 +155,7 @@ fn one_epoch_at_a_start_time_per_file_and_backends_agree() {
     assert_eq!(cpu["channels"], serde_json::json!(["O2", "Fp1"]));
     assert_eq!(cpu["per_epoch"].as_array().unwrap().len(), 1);
 
-    let o = ede(&[
-        "xapen",
-        a.to_str().unwrap(),
-        "--epoch-len",
-        "300",
-        "--epochs",
-        "1",
-        "--start",
-        "2.5",
-        "--channels",
-        "O2,Fp1",
-        "--m",
-        "2",
-        "--backend",
-        "gpu",
-    ]);
+    let o = with(&["--backend", "gpu"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let gpu: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     for u in 0..2 {
