@@ -309,12 +309,18 @@ impl XapenKernels {
         self.ctx.queue.submit([enc.finish()]);
     }
 
-    /// The mean over every epoch counted into `prep` since the last fresh count.
-    pub fn read_mean(&self, prep: &Prepared) -> Result<Vec<f64>, GpuError> {
+    /// Per cell, the sum of the valid values and their number counted into `prep` since the
+    /// last fresh count.
+    fn read_sums(&self, prep: &Prepared) -> Result<Vec<[f32; 2]>, GpuError> {
         let b2 = (prep.channels * prep.channels) as u64;
         let acc = self.ctx.read_back(&prep.acc, b2 * 8)?;
-        let acc: &[[f32; 2]] = bytemuck::cast_slice(&acc);
-        Ok(acc
+        Ok(bytemuck::cast_slice(&acc).to_vec())
+    }
+
+    /// The mean over the epochs counted into `prep` since the last fresh count.
+    pub fn read_mean(&self, prep: &Prepared) -> Result<Vec<f64>, GpuError> {
+        Ok(self
+            .read_sums(prep)?
             .iter()
             .map(|&[s, c]| {
                 if c == 0.0 {
@@ -341,18 +347,16 @@ impl XapenKernels {
         let b2 = ep.channels * ep.channels;
         let mut per_epoch = readback.per_epoch.then(Vec::new);
         let mut totals = readback.totals.then(Vec::new);
-        let mut last = None;
+        // Sums and counts over chunks, added in f64 here: a whole night is tens of thousands
+        // of epochs, too many for one f32 running sum.
+        let mut sums = vec![[0f64; 2]; b2];
         for start in (0..ep.epochs).step_by(chunk) {
             if crate::dsp::xapen::cancelled(cancel) {
                 return Ok(None);
             }
             let range = start..(start + chunk).min(ep.epochs);
             let prep = self.prepare(ep, range.clone(), params.m)?;
-            if let Some(old) = last.take() {
-                // Carry the running sums into this chunk's buffers.
-                self.carry(&old, &prep);
-            }
-            self.count(&prep, params, start == 0)?;
+            self.count(&prep, params, true)?;
             let pairs = (range.len() * b2) as u64;
             if let Some(p) = per_epoch.as_mut() {
                 let raw = self.ctx.read_back(&prep.out, pairs * 4)?;
@@ -363,18 +367,18 @@ impl XapenKernels {
                 let raw = self.ctx.read_back(&prep.totals, pairs * 8)?;
                 t.extend(bytemuck::cast_slice::<u8, [u32; 2]>(&raw).iter().copied());
             }
-            if done.is_some() || cancel.is_some() {
-                self.ctx.wait()?;
+            for (total, [s, c]) in sums.iter_mut().zip(self.read_sums(&prep)?) {
+                total[0] += s as f64;
+                total[1] += c as f64;
             }
             if let Some(d) = done {
                 d.fetch_add(range.len() * b2, Ordering::Relaxed);
             }
-            last = Some(prep);
         }
-        let Some(prep) = last else {
-            return Err(XapenError::Empty.into());
-        };
-        let mean = self.read_mean(&prep)?;
+        let mean = sums
+            .iter()
+            .map(|&[s, c]| if c == 0.0 { f64::NAN } else { s / c })
+            .collect();
         Ok(Some(GpuXapenResult {
             matrices: XapenMatrices {
                 channels: ep.channels,
@@ -384,13 +388,6 @@ impl XapenKernels {
             },
             totals,
         }))
-    }
-
-    fn carry(&self, from: &Prepared, to: &Prepared) {
-        let bytes = (from.channels * from.channels * 8) as u64;
-        let mut enc = self.ctx.device.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(&from.acc, 0, &to.acc, 0, bytes);
-        self.ctx.queue.submit([enc.finish()]);
     }
 }
 
