@@ -14,6 +14,9 @@ use crate::gpu::GpuContext;
 use crate::gpu::xapen::{Readback, XapenKernels};
 use crate::recording::Recording;
 
+/// The most memory a job's samples may take (raw and normalized together).
+const MAX_INPUT_BYTES: f64 = 4e9;
+
 /// Which epochs of the recording: consecutive, non-overlapping, from a start sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EpochCount {
@@ -85,6 +88,17 @@ impl XapenJob {
             )));
         }
         let (n, b) = (self.epoch_len, self.channels.len());
+        // Raw and normalized copies are held at once; past this, ask for less rather than
+        // take the machine's memory.
+        let bytes = (count * b * n) as f64 * 8.0;
+        if bytes > MAX_INPUT_BYTES {
+            return Err(JobError::Selection(format!(
+                "{count} epochs x {b} channels x {n} samples need {:.1} GB in memory (at most {:.0} GB): \
+                 choose fewer epochs or channels",
+                bytes / 1e9,
+                MAX_INPUT_BYTES / 1e9
+            )));
+        }
         let mut raw = vec![0f32; count * b * n];
         for (c, &signal) in self.channels.iter().enumerate() {
             // One read per channel, then scattered into [epoch][channel][sample].
