@@ -461,3 +461,87 @@ fn gpu_reproduces_the_eeg_golden_values() {
         }
     }
 }
+
+/// A job cut into blocks of epochs (as large recordings are) gives the mean, the per-epoch
+/// matrices and the flat-channel warnings of one piece.
+#[test]
+fn blocks_of_epochs_give_the_same_report() {
+    use ede::analysis::xapen::{EpochCount, XapenJob, run_in_blocks};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("blocks.edf");
+    let mut rng = Rng(11);
+    let n = 100 * 12;
+    let noise = |rng: &mut Rng, k: usize| -> Vec<i32> {
+        (0..n)
+            .map(|i| (rng.gauss() * 3000.0 + (i as f64 * 0.05 * k as f64).sin() * 5000.0) as i32)
+            .collect()
+    };
+    let mut flat_start = noise(&mut rng, 3);
+    flat_start[..250].fill(7); // flat in the first two epochs of 100 samples, and part of the third
+    let signals: Vec<common::TestSignal> = [
+        ("A", noise(&mut rng, 1)),
+        ("B", noise(&mut rng, 2)),
+        ("C", flat_start),
+    ]
+    .into_iter()
+    .map(|(label, digital)| common::TestSignal {
+        label,
+        samples_per_record: 100,
+        digital,
+        physical_min: -500.0,
+        physical_max: 500.0,
+        digital_min: -32768,
+        digital_max: 32767,
+    })
+    .collect();
+    common::write_edf(&path, false, None, 1.0, &signals, None, &[]);
+    let rec = ede::recording::Recording::open(&path, &Default::default()).unwrap();
+    let job = XapenJob {
+        channels: vec![0, 1, 2],
+        epoch_len: 100,
+        epochs: EpochCount::All,
+        start_sample: 0,
+        params: XapenParams {
+            m: 1,
+            r: 0.2,
+            correction: Correction::Max,
+        },
+        per_epoch: true,
+    };
+    let whole = run_in_blocks(&rec, &job, None, None, None, 1e12)
+        .unwrap()
+        .unwrap();
+    // 3 channels x 100 samples x 8 bytes = 2400 bytes an epoch: 2 epochs a block.
+    assert_eq!(job.blocks(&rec, 5000.0).unwrap().len(), 6);
+    let blocked = run_in_blocks(&rec, &job, None, None, None, 5000.0)
+        .unwrap()
+        .unwrap();
+    assert_eq!(whole.epochs, 12);
+    assert_eq!(blocked.epochs, 12);
+    // As JSON, where NaN is null and compares equal.
+    let json = |r: &ede::analysis::xapen::XapenReport| serde_json::to_string(&r.per_epoch).unwrap();
+    assert_eq!(json(&blocked), json(&whole));
+    for (a, b) in blocked.mean().iter().zip(whole.mean()) {
+        assert!(
+            (a - b).abs() < 1e-12 || (a.is_nan() && b.is_nan()),
+            "{a} vs {b}"
+        );
+    }
+    assert_eq!(blocked.flat, vec![("C".to_string(), 2)]);
+    assert_eq!(blocked.warnings, whole.warnings);
+    assert!(blocked.mean()[8].is_finite(), "C is valid in 10 epochs");
+
+    if let Some(ctx) = gpu() {
+        let mut kernels = ede::gpu::xapen::XapenKernels::new(&ctx);
+        let on_gpu = run_in_blocks(&rec, &job, Some(&mut kernels), None, None, 5000.0)
+            .unwrap()
+            .unwrap();
+        assert_eq!(on_gpu.flat, blocked.flat);
+        for (a, b) in on_gpu.mean().iter().zip(blocked.mean()) {
+            assert!(
+                (a - b).abs() < 1e-5 || (a.is_nan() && b.is_nan()),
+                "{a} vs {b}"
+            );
+        }
+    }
+}

@@ -14,8 +14,10 @@ use crate::gpu::GpuContext;
 use crate::gpu::xapen::{Readback, XapenKernels};
 use crate::recording::Recording;
 
-/// The most memory a job's samples may take (raw and normalized together).
+/// The most memory one piece of a job's samples may take (raw and normalized together).
 const MAX_INPUT_BYTES: f64 = 4e9;
+/// Jobs larger than this are read and computed in consecutive blocks of epochs.
+pub const BLOCK_BYTES: f64 = 1e9;
 
 /// Which epochs of the recording: consecutive, non-overlapping, from a start sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +59,8 @@ pub struct JobInput {
 }
 
 impl XapenJob {
-    /// Reads and normalizes the job's epochs.
-    pub fn input(&self, rec: &Recording) -> Result<JobInput, JobError> {
+    /// How many epochs the job covers, after checking the channels and parameters.
+    pub fn epoch_count(&self, rec: &Recording) -> Result<usize, JobError> {
         let first = *self
             .channels
             .first()
@@ -87,10 +89,41 @@ impl XapenJob {
                 count, self.epoch_len, self.start_sample, available
             )));
         }
+        Ok(count)
+    }
+
+    /// Bytes the job's samples take in memory (raw and normalized copies).
+    fn input_bytes(&self, count: usize) -> f64 {
+        (count * self.channels.len() * self.epoch_len) as f64 * 8.0
+    }
+
+    /// The job cut into consecutive jobs of whole epochs, each needing at most `block_bytes`
+    /// of memory for its samples (at least one epoch each).
+    pub fn blocks(&self, rec: &Recording, block_bytes: f64) -> Result<Vec<XapenJob>, JobError> {
+        let count = self.epoch_count(rec)?;
+        let per_block = ((block_bytes / self.input_bytes(1)) as usize).clamp(1, count);
+        Ok((0..count)
+            .step_by(per_block)
+            .map(|k| XapenJob {
+                start_sample: self.start_sample + k * self.epoch_len,
+                epochs: EpochCount::Count(per_block.min(count - k)),
+                ..self.clone()
+            })
+            .collect())
+    }
+
+    /// Whether the job is small enough to read in one piece.
+    pub fn fits_in_one_block(&self, rec: &Recording) -> Result<bool, JobError> {
+        Ok(self.input_bytes(self.epoch_count(rec)?) <= BLOCK_BYTES)
+    }
+
+    /// Reads and normalizes the job's epochs.
+    pub fn input(&self, rec: &Recording) -> Result<JobInput, JobError> {
+        let count = self.epoch_count(rec)?;
         let (n, b) = (self.epoch_len, self.channels.len());
         // Raw and normalized copies are held at once; past this, ask for less rather than
         // take the machine's memory.
-        let bytes = (count * b * n) as f64 * 8.0;
+        let bytes = self.input_bytes(count);
         if bytes > MAX_INPUT_BYTES {
             return Err(JobError::Selection(format!(
                 "{count} epochs x {b} channels x {n} samples need {:.1} GB in memory (at most {:.0} GB): \
@@ -149,10 +182,68 @@ pub struct XapenReport {
     pub adapter: String,
     pub elapsed_s: f64,
     pub warnings: Vec<String>,
+    /// Channels flat in some epochs: (label, number of epochs).
+    #[serde(skip)]
+    pub flat: Vec<(String, usize)>,
 }
 
-/// Runs a job on the given backend (the GPU when `kernels` is given, else the CPU fast path).
-/// `Ok(None)` when cancelled.
+impl XapenReport {
+    /// The report of `job` on `rec`; `mean` is row-major, NaN where no epoch was valid.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        rec: &Recording,
+        job: &XapenJob,
+        epochs: usize,
+        mean: &[f64],
+        per_epoch: Option<Vec<Vec<Vec<f64>>>>,
+        (backend, adapter): (Backend, String),
+        elapsed_s: f64,
+        flat: Vec<(String, usize)>,
+    ) -> Self {
+        let b = job.channels.len();
+        let warnings = flat
+            .iter()
+            .map(|(label, k)| {
+                format!(
+                    "{label} is flat in {k} of {epochs} epoch(s): its entropy is undefined there \
+                     (NaN), and the mean leaves those epochs out"
+                )
+            })
+            .collect();
+        XapenReport {
+            file: rec
+                .path
+                .as_ref()
+                .map_or_else(|| rec.display_name(), |p| p.display().to_string()),
+            channels: job
+                .channels
+                .iter()
+                .map(|&c| rec.signals[c].label.clone())
+                .collect(),
+            m: job.params.m,
+            r: job.params.r,
+            correction: job.params.correction,
+            epoch_len: job.epoch_len,
+            epochs,
+            start_sample: job.start_sample,
+            matrix: rows(mean, b),
+            per_epoch,
+            backend,
+            adapter,
+            elapsed_s,
+            warnings,
+            flat,
+        }
+    }
+
+    /// The mean matrix, row-major.
+    pub fn mean(&self) -> Vec<f64> {
+        self.matrix.concat()
+    }
+}
+
+/// Runs a job on the given backend (the GPU when `kernels` is given, else the CPU fast path),
+/// in blocks of epochs when it is large. `Ok(None)` when cancelled.
 pub fn run(
     rec: &Recording,
     job: &XapenJob,
@@ -160,68 +251,97 @@ pub fn run(
     cancel: Cancel,
     done: Option<&AtomicUsize>,
 ) -> Result<Option<XapenReport>, JobError> {
+    run_in_blocks(rec, job, kernels, cancel, done, BLOCK_BYTES)
+}
+
+/// `run` with the block size given (tests use small ones).
+pub fn run_in_blocks(
+    rec: &Recording,
+    job: &XapenJob,
+    mut kernels: Option<&mut XapenKernels>,
+    cancel: Cancel,
+    done: Option<&AtomicUsize>,
+    block_bytes: f64,
+) -> Result<Option<XapenReport>, JobError> {
     let t = Instant::now();
-    let input = job.input(rec)?;
-    let ep = &input.epochs;
-    let (matrices, backend, adapter): (XapenMatrices, _, _) = match kernels {
-        Some(k) => {
-            let readback = Readback {
-                per_epoch: job.per_epoch,
-                totals: false,
-            };
-            let Some(res) = k.matrices(ep, &job.params, readback, cancel, done)? else {
-                return Ok(None);
-            };
-            (res.matrices, Backend::Gpu, k.context().describe())
-        }
-        None => {
-            let Some(mut res) =
-                xapen::cpu_matrices(ep, &job.params, CpuMethod::Fast, cancel, done)?
-            else {
-                return Ok(None);
-            };
-            if !job.per_epoch {
-                res.per_epoch = None;
-            }
-            (res, Backend::Cpu, cpu_name())
-        }
-    };
-    let b = ep.channels;
-    let rows = |m: &[f64]| m.chunks(b).map(<[f64]>::to_vec).collect::<Vec<_>>();
-    let per_epoch = matrices
-        .per_epoch
-        .as_ref()
-        .map(|p| p.chunks(b * b).map(rows).collect());
-    let warnings = input
-        .flat
+    let b = job.channels.len();
+    let labels: Vec<String> = job
+        .channels
         .iter()
-        .map(|(label, k)| {
-            format!(
-                "{label} is flat in {k} of {} epoch(s): its entropy is undefined there (NaN), \
-                 and the mean leaves those epochs out",
-                ep.epochs
-            )
-        })
+        .map(|&c| rec.signals[c].label.clone())
         .collect();
-    Ok(Some(XapenReport {
-        file: rec
-            .path
-            .as_ref()
-            .map_or_else(|| rec.display_name(), |p| p.display().to_string()),
-        channels: input.labels,
-        m: job.params.m,
-        r: job.params.r,
-        correction: job.params.correction,
-        epoch_len: job.epoch_len,
-        epochs: ep.epochs,
-        start_sample: job.start_sample,
-        matrix: rows(&matrices.mean),
+    // Per cell, the sum of epoch values and their number, over all blocks, in f64.
+    let mut sums = vec![[0f64; 2]; b * b];
+    let mut per_epoch: Option<Vec<Vec<Vec<f64>>>> = job.per_epoch.then(Vec::new);
+    let mut flat = vec![0usize; b];
+    let mut epochs = 0;
+    let (mut backend, mut adapter) = (Backend::Cpu, cpu_name());
+    for block in job.blocks(rec, block_bytes)? {
+        let input = block.input(rec)?;
+        let ep = &input.epochs;
+        let matrices: XapenMatrices = match kernels.as_deref_mut() {
+            Some(k) => {
+                let readback = Readback {
+                    per_epoch: job.per_epoch,
+                    totals: false,
+                };
+                let Some(res) = k.matrices(ep, &job.params, readback, cancel, done)? else {
+                    return Ok(None);
+                };
+                (backend, adapter) = (Backend::Gpu, k.context().describe());
+                res.matrices
+            }
+            None => {
+                let Some(res) =
+                    xapen::cpu_matrices(ep, &job.params, CpuMethod::Fast, cancel, done)?
+                else {
+                    return Ok(None);
+                };
+                res
+            }
+        };
+        for (cell, (sum, mean)) in sums.iter_mut().zip(&matrices.mean).enumerate() {
+            let (u, v) = (cell / b, cell % b);
+            let valid = (0..ep.epochs)
+                .filter(|&e| ep.is_valid(e, u) && ep.is_valid(e, v))
+                .count();
+            if valid > 0 {
+                sum[0] += mean * valid as f64;
+                sum[1] += valid as f64;
+            }
+        }
+        if let (Some(all), Some(p)) = (per_epoch.as_mut(), &matrices.per_epoch) {
+            all.extend(p.chunks(b * b).map(|m| rows(m, b)));
+        }
+        for (c, f) in flat.iter_mut().enumerate() {
+            *f += (0..ep.epochs).filter(|&e| !ep.is_valid(e, c)).count();
+        }
+        epochs += ep.epochs;
+    }
+    let mean: Vec<f64> = sums
+        .iter()
+        .map(|&[s, c]| if c == 0.0 { f64::NAN } else { s / c })
+        .collect();
+    let flat = labels
+        .into_iter()
+        .zip(flat)
+        .filter(|&(_, k)| k > 0)
+        .collect();
+    Ok(Some(XapenReport::new(
+        rec,
+        job,
+        epochs,
+        &mean,
         per_epoch,
-        backend,
-        adapter,
-        elapsed_s: t.elapsed().as_secs_f64(),
-        warnings,
-    }))
+        (backend, adapter),
+        t.elapsed().as_secs_f64(),
+        flat,
+    )))
+}
+
+/// A row-major square matrix as rows.
+fn rows(m: &[f64], b: usize) -> Vec<Vec<f64>> {
+    m.chunks(b).map(<[f64]>::to_vec).collect()
 }
 
 /// "CPU (N threads)" for reports.

@@ -12,7 +12,9 @@ use eframe::egui::{self, Color32, Pos2, Rect, Sense, Stroke, Vec2};
 use egui_plot::{Legend, Line, Plot, PlotPoints};
 
 use crate::analysis::Backend;
-use crate::analysis::xapen::{EpochCount, JobInput, XapenJob, XapenReport, cpu_name};
+use crate::analysis::xapen::{
+    self as xapen_job, EpochCount, JobInput, XapenJob, XapenReport, cpu_name,
+};
 use crate::dsp::xapen::{self, Correction, CpuMethod, XapenParams};
 use crate::gpu::GpuContext;
 use crate::gpu::xapen::{Prepared, Readback, XapenKernels};
@@ -39,12 +41,10 @@ struct Request {
 
 struct Done {
     id: u64,
-    input: Arc<JobInput>,
     job: XapenJob,
+    report: XapenReport,
+    /// The mean matrix, row-major (hover and texture read it).
     mean: Vec<f64>,
-    elapsed_s: f64,
-    backend: Backend,
-    adapter: String,
 }
 
 enum Reply {
@@ -91,24 +91,36 @@ fn spawn_worker(
                 let t = Instant::now();
                 let key = input_key(&req.rec, &req.job);
                 let reply = (|| -> Result<Option<Done>, String> {
+                    let gpu = kernels.as_mut().filter(|_| req.backend == Backend::Gpu);
+                    let cancel = Some(&*req.cancel);
+                    let err = |e: &dyn std::fmt::Display| e.to_string();
+                    if !req.job.fits_in_one_block(&req.rec).map_err(|e| err(&e))? {
+                        // Too large to keep: read and computed in blocks of epochs.
+                        let report =
+                            xapen_job::run(&req.rec, &req.job, gpu, cancel, Some(&progress))
+                                .map_err(|e| err(&e))?;
+                        return Ok(report.map(|report| Done {
+                            id: req.id,
+                            job: req.job.clone(),
+                            mean: report.mean(),
+                            report,
+                        }));
+                    }
                     let inp = match &input {
                         Some((k, i)) if *k == key => i.clone(),
                         _ => {
-                            let i = Arc::new(req.job.input(&req.rec).map_err(|e| e.to_string())?);
+                            let i = Arc::new(req.job.input(&req.rec).map_err(|e| err(&e))?);
                             input = Some((key.clone(), i.clone()));
                             i
                         }
                     };
                     let ep = &inp.epochs;
                     let params = req.job.params;
-                    let cancel = Some(&*req.cancel);
-                    let gpu = kernels.as_mut().filter(|_| req.backend == Backend::Gpu);
                     let (mean, backend, adapter) = match gpu {
                         Some(k) => {
                             let adapter = k.context().describe();
                             let one_chunk =
-                                k.chunk_epochs(ep, params.m).map_err(|e| e.to_string())?
-                                    >= ep.epochs;
+                                k.chunk_epochs(ep, params.m).map_err(|e| err(&e))? >= ep.epochs;
                             let mean = if one_chunk {
                                 // Sorted epochs stay on the device while r changes.
                                 let reuse = matches!(&prepared,
@@ -116,12 +128,12 @@ fn spawn_worker(
                                 if !reuse {
                                     let p = k
                                         .prepare(ep, 0..ep.epochs, params.m)
-                                        .map_err(|e| e.to_string())?;
+                                        .map_err(|e| err(&e))?;
                                     prepared = Some((key.clone(), params.m, p));
                                 }
                                 let (_, _, p) = prepared.as_ref().expect("just prepared");
-                                k.count(p, &params, true).map_err(|e| e.to_string())?;
-                                k.read_mean(p).map_err(|e| e.to_string())?
+                                k.count(p, &params, true).map_err(|e| err(&e))?;
+                                k.read_mean(p).map_err(|e| err(&e))?
                             } else {
                                 let res = k
                                     .matrices(
@@ -131,7 +143,7 @@ fn spawn_worker(
                                         cancel,
                                         Some(&progress),
                                     )
-                                    .map_err(|e| e.to_string())?;
+                                    .map_err(|e| err(&e))?;
                                 let Some(res) = res else { return Ok(None) };
                                 res.matrices.mean
                             };
@@ -145,19 +157,26 @@ fn spawn_worker(
                                 cancel,
                                 Some(&progress),
                             )
-                            .map_err(|e| e.to_string())?;
+                            .map_err(|e| err(&e))?;
                             let Some(res) = res else { return Ok(None) };
                             (res.mean, Backend::Cpu, cpu_name())
                         }
                     };
+                    let report = XapenReport::new(
+                        &req.rec,
+                        &req.job,
+                        ep.epochs,
+                        &mean,
+                        None,
+                        (backend, adapter),
+                        t.elapsed().as_secs_f64(),
+                        inp.flat.clone(),
+                    );
                     Ok(Some(Done {
                         id: req.id,
-                        input: inp,
                         job: req.job.clone(),
+                        report,
                         mean,
-                        elapsed_s: t.elapsed().as_secs_f64(),
-                        backend,
-                        adapter,
                     }))
                 })();
                 let reply = match reply {
@@ -270,7 +289,7 @@ impl XapenView {
     pub fn shown_epochs(&self) -> Option<(usize, usize)> {
         self.shown
             .as_ref()
-            .map(|s| (s.done.job.start_sample, s.done.input.epochs.epochs))
+            .map(|s| (s.done.job.start_sample, s.done.report.epochs))
     }
 
     pub fn set_r(&mut self, r: f32) {
@@ -285,7 +304,7 @@ impl XapenView {
     pub fn shown(&self) -> Option<(Vec<String>, f32, &[f64])> {
         self.shown.as_ref().map(|s| {
             (
-                s.done.input.labels.clone(),
+                s.done.report.channels.clone(),
                 s.done.job.params.r,
                 s.done.mean.as_slice(),
             )
@@ -382,7 +401,7 @@ impl XapenView {
                 Reply::Done(done) if Some(done.id) == newest => {
                     self.pending = None;
                     self.error = None;
-                    let b = done.input.labels.len();
+                    let b = done.report.channels.len();
                     let range = finite_range(&done.mean);
                     let image = egui::ColorImage::new(
                         [b, b],
@@ -393,7 +412,7 @@ impl XapenView {
                     if self.cell.is_some_and(|(u, v)| u >= b || v >= b) {
                         self.cell = None;
                     }
-                    self.detail_epoch = self.detail_epoch.min(done.input.epochs.epochs - 1);
+                    self.detail_epoch = self.detail_epoch.min(done.report.epochs - 1);
                     self.shown = Some(Shown {
                         done: *done,
                         texture,
@@ -529,8 +548,8 @@ impl XapenView {
             let d = &s.done;
             ui.label(format!(
                 "{} channels x {} epoch(s) of {} samples, from sample {}",
-                d.input.labels.len(),
-                d.input.epochs.epochs,
+                d.report.channels.len(),
+                d.report.epochs,
                 d.job.epoch_len,
                 d.job.start_sample
             ));
@@ -539,10 +558,10 @@ impl XapenView {
                 d.job.params.m,
                 d.job.params.r,
                 d.job.params.correction.name(),
-                d.elapsed_s * 1e3,
-                d.adapter
+                d.report.elapsed_s * 1e3,
+                d.report.adapter
             ));
-            for (label, k) in &d.input.flat {
+            for (label, k) in &d.report.flat {
                 ui.colored_label(
                     ui.visuals().warn_fg_color,
                     format!("{label} is flat in {k} epoch(s): NaN (grey) there"),
@@ -579,7 +598,7 @@ impl XapenView {
             });
             return;
         };
-        let labels = &shown.done.input.labels;
+        let labels = &shown.done.report.channels;
         let b = labels.len();
         let full = ui.available_rect_before_wrap();
         let detail_h = if self.cell.is_some() {
@@ -701,26 +720,34 @@ impl XapenView {
             return;
         };
         let d = &shown.done;
-        let ep = &d.input.epochs;
-        let labels = &d.input.labels;
+        let labels = &d.report.channels;
+        let epochs = d.report.epochs;
         ui.horizontal(|ui| {
             ui.label(format!(
                 "{} (u) and {} (v), normalized, epoch",
                 labels[u], labels[v]
             ));
-            ui.add(egui::DragValue::new(&mut self.detail_epoch).range(0..=ep.epochs - 1));
+            ui.add(egui::DragValue::new(&mut self.detail_epoch).range(0..=epochs - 1));
             ui.label(format!(
-                "of {}; value {:.4}",
-                ep.epochs,
+                "of {epochs}; value {:.4}",
                 d.mean[u * labels.len() + v]
             ));
             if ui.small_button("close").clicked() {
                 self.cell = None;
             }
         });
-        let e = self.detail_epoch.min(ep.epochs - 1);
+        // Read again from the recording: large jobs do not keep their epochs.
+        let n = d.job.epoch_len;
+        let start = d.job.start_sample + self.detail_epoch.min(epochs - 1) * n;
         let series = |c: usize| -> PlotPoints<'static> {
-            ep.series(e, c)
+            let mut raw = vec![0f32; n];
+            let normalized = self
+                .rec
+                .read(d.job.channels[c], start, &mut raw)
+                .ok()
+                .and_then(|()| xapen::normalize(&raw))
+                .unwrap_or_else(|| vec![f32::NAN; n]);
+            normalized
                 .iter()
                 .enumerate()
                 .map(|(i, &x)| [i as f64, x as f64])
@@ -755,10 +782,10 @@ impl XapenView {
         let result = match format {
             Format::Csv => std::fs::write(
                 &path,
-                matrix_csv(&shown.done.input.labels, &shown.done.mean),
+                matrix_csv(&shown.done.report.channels, &shown.done.mean),
             )
             .map_err(|e| e.to_string()),
-            Format::Json => serde_json::to_string_pretty(&report(&self.rec, &shown.done))
+            Format::Json => serde_json::to_string_pretty(&shown.done.report)
                 .map_err(|e| e.to_string())
                 .and_then(|t| std::fs::write(&path, t).map_err(|e| e.to_string())),
             Format::Png => {
@@ -785,34 +812,6 @@ enum Format {
     Csv,
     Json,
     Png,
-}
-
-fn report(rec: &Recording, d: &Done) -> XapenReport {
-    let b = d.input.labels.len();
-    XapenReport {
-        file: rec
-            .path
-            .as_ref()
-            .map_or_else(|| rec.display_name(), |p| p.display().to_string()),
-        channels: d.input.labels.clone(),
-        m: d.job.params.m,
-        r: d.job.params.r,
-        correction: d.job.params.correction,
-        epoch_len: d.job.epoch_len,
-        epochs: d.input.epochs.epochs,
-        start_sample: d.job.start_sample,
-        matrix: d.mean.chunks(b).map(<[f64]>::to_vec).collect(),
-        per_epoch: None,
-        backend: d.backend,
-        adapter: d.adapter.clone(),
-        elapsed_s: d.elapsed_s,
-        warnings: d
-            .input
-            .flat
-            .iter()
-            .map(|(l, k)| format!("{l} is flat in {k} epoch(s)"))
-            .collect(),
-    }
 }
 
 /// The matrix as CSV: a header of v labels, then one row per u (NaN for flat channels).
