@@ -10,14 +10,16 @@
 //   ln_table f32 [2][N+1]      ln(k / (N-m+1)) and ln(k / (N-m))
 //   out      f32 [E][B][B]     Cross-ApEn(u||v) at [e][u][v]
 //   totals   u32 [E][B][B][2]  sum over i of N_i^m and of N_i^{m+1} (exactness checks)
-//   acc      vec2<f32> [B][B]  running sum and number of valid epochs, over chunks
+//   acc      vec2<f32> [B][B]  sum of the chunk's valid values and their number (the host
+//                              adds chunks in f64)
 //
 // Entry points and dispatch shapes:
 //   rank:       (ceil(N/256), B, E)  rank sort of each series, fills planes and order
 //   count:      (B, B, E)            one workgroup per (v, u, e): every window i of u against
 //                                    the samples of v within r, found by binary search in the
-//                                    sorted series; counts in registers, the two log sums
-//                                    reduced in workgroup memory
+//                                    sorted series (v's planes cached in workgroup memory
+//                                    when CACHED); counts in registers, the log sums and
+//                                    count totals reduced in workgroup memory
 //   accumulate: (ceil(B*B/256), 1, 1) adds a chunk's valid values into acc
 //
 // A sample b matches window sample a when fl(a - r) <= b <= fl(a + r): the CPU paths make the
