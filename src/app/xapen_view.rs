@@ -402,11 +402,7 @@ impl XapenView {
                     self.pending = None;
                     self.error = None;
                     let b = done.report.channels.len();
-                    let range = finite_range(&done.mean);
-                    let image = egui::ColorImage::new(
-                        [b, b],
-                        done.mean.iter().map(|&v| colour(v, range)).collect(),
-                    );
+                    let (image, range) = matrix_image(&done.mean, b);
                     let texture =
                         ctx.load_texture("xapen matrix", image, egui::TextureOptions::NEAREST);
                     if self.cell.is_some_and(|(u, v)| u >= b || v >= b) {
@@ -812,6 +808,13 @@ enum Format {
     Csv,
     Json,
     Png,
+}
+
+/// The matrix in viridis over its finite range (NaN grey), one pixel a cell, and that range.
+pub fn matrix_image(mean: &[f64], channels: usize) -> (egui::ColorImage, (f64, f64)) {
+    let range = finite_range(mean);
+    let pixels = mean.iter().map(|&v| colour(v, range)).collect();
+    (egui::ColorImage::new([channels, channels], pixels), range)
 }
 
 /// The matrix as CSV: a header of v labels, then one row per u (NaN for flat channels).

@@ -95,7 +95,7 @@ struct InteractiveReport {
     channels: usize,
     /// Upload and sort of the epoch (once per selection, not per r).
     prepare_s: f64,
-    /// New r -> count -> mean matrix back on the CPU.
+    /// New r -> count -> mean matrix back on the CPU -> the view's texture image.
     recompute_s: Stats,
 }
 
@@ -285,7 +285,9 @@ fn gpu_report(
             };
             let t = Instant::now();
             kernels.count(&prep, &p, true)?;
-            std::hint::black_box(kernels.read_mean(&prep)?);
+            let mean = kernels.read_mean(&prep)?;
+            // The image the view uploads as its texture.
+            std::hint::black_box(crate::app::xapen_view::matrix_image(&mean, channels));
             times.push(t.elapsed().as_secs_f64());
         }
         let recompute_s = Stats::of(times);
