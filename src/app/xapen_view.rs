@@ -864,16 +864,24 @@ const VIRIDIS: [[u8; 3]; 9] = [
     [253, 231, 37],
 ];
 
+/// Viridis in 256 steps, interpolated once: colouring a matrix is then a lookup a cell.
+static VIRIDIS_256: std::sync::LazyLock<[Color32; 256]> = std::sync::LazyLock::new(|| {
+    std::array::from_fn(|i| {
+        let t = i as f64 / 255.0 * (VIRIDIS.len() - 1) as f64;
+        let k = (t.floor() as usize).min(VIRIDIS.len() - 2);
+        let f = t - k as f64;
+        let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * f).round() as u8;
+        let (a, b) = (VIRIDIS[k], VIRIDIS[k + 1]);
+        Color32::from_rgb(mix(a[0], b[0]), mix(a[1], b[1]), mix(a[2], b[2]))
+    })
+});
+
 fn colour(v: f64, (lo, hi): (f64, f64)) -> Color32 {
     if !v.is_finite() {
         return Color32::from_gray(170);
     }
-    let t = ((v - lo) / (hi - lo)).clamp(0.0, 1.0) * (VIRIDIS.len() - 1) as f64;
-    let k = (t.floor() as usize).min(VIRIDIS.len() - 2);
-    let f = t - k as f64;
-    let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * f).round() as u8;
-    let (a, b) = (VIRIDIS[k], VIRIDIS[k + 1]);
-    Color32::from_rgb(mix(a[0], b[0]), mix(a[1], b[1]), mix(a[2], b[2]))
+    let t = ((v - lo) / (hi - lo)).clamp(0.0, 1.0);
+    VIRIDIS_256[(t * 255.0).round() as usize]
 }
 
 fn colour_bar(painter: &egui::Painter, rect: Rect, range: (f64, f64), text: Color32) {
