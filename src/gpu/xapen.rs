@@ -417,12 +417,6 @@ impl Prepared {
         ctx.queue
             .write_buffer(&self.ln_table, 0, bytemuck::cast_slice(&table));
     }
-
-    /// The device buffer of the last count's values, `[epoch][u][v]` f32, for views that turn
-    /// it into a texture without reading it back.
-    pub fn values(&self) -> &wgpu::Buffer {
-        &self.out
-    }
 }
 
 fn build(
