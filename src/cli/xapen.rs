@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
-use crate::analysis::Backend;
 use crate::analysis::xapen::{self, EpochCount, XapenJob, XapenReport};
 use crate::dsp::xapen::{Correction, XapenParams};
 use crate::gpu::xapen::XapenKernels;
@@ -37,8 +36,10 @@ pub struct XapenArgs {
     /// Correction for windows without matches.
     #[arg(long, value_enum, default_value_t = Correction::Max)]
     pub correction: Correction,
-    #[arg(long, value_enum, default_value_t = Backend::Gpu)]
-    pub backend: Backend,
+    /// Where to run: `auto` takes the GPU unless it is a software adapter (lavapipe), where
+    /// the CPU path is many times faster.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
     /// Also write the matrix of every epoch.
     #[arg(long)]
     pub per_epoch: bool,
@@ -51,6 +52,13 @@ pub struct XapenArgs {
     /// Sampling rate of CSV files without a time column.
     #[arg(long)]
     pub fs: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendChoice {
+    Auto,
+    Gpu,
+    Cpu,
 }
 
 fn parse_epochs(s: &str) -> Result<EpochCount, String> {
@@ -102,8 +110,16 @@ pub fn job_for(rec: &Recording, args: &XapenArgs) -> anyhow::Result<XapenJob> {
 
 pub fn run(args: &XapenArgs) -> anyhow::Result<()> {
     let mut gpu: Option<XapenKernels> = match args.backend {
-        Backend::Cpu => None,
-        Backend::Gpu => match xapen::open_gpu() {
+        BackendChoice::Cpu => None,
+        choice => match xapen::open_gpu() {
+            Ok(k) if choice == BackendChoice::Auto && k.context().is_software() => {
+                eprintln!(
+                    "ede xapen: {} is a software adapter; running on the CPU \
+                     (--backend gpu to use it anyway)",
+                    k.context().describe()
+                );
+                None
+            }
             Ok(k) => Some(k),
             Err(e) => {
                 eprintln!("ede xapen: {e}");
