@@ -303,9 +303,10 @@ fn flat_channels_give_nan_and_short_epochs_an_error() {
     );
 }
 
-fn gpu() -> Option<ede::gpu::GpuContext> {
+/// The Cross-ApEn kernels on whatever adapter exists; `None` (with a note) outside CI.
+fn gpu() -> Option<ede::gpu::xapen::XapenKernels> {
     match ede::gpu::GpuContext::headless() {
-        Ok(c) => Some(c),
+        Ok(c) => Some(ede::gpu::xapen::XapenKernels::new(&c)),
         Err(e) if std::env::var_os("CI").is_none() => {
             eprintln!("note: {e}; GPU Cross-ApEn tests skipped outside CI");
             None
@@ -318,10 +319,9 @@ fn gpu() -> Option<ede::gpu::GpuContext> {
 /// values within 1e-5, for many sizes, m, r, both corrections, and a flat channel-epoch.
 #[test]
 fn gpu_matches_the_cpu_on_random_data() {
-    let Some(ctx) = gpu() else {
+    let Some(mut kernels) = gpu() else {
         return;
     };
-    let mut kernels = ede::gpu::xapen::XapenKernels::new(&ctx);
     let mut rng = Rng(99);
     for &(n, b, e) in &[
         (5usize, 2usize, 1usize),
@@ -396,10 +396,9 @@ fn gpu_matches_the_cpu_on_random_data() {
 /// Inputs split over several device buffers give the same result as one chunk.
 #[test]
 fn gpu_chunks_agree_with_one_dispatch() {
-    let Some(ctx) = gpu() else {
+    let Some(mut kernels) = gpu() else {
         return;
     };
-    let mut kernels = ede::gpu::xapen::XapenKernels::new(&ctx);
     let mut rng = Rng(3);
     let (n, b, e) = (128, 4, 7);
     let raw: Vec<f32> = (0..n * b * e).map(|_| rng.gauss() as f32).collect();
@@ -432,11 +431,10 @@ fn gpu_chunks_agree_with_one_dispatch() {
 
 #[test]
 fn gpu_reproduces_the_eeg_golden_values() {
-    let (Some(g), Some(ctx)) = (golden("eeg64_first8_at10s.json"), gpu()) else {
+    let (Some(g), Some(mut kernels)) = (golden("eeg64_first8_at10s.json"), gpu()) else {
         return;
     };
     let ep = golden_eeg_epoch(&g);
-    let mut kernels = ede::gpu::xapen::XapenKernels::new(&ctx);
     for (params, want) in golden_cases(&g) {
         let got = kernels
             .matrices(&ep, &params, Default::default(), None, None)
@@ -531,8 +529,7 @@ fn blocks_of_epochs_give_the_same_report() {
     assert_eq!(blocked.warnings, whole.warnings);
     assert!(blocked.mean()[8].is_finite(), "C is valid in 10 epochs");
 
-    if let Some(ctx) = gpu() {
-        let mut kernels = ede::gpu::xapen::XapenKernels::new(&ctx);
+    if let Some(mut kernels) = gpu() {
         let on_gpu = run_in_blocks(&rec, &job, Some(&mut kernels), None, None, 5000.0)
             .unwrap()
             .unwrap();

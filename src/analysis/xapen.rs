@@ -14,6 +14,9 @@ use crate::gpu::GpuContext;
 use crate::gpu::xapen::{Readback, XapenKernels};
 use crate::recording::Recording;
 
+/// What a result was computed on: the backend and the device's name.
+pub type RanOn = (Backend, String);
+
 /// The most memory one piece of a job's samples may take (raw and normalized together).
 const MAX_INPUT_BYTES: f64 = 4e9;
 /// Jobs larger than this are read and computed in consecutive blocks of epochs.
@@ -48,14 +51,6 @@ pub enum JobError {
     Read(#[from] crate::recording::ReadError),
     #[error(transparent)]
     Gpu(#[from] crate::gpu::xapen::GpuXapenError),
-}
-
-/// The epochs a job covers, read and normalized.
-pub struct JobInput {
-    pub labels: Vec<String>,
-    pub epochs: Epochs,
-    /// Channels flat in some epochs: (label, number of epochs).
-    pub flat: Vec<(String, usize)>,
 }
 
 impl XapenJob {
@@ -118,7 +113,7 @@ impl XapenJob {
     }
 
     /// Reads and normalizes the job's epochs.
-    pub fn input(&self, rec: &Recording) -> Result<JobInput, JobError> {
+    pub fn input(&self, rec: &Recording) -> Result<Epochs, JobError> {
         let count = self.epoch_count(rec)?;
         let (n, b) = (self.epoch_len, self.channels.len());
         // Raw and normalized copies are held at once; past this, ask for less rather than
@@ -141,25 +136,7 @@ impl XapenJob {
                 raw[(e * b + c) * n..][..n].copy_from_slice(&all[e * n..][..n]);
             }
         }
-        let epochs = Epochs::normalize(&raw, n, b)?;
-        let labels: Vec<String> = self
-            .channels
-            .iter()
-            .map(|&c| rec.signals[c].label.clone())
-            .collect();
-        let flat = labels
-            .iter()
-            .enumerate()
-            .filter_map(|(c, l)| {
-                let k = (0..count).filter(|&e| !epochs.is_valid(e, c)).count();
-                (k > 0).then(|| (l.clone(), k))
-            })
-            .collect();
-        Ok(JobInput {
-            labels,
-            epochs,
-            flat,
-        })
+        Ok(Epochs::normalize(&raw, n, b)?)
     }
 }
 
@@ -196,11 +173,22 @@ impl XapenReport {
         epochs: usize,
         mean: &[f64],
         per_epoch: Option<Vec<Vec<Vec<f64>>>>,
-        (backend, adapter): (Backend, String),
+        (backend, adapter): RanOn,
         elapsed_s: f64,
-        flat: Vec<(String, usize)>,
+        flat_epochs: &[usize],
     ) -> Self {
         let b = job.channels.len();
+        let channels: Vec<String> = job
+            .channels
+            .iter()
+            .map(|&c| rec.signals[c].label.clone())
+            .collect();
+        let flat: Vec<(String, usize)> = channels
+            .iter()
+            .zip(flat_epochs)
+            .filter(|&(_, &k)| k > 0)
+            .map(|(l, &k)| (l.clone(), k))
+            .collect();
         let warnings = flat
             .iter()
             .map(|(label, k)| {
@@ -215,11 +203,7 @@ impl XapenReport {
                 .path
                 .as_ref()
                 .map_or_else(|| rec.display_name(), |p| p.display().to_string()),
-            channels: job
-                .channels
-                .iter()
-                .map(|&c| rec.signals[c].label.clone())
-                .collect(),
+            channels,
             m: job.params.m,
             r: job.params.r,
             correction: job.params.correction,
@@ -265,46 +249,31 @@ pub fn run_in_blocks(
 ) -> Result<Option<XapenReport>, JobError> {
     let t = Instant::now();
     let b = job.channels.len();
-    let labels: Vec<String> = job
-        .channels
-        .iter()
-        .map(|&c| rec.signals[c].label.clone())
-        .collect();
     // Per cell, the sum of epoch values and their number, over all blocks, in f64.
     let mut sums = vec![[0f64; 2]; b * b];
     let mut per_epoch: Option<Vec<Vec<Vec<f64>>>> = job.per_epoch.then(Vec::new);
     let mut flat = vec![0usize; b];
     let mut epochs = 0;
-    let (mut backend, mut adapter) = (Backend::Cpu, cpu_name());
+    let mut ran_on = (Backend::Cpu, cpu_name());
     for block in job.blocks(rec, block_bytes)? {
-        let input = block.input(rec)?;
-        let ep = &input.epochs;
-        let matrices: XapenMatrices = match kernels.as_deref_mut() {
-            Some(k) => {
-                let readback = Readback {
-                    per_epoch: job.per_epoch,
-                    totals: false,
-                };
-                let Some(res) = k.matrices(ep, &job.params, readback, cancel, done)? else {
-                    return Ok(None);
-                };
-                (backend, adapter) = (Backend::Gpu, k.context().describe());
-                res.matrices
-            }
-            None => {
-                let Some(res) =
-                    xapen::cpu_matrices(ep, &job.params, CpuMethod::Fast, cancel, done)?
-                else {
-                    return Ok(None);
-                };
-                res
-            }
+        let ep = block.input(rec)?;
+        let Some((matrices, on)) = compute(
+            &ep,
+            &job.params,
+            job.per_epoch,
+            kernels.as_deref_mut(),
+            cancel,
+            done,
+        )?
+        else {
+            return Ok(None);
         };
-        for (cell, (sum, mean)) in sums.iter_mut().zip(&matrices.mean).enumerate() {
-            let (u, v) = (cell / b, cell % b);
-            let valid = (0..ep.epochs)
-                .filter(|&e| ep.is_valid(e, u) && ep.is_valid(e, v))
-                .count();
+        ran_on = on;
+        for ((sum, mean), valid) in sums
+            .iter_mut()
+            .zip(&matrices.mean)
+            .zip(ep.valid_pair_epochs())
+        {
             if valid > 0 {
                 sum[0] += mean * valid as f64;
                 sum[1] += valid as f64;
@@ -313,30 +282,50 @@ pub fn run_in_blocks(
         if let (Some(all), Some(p)) = (per_epoch.as_mut(), &matrices.per_epoch) {
             all.extend(p.chunks(b * b).map(|m| rows(m, b)));
         }
-        for (c, f) in flat.iter_mut().enumerate() {
-            *f += (0..ep.epochs).filter(|&e| !ep.is_valid(e, c)).count();
+        for (f, k) in flat.iter_mut().zip(ep.flat_epochs()) {
+            *f += k;
         }
         epochs += ep.epochs;
     }
-    let mean: Vec<f64> = sums
-        .iter()
-        .map(|&[s, c]| if c == 0.0 { f64::NAN } else { s / c })
-        .collect();
-    let flat = labels
-        .into_iter()
-        .zip(flat)
-        .filter(|&(_, k)| k > 0)
-        .collect();
+    let mean: Vec<f64> = sums.iter().map(|&[s, c]| xapen::mean_of(s, c)).collect();
     Ok(Some(XapenReport::new(
         rec,
         job,
         epochs,
         &mean,
         per_epoch,
-        (backend, adapter),
+        ran_on,
         t.elapsed().as_secs_f64(),
-        flat,
+        &flat,
     )))
+}
+
+/// The matrices of normalized epochs on the GPU when `kernels` is given, else on the CPU fast
+/// path, and what they ran on. `Ok(None)` when cancelled.
+pub fn compute(
+    ep: &Epochs,
+    params: &XapenParams,
+    per_epoch: bool,
+    kernels: Option<&mut XapenKernels>,
+    cancel: Cancel,
+    done: Option<&AtomicUsize>,
+) -> Result<Option<(XapenMatrices, RanOn)>, JobError> {
+    Ok(match kernels {
+        Some(k) => {
+            let readback = Readback {
+                per_epoch,
+                totals: false,
+            };
+            k.matrices(ep, params, readback, cancel, done)?
+                .map(|res| (res.matrices, (Backend::Gpu, k.context().describe())))
+        }
+        None => xapen::cpu_matrices(ep, params, CpuMethod::Fast, cancel, done)?.map(|mut res| {
+            if !per_epoch {
+                res.per_epoch = None;
+            }
+            (res, (Backend::Cpu, cpu_name()))
+        }),
+    })
 }
 
 /// A row-major square matrix as rows.

@@ -116,11 +116,16 @@ impl EdeApp {
         self.settings.recent.truncate(10);
     }
 
+    /// Shows `rec` in every view: the browser is rebuilt, analysis views start afresh.
+    fn show(&mut self, rec: Recording) {
+        self.browser = Browser::new(Arc::new(rec), self.browser.settings.clone());
+        self.xapen = None;
+    }
+
     pub fn open(&mut self, path: PathBuf) {
         match Recording::open(&path, &OpenOptions::default()) {
             Ok(rec) => {
-                self.browser = Browser::new(Arc::new(rec), self.browser.settings.clone());
-                self.xapen = None;
+                self.show(rec);
                 self.error = None;
                 self.remember(path);
             }
@@ -175,11 +180,7 @@ impl EdeApp {
                     });
                     if ui.button("Demo recording").clicked() {
                         ui.close();
-                        self.browser = Browser::new(
-                            Arc::new(crate::recording::demo::demo_recording()),
-                            self.browser.settings.clone(),
-                        );
-                        self.xapen = None;
+                        self.show(crate::recording::demo::demo_recording());
                     }
                     if ui.button("Quit").clicked() {
                         ctx.send_viewport_cmd(egui::ViewportCommand::Close);
@@ -204,18 +205,10 @@ impl EdeApp {
         });
         match self.view {
             ViewKind::Browser => self.browser.ui(ui),
-            ViewKind::Xapen => {
-                let rec = self.browser.rec.clone();
-                let gpu = self.gpu.clone();
-                let visible = self.browser.visible_span();
-                self.xapen
-                    .get_or_insert_with(|| XapenView::new(rec, gpu))
-                    .ui(
-                        ui,
-                        (visible.0, visible.1 - visible.0),
-                        self.browser.selection.map(|(a, b)| (a, b - a)),
-                    );
-            }
+            ViewKind::Xapen => self
+                .xapen
+                .get_or_insert_with(|| XapenView::new(self.browser.rec.clone(), self.gpu.clone()))
+                .ui(ui, self.browser.visible_span(), self.browser.selection),
         }
         self.settings.browser = self.browser.settings.clone();
     }
@@ -233,7 +226,7 @@ impl eframe::App for EdeApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.ui(ui);
         let ctx = ui.ctx().clone();
-        if let Some((path, rect)) = self.xapen.as_ref().and_then(XapenView::take_png_request) {
+        if let Some((path, rect)) = self.xapen.as_mut().and_then(XapenView::take_png_request) {
             // The view's PNG export: the next frame, cropped to the matrix panel.
             let ppp = ctx.pixels_per_point();
             ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(

@@ -3,21 +3,19 @@
 //! new request and cancels the one before; the worker takes only the newest, and a reply
 //! for anything but the newest request is dropped, so a stale matrix is never shown as current.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use eframe::egui::{self, Color32, Pos2, Rect, Sense, Stroke, Vec2};
-use egui_plot::{Legend, Line, Plot, PlotPoints};
+use egui_plot::{Legend, Line, Plot, PlotPoint, PlotPoints};
 
 use crate::analysis::Backend;
-use crate::analysis::xapen::{
-    self as xapen_job, EpochCount, JobInput, XapenJob, XapenReport, cpu_name,
-};
-use crate::dsp::xapen::{self, Correction, CpuMethod, XapenParams};
+use crate::analysis::xapen::{self as xapen_job, EpochCount, XapenJob, XapenReport};
+use crate::dsp::xapen::{self, Correction, Epochs, XapenParams};
 use crate::gpu::GpuContext;
-use crate::gpu::xapen::{Prepared, Readback, XapenKernels};
+use crate::gpu::xapen::{Prepared, XapenKernels};
 use crate::recording::Recording;
 
 /// Which epochs the matrix covers.
@@ -43,8 +41,6 @@ struct Done {
     id: u64,
     job: XapenJob,
     report: XapenReport,
-    /// The mean matrix, row-major (hover and texture read it).
-    mean: Vec<f64>,
 }
 
 enum Reply {
@@ -78,7 +74,7 @@ fn spawn_worker(
         .name("ede xapen".into())
         .spawn(move || {
             let mut kernels = gpu.map(|g| XapenKernels::new(&g));
-            let mut input: Option<(InputKey, Arc<JobInput>)> = None;
+            let mut input: Option<(InputKey, Arc<Epochs>)> = None;
             let mut prepared: Option<(InputKey, usize, Prepared)> = None;
             while let Ok(mut req) = requests.recv() {
                 while let Ok(newer) = requests.try_recv() {
@@ -102,64 +98,52 @@ fn spawn_worker(
                         return Ok(report.map(|report| Done {
                             id: req.id,
                             job: req.job.clone(),
-                            mean: report.mean(),
                             report,
                         }));
                     }
-                    let inp = match &input {
-                        Some((k, i)) if *k == key => i.clone(),
+                    let ep = match &input {
+                        Some((k, ep)) if *k == key => ep.clone(),
                         _ => {
-                            let i = Arc::new(req.job.input(&req.rec).map_err(|e| err(&e))?);
-                            input = Some((key.clone(), i.clone()));
-                            i
+                            let ep = Arc::new(req.job.input(&req.rec).map_err(|e| err(&e))?);
+                            input = Some((key.clone(), ep.clone()));
+                            ep
                         }
                     };
-                    let ep = &inp.epochs;
                     let params = req.job.params;
-                    let (mean, backend, adapter) = match gpu {
-                        Some(k) => {
-                            let adapter = k.context().describe();
-                            let one_chunk =
-                                k.chunk_epochs(ep, params.m).map_err(|e| err(&e))? >= ep.epochs;
-                            let mean = if one_chunk {
-                                // Sorted epochs stay on the device while r changes.
-                                let reuse = matches!(&prepared,
-                                    Some((pk, m, _)) if *pk == key && *m == params.m);
-                                if !reuse {
-                                    let p = k
-                                        .prepare(ep, 0..ep.epochs, params.m)
-                                        .map_err(|e| err(&e))?;
-                                    prepared = Some((key.clone(), params.m, p));
-                                }
-                                let (_, _, p) = prepared.as_ref().expect("just prepared");
-                                k.count(p, &params, true).map_err(|e| err(&e))?;
-                                k.read_mean(p).map_err(|e| err(&e))?
-                            } else {
-                                let res = k
-                                    .matrices(
-                                        ep,
-                                        &params,
-                                        Readback::default(),
-                                        cancel,
-                                        Some(&progress),
-                                    )
+                    let one_chunk = match gpu.as_deref() {
+                        Some(k) => k.chunk_epochs(&ep, params.m).map_err(|e| err(&e))? >= ep.epochs,
+                        None => false,
+                    };
+                    let (mean, ran_on) = match gpu {
+                        Some(k) if one_chunk => {
+                            // Sorted epochs stay on the device while r changes.
+                            let reuse = matches!(&prepared,
+                                Some((pk, m, _)) if *pk == key && *m == params.m);
+                            if !reuse {
+                                let p = k
+                                    .prepare(&ep, 0..ep.epochs, params.m)
                                     .map_err(|e| err(&e))?;
-                                let Some(res) = res else { return Ok(None) };
-                                res.matrices.mean
-                            };
-                            (mean, Backend::Gpu, adapter)
+                                prepared = Some((key.clone(), params.m, p));
+                            }
+                            let (_, _, p) = prepared.as_ref().expect("just prepared");
+                            k.count(p, &params, true).map_err(|e| err(&e))?;
+                            let mean = k.read_mean(p).map_err(|e| err(&e))?;
+                            (mean, (Backend::Gpu, k.context().describe()))
                         }
-                        None => {
-                            let res = xapen::cpu_matrices(
-                                ep,
+                        gpu => {
+                            let computed = xapen_job::compute(
+                                &ep,
                                 &params,
-                                CpuMethod::Fast,
+                                false,
+                                gpu,
                                 cancel,
                                 Some(&progress),
                             )
                             .map_err(|e| err(&e))?;
-                            let Some(res) = res else { return Ok(None) };
-                            (res.mean, Backend::Cpu, cpu_name())
+                            let Some((matrices, ran_on)) = computed else {
+                                return Ok(None);
+                            };
+                            (matrices.mean, ran_on)
                         }
                     };
                     let report = XapenReport::new(
@@ -168,15 +152,14 @@ fn spawn_worker(
                         ep.epochs,
                         &mean,
                         None,
-                        (backend, adapter),
+                        ran_on,
                         t.elapsed().as_secs_f64(),
-                        inp.flat.clone(),
+                        &ep.flat_epochs(),
                     );
                     Ok(Some(Done {
                         id: req.id,
                         job: req.job.clone(),
                         report,
-                        mean,
                     }))
                 })();
                 let reply = match reply {
@@ -196,6 +179,9 @@ fn spawn_worker(
         .expect("the worker thread starts");
     (tx, rx)
 }
+
+/// The clicked pair's traces are for: (reply id, u, v, epoch).
+type DetailKey = (u64, usize, usize, usize);
 
 /// A matrix on screen.
 struct Shown {
@@ -222,8 +208,10 @@ pub struct XapenView {
     error: Option<String>,
     cell: Option<(usize, usize)>,
     detail_epoch: usize,
+    /// The normalized traces of the clicked pair: (reply id, u, v, epoch) and both series.
+    detail: Option<(DetailKey, [Vec<PlotPoint>; 2])>,
     /// A PNG of the matrix panel asked for: the file and the panel's rectangle.
-    png_request: Arc<Mutex<Option<String>>>,
+    png_request: Option<std::path::PathBuf>,
     matrix_rect: Rect,
 }
 
@@ -267,7 +255,8 @@ impl XapenView {
             error: None,
             cell: None,
             detail_epoch: 0,
-            png_request: Arc::new(Mutex::new(None)),
+            detail: None,
+            png_request: None,
             matrix_rect: Rect::NOTHING,
         }
     }
@@ -301,12 +290,12 @@ impl XapenView {
     }
 
     /// The matrix on screen: its channels, the r it was computed for, and its values.
-    pub fn shown(&self) -> Option<(Vec<String>, f32, &[f64])> {
+    pub fn shown(&self) -> Option<(Vec<String>, f32, Vec<f64>)> {
         self.shown.as_ref().map(|s| {
             (
                 s.done.report.channels.clone(),
                 s.done.job.params.r,
-                s.done.mean.as_slice(),
+                s.done.report.mean(),
             )
         })
     }
@@ -320,14 +309,13 @@ impl XapenView {
         let (start_sample, epochs) = match self.source {
             EpochSource::Whole => (0, EpochCount::All),
             EpochSource::Visible | EpochSource::Selection => {
-                let (start, len) = match self.source {
+                let (start, end) = match self.source {
                     EpochSource::Visible => visible,
                     _ => selection
-                        .map(|(a, b)| (a, b - a))
                         .ok_or("no selection: shift+drag over the traces in the browser")?,
                 };
                 let first = (start * fs).round().max(0.0) as usize;
-                let k = ((len * fs) as usize / self.epoch_len).max(1);
+                let k = (((end - start) * fs) as usize / self.epoch_len).max(1);
                 (first, EpochCount::Count(k))
             }
         };
@@ -402,7 +390,7 @@ impl XapenView {
                     self.pending = None;
                     self.error = None;
                     let b = done.report.channels.len();
-                    let (image, range) = matrix_image(&done.mean, b);
+                    let (image, range) = matrix_image(&done.report.mean(), b);
                     let texture =
                         ctx.load_texture("xapen matrix", image, egui::TextureOptions::NEAREST);
                     if self.cell.is_some_and(|(u, v)| u >= b || v >= b) {
@@ -426,7 +414,7 @@ impl XapenView {
     }
 
     /// The whole view; `visible` is the browser's window and `selection` its selected range,
-    /// both (start, length) in seconds.
+    /// both (start, end) in seconds.
     pub fn ui(&mut self, ui: &mut egui::Ui, visible: (f64, f64), selection: Option<(f64, f64)>) {
         let ctx = ui.ctx().clone();
         self.receive(&ctx);
@@ -668,7 +656,7 @@ impl XapenView {
             (map.contains(p) && u < b && v < b).then_some((u, v))
         };
         if let Some((u, v)) = response.hover_pos().and_then(at) {
-            let value = shown.done.mean[u * b + v];
+            let value = shown.done.report.matrix[u][v];
             painter.rect_stroke(
                 Rect::from_min_size(
                     map.min + Vec2::new(v as f32 * cell, u as f32 * cell),
@@ -724,38 +712,41 @@ impl XapenView {
                 labels[u], labels[v]
             ));
             ui.add(egui::DragValue::new(&mut self.detail_epoch).range(0..=epochs - 1));
-            ui.label(format!(
-                "of {epochs}; value {:.4}",
-                d.mean[u * labels.len() + v]
-            ));
+            ui.label(format!("of {epochs}; value {:.4}", d.report.matrix[u][v]));
             if ui.small_button("close").clicked() {
                 self.cell = None;
             }
         });
-        // Read again from the recording: large jobs do not keep their epochs.
-        let n = d.job.epoch_len;
-        let start = d.job.start_sample + self.detail_epoch.min(epochs - 1) * n;
-        let series = |c: usize| -> PlotPoints<'static> {
-            let mut raw = vec![0f32; n];
-            let normalized = self
-                .rec
-                .read(d.job.channels[c], start, &mut raw)
-                .ok()
-                .and_then(|()| xapen::normalize(&raw))
-                .unwrap_or_else(|| vec![f32::NAN; n]);
-            normalized
-                .iter()
-                .enumerate()
-                .map(|(i, &x)| [i as f64, x as f64])
-                .collect::<Vec<_>>()
-                .into()
+        // Read from the recording (large jobs do not keep their epochs), once per pair and
+        // epoch shown, not every frame.
+        let e = self.detail_epoch.min(epochs - 1);
+        let key = (d.id, u, v, e);
+        if self.detail.as_ref().is_none_or(|(k, _)| *k != key) {
+            let n = d.job.epoch_len;
+            let start = d.job.start_sample + e * n;
+            let series = |c: usize| -> Vec<PlotPoint> {
+                let mut raw = vec![0f32; n];
+                self.rec
+                    .read(d.job.channels[c], start, &mut raw)
+                    .ok()
+                    .and_then(|()| xapen::normalize(&raw))
+                    .unwrap_or_else(|| vec![f32::NAN; n])
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &x)| PlotPoint::new(i as f64, x as f64))
+                    .collect()
+            };
+            self.detail = Some((key, [series(u), series(v)]));
+        }
+        let Some((_, [su, sv])) = &self.detail else {
+            return;
         };
         Plot::new("xapen detail")
             .legend(Legend::default())
             .allow_scroll(false)
             .show(ui, |plot| {
-                plot.line(Line::new(labels[u].clone(), series(u)));
-                plot.line(Line::new(labels[v].clone(), series(v)));
+                plot.line(Line::new(labels[u].clone(), PlotPoints::Borrowed(su)));
+                plot.line(Line::new(labels[v].clone(), PlotPoints::Borrowed(sv)));
             });
     }
 
@@ -778,7 +769,7 @@ impl XapenView {
         let result = match format {
             Format::Csv => std::fs::write(
                 &path,
-                matrix_csv(&shown.done.report.channels, &shown.done.mean),
+                matrix_csv(&shown.done.report.channels, &shown.done.report.mean()),
             )
             .map_err(|e| e.to_string()),
             Format::Json => serde_json::to_string_pretty(&shown.done.report)
@@ -786,9 +777,7 @@ impl XapenView {
                 .and_then(|t| std::fs::write(&path, t).map_err(|e| e.to_string())),
             Format::Png => {
                 // Taken by the app after this frame, cropped to the matrix.
-                if let Ok(mut r) = self.png_request.lock() {
-                    *r = Some(path.display().to_string());
-                }
+                self.png_request = Some(path.clone());
                 Ok(())
             }
         };
@@ -798,9 +787,8 @@ impl XapenView {
     }
 
     /// A pending PNG export: the file and the screen rectangle to crop to.
-    pub fn take_png_request(&self) -> Option<(std::path::PathBuf, Rect)> {
-        let path = self.png_request.lock().ok()?.take()?;
-        Some((path.into(), self.matrix_rect))
+    pub fn take_png_request(&mut self) -> Option<(std::path::PathBuf, Rect)> {
+        Some((self.png_request.take()?, self.matrix_rect))
     }
 }
 

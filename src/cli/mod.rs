@@ -5,7 +5,7 @@ pub mod export;
 pub mod info;
 pub mod xapen;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 
@@ -71,4 +71,16 @@ pub fn print(text: &str) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other,
     }
+}
+
+/// Pretty JSON to `out`, or to standard output.
+pub fn write_json(value: &impl serde::Serialize, out: Option<&Path>) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let json = serde_json::to_string_pretty(value)?;
+    match out {
+        Some(p) => std::fs::write(p, json + "\n")
+            .with_context(|| format!("cannot write {}", p.display()))?,
+        None => print(&json)?,
+    }
+    Ok(())
 }

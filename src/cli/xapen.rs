@@ -149,7 +149,7 @@ pub fn run(args: &XapenArgs) -> anyhow::Result<()> {
                     eprintln!("  warning: {w}");
                 }
                 if let Some(dir) = &args.out_dir {
-                    write_json(&dir.join(out_name(path)), &report)?;
+                    super::write_json(&report, Some(&dir.join(out_name(path))))?;
                 } else {
                     reports.push(report);
                 }
@@ -161,14 +161,11 @@ pub fn run(args: &XapenArgs) -> anyhow::Result<()> {
             }
         }
     }
-    if args.out_dir.is_none() {
-        match (&args.out, reports.len()) {
-            (_, 0) => {}
-            (Some(p), 1) if total == 1 => write_json(p, &reports[0])?,
-            (Some(p), _) => write_json(p, &reports)?,
-            (None, 1) if total == 1 => super::print(&serde_json::to_string_pretty(&reports[0])?)?,
-            (None, _) => super::print(&serde_json::to_string_pretty(&reports)?)?,
-        }
+    // One recording gives one object; a study, an array.
+    match (total, reports.as_slice()) {
+        (_, []) => {}
+        (1, [report]) => super::write_json(report, args.out.as_deref())?,
+        _ => super::write_json(&reports, args.out.as_deref())?,
     }
     if failed > 0 {
         bail!("{failed} of {total} recording(s) failed");
@@ -192,9 +189,4 @@ fn out_name(path: &Path) -> String {
         .file_stem()
         .map_or("recording".into(), |s| s.to_string_lossy());
     format!("{stem}.xapen.json")
-}
-
-fn write_json(path: &Path, value: &impl serde::Serialize) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(value)?;
-    std::fs::write(path, text + "\n").with_context(|| format!("cannot write {}", path.display()))
 }

@@ -12,7 +12,9 @@ use eframe::wgpu::util::DeviceExt;
 
 use super::context::entry;
 use super::{GpuContext, GpuError};
-use crate::dsp::xapen::{Cancel, Correction, Epochs, XapenError, XapenMatrices, XapenParams};
+use crate::dsp::xapen::{
+    Cancel, Correction, Epochs, XapenError, XapenMatrices, XapenParams, mean_of,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GpuXapenError {
@@ -322,13 +324,7 @@ impl XapenKernels {
         Ok(self
             .read_sums(prep)?
             .iter()
-            .map(|&[s, c]| {
-                if c == 0.0 {
-                    f64::NAN
-                } else {
-                    s as f64 / c as f64
-                }
-            })
+            .map(|&[s, c]| mean_of(s as f64, c as f64))
             .collect())
     }
 
@@ -375,10 +371,7 @@ impl XapenKernels {
                 d.fetch_add(range.len() * b2, Ordering::Relaxed);
             }
         }
-        let mean = sums
-            .iter()
-            .map(|&[s, c]| if c == 0.0 { f64::NAN } else { s / c })
-            .collect();
+        let mean = sums.iter().map(|&[s, c]| mean_of(s, c)).collect();
         Ok(Some(GpuXapenResult {
             matrices: XapenMatrices {
                 channels: ep.channels,

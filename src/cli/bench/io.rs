@@ -11,8 +11,9 @@ use std::time::Instant;
 use eframe::egui;
 use serde::Serialize;
 
-use super::{Stats, write_report};
+use super::Stats;
 use crate::app::{EdeApp, Settings};
+use crate::cli::write_json;
 use crate::recording::{OpenOptions, Recording};
 
 #[derive(Debug, clap::Args)]
@@ -144,7 +145,7 @@ pub fn run(args: &IoArgs) -> anyhow::Result<()> {
         rss_anon_after_overview_mb,
         frames,
     };
-    write_report(&report, args.out.as_deref())
+    write_json(&report, args.out.as_deref())
 }
 
 /// One egui pass of the whole window plus tessellation; returns its seconds.

@@ -4,9 +4,6 @@
 pub mod io;
 pub mod xapen;
 
-use std::path::Path;
-
-use anyhow::Context;
 use serde::Serialize;
 
 #[derive(Debug, clap::Subcommand)]
@@ -43,15 +40,4 @@ impl Stats {
             n: v.len(),
         }
     }
-}
-
-/// Pretty JSON to `out`, or to standard output.
-pub fn write_report(report: &impl Serialize, out: Option<&Path>) -> anyhow::Result<()> {
-    let json = serde_json::to_string_pretty(report)?;
-    match out {
-        Some(p) => std::fs::write(p, json + "\n")
-            .with_context(|| format!("cannot write {}", p.display()))?,
-        None => crate::cli::print(&json)?,
-    }
-    Ok(())
 }

@@ -13,8 +13,9 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{Stats, write_report};
+use super::Stats;
 use crate::analysis::xapen::cpu_name;
+use crate::cli::write_json;
 use crate::dsp::xapen::{self, Correction, CpuMethod, Epochs, XapenParams, fast};
 use crate::gpu::GpuContext;
 use crate::gpu::xapen::{Readback, XapenKernels};
@@ -199,7 +200,7 @@ pub fn run(args: &XapenBenchArgs) -> anyhow::Result<()> {
         cpu_brute: cpu_brute.map(|(r, _)| r),
         cpu_fast_speedup,
     };
-    write_report(&report, args.out.as_deref())
+    write_json(&report, args.out.as_deref())
 }
 
 fn gpu_report(

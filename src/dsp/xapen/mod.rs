@@ -193,6 +193,26 @@ impl Epochs {
     pub fn is_valid(&self, epoch: usize, channel: usize) -> bool {
         self.valid[epoch * self.channels + channel]
     }
+
+    /// Per channel, the number of epochs where it is flat (or not finite).
+    pub fn flat_epochs(&self) -> Vec<usize> {
+        (0..self.channels)
+            .map(|c| (0..self.epochs).filter(|&e| !self.is_valid(e, c)).count())
+            .collect()
+    }
+
+    /// Per cell `[u][v]`, the number of epochs where both channels are valid: the weight of
+    /// the cell's mean.
+    pub fn valid_pair_epochs(&self) -> Vec<usize> {
+        let b = self.channels;
+        (0..b * b)
+            .map(|cell| {
+                (0..self.epochs)
+                    .filter(|&e| self.is_valid(e, cell / b) && self.is_valid(e, cell % b))
+                    .count()
+            })
+            .collect()
+    }
 }
 
 /// The mean matrix over epochs (and, when asked for, each epoch's); NaN where a channel was
@@ -216,12 +236,8 @@ impl XapenMatrices {
                 let (sum, count) = (0..epochs)
                     .map(|e| per_epoch[e * b2 + k])
                     .filter(|v| !v.is_nan())
-                    .fold((0.0, 0usize), |(s, c), v| (s + v, c + 1));
-                if count == 0 {
-                    f64::NAN
-                } else {
-                    sum / count as f64
-                }
+                    .fold((0.0, 0.0), |(s, c), v| (s + v, c + 1.0));
+                mean_of(sum, count)
             })
             .collect();
         XapenMatrices {
@@ -236,6 +252,12 @@ impl XapenMatrices {
         let b2 = self.channels * self.channels;
         self.per_epoch.as_ref().map(|p| &p[e * b2..(e + 1) * b2])
     }
+}
+
+/// `sum / count` of a cell's valid epochs; NaN when there are none (the channel is flat in
+/// every epoch).
+pub fn mean_of(sum: f64, count: f64) -> f64 {
+    if count == 0.0 { f64::NAN } else { sum / count }
 }
 
 /// Which CPU algorithm fills the matrices.
