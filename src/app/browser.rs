@@ -445,7 +445,7 @@ impl Browser {
             let scale = default_scale(&sig.unit, sig.physical_max - sig.physical_min)
                 / (self.settings.gain * self.channel_gain[d]);
             let cols = &screen.columns[d];
-            let baseline = median_mid(cols);
+            let baseline = screen.baselines[d];
             let px_per_unit = row_h / scale;
             let mut prev: Option<(f32, f32)> = None;
             for (c, v) in cols.iter().enumerate() {
@@ -656,20 +656,6 @@ impl Browser {
             }
         }
     }
-}
-
-/// The median of column midpoints: the visible baseline a trace is centred on.
-fn median_mid(cols: &[[f32; 2]]) -> f32 {
-    let mut mids: Vec<f32> = cols
-        .iter()
-        .filter(|v| !v[0].is_nan())
-        .map(|v| 0.5 * (v[0] + v[1]))
-        .collect();
-    if mids.is_empty() {
-        return 0.0;
-    }
-    let k = mids.len() / 2;
-    *mids.select_nth_unstable_by(k, f32::total_cmp).1
 }
 
 /// 1, 2 or 5 times a power of ten, or a clock-friendly step for long spans.

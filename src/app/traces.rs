@@ -49,6 +49,9 @@ pub struct Screen {
     /// Whether every column came from exact data (false while the overview is being built and
     /// a wide window is drawn from sampled values).
     pub exact: bool,
+    /// Per derivation, the median of the column midpoints: the baseline its trace is centred
+    /// on, computed with the screen rather than every frame.
+    pub baselines: Vec<f32>,
 }
 
 impl Traces {
@@ -316,6 +319,7 @@ impl TraceSpec {
             }
         }
         Screen {
+            baselines: out.iter().map(|cols| median_mid(cols)).collect(),
             columns: out,
             exact,
         }
@@ -352,4 +356,18 @@ impl TraceSpec {
             }
         }
     }
+}
+
+/// The median of column midpoints: the visible baseline a trace is centred on.
+fn median_mid(cols: &[[f32; 2]]) -> f32 {
+    let mut mids: Vec<f32> = cols
+        .iter()
+        .filter(|v| !v[0].is_nan())
+        .map(|v| 0.5 * (v[0] + v[1]))
+        .collect();
+    if mids.is_empty() {
+        return 0.0;
+    }
+    let k = mids.len() / 2;
+    *mids.select_nth_unstable_by(k, f32::total_cmp).1
 }
