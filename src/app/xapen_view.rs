@@ -67,10 +67,10 @@ fn spawn_worker(
     gpu: Option<GpuContext>,
     repaint: egui::Context,
     progress: Arc<AtomicUsize>,
-) -> (Sender<Request>, Receiver<Reply>) {
+) -> Worker {
     let (tx, requests) = channel::<Request>();
     let (replies, rx) = channel();
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("ede xapen".into())
         .spawn(move || {
             let mut kernels = gpu.map(|g| XapenKernels::new(&g));
@@ -177,7 +177,30 @@ fn spawn_worker(
             }
         })
         .expect("the worker thread starts");
-    (tx, rx)
+    Worker {
+        tx: Some(tx),
+        rx,
+        thread: Some(thread),
+    }
+}
+
+/// The worker's ends of its channels and its thread.
+struct Worker {
+    tx: Option<Sender<Request>>,
+    rx: Receiver<Reply>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Worker {
+    /// Closing the request channel ends the worker's loop; it is joined so that it never
+    /// outlives the view while inside the GPU driver (a detached thread still in lavapipe
+    /// when the process exits crashed it at exit).
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// The clicked pair's traces are for: (reply id, u, v, epoch).
@@ -198,7 +221,7 @@ pub struct XapenView {
     params: XapenParams,
     backend: Backend,
     gpu: Option<GpuContext>,
-    worker: Option<(Sender<Request>, Receiver<Reply>)>,
+    worker: Option<Worker>,
     progress: Arc<AtomicUsize>,
     next_id: u64,
     /// The newest request: its id, its job, its cancel flag and when it was sent.
@@ -213,6 +236,15 @@ pub struct XapenView {
     /// A PNG of the matrix panel asked for: the file and the panel's rectangle.
     png_request: Option<std::path::PathBuf>,
     matrix_rect: Rect,
+}
+
+impl Drop for XapenView {
+    /// A run still going is cancelled so that dropping the worker (which joins it) is quick.
+    fn drop(&mut self) {
+        if let Some((_, _, cancel, _)) = &self.pending {
+            cancel.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 impl XapenView {
@@ -347,9 +379,10 @@ impl XapenView {
         if let Some((_, _, cancel, _)) = &self.pending {
             cancel.store(true, Ordering::Relaxed);
         }
-        let (tx, _) = self.worker.get_or_insert_with(|| {
+        let worker = self.worker.get_or_insert_with(|| {
             spawn_worker(self.gpu.clone(), ctx.clone(), self.progress.clone())
         });
+        let tx = worker.tx.as_ref().expect("open until the worker drops");
         self.next_id += 1;
         let cancel = Arc::new(AtomicBool::new(false));
         let req = Request {
@@ -365,7 +398,7 @@ impl XapenView {
     }
 
     fn receive(&mut self, ctx: &egui::Context) {
-        let Some((_, rx)) = &self.worker else {
+        let Some(Worker { rx, .. }) = &self.worker else {
             return;
         };
         let mut replies = Vec::new();
