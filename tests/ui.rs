@@ -210,3 +210,15 @@ fn shift_drag_selects_a_range_for_cross_apen() {
     h.run_steps(2);
     assert_eq!(h.state().browser.selection, None);
 }
+
+/// `ede FILE --start S --span D|all` opens the browser there, kept inside the recording.
+#[test]
+fn opening_at_a_time_and_span_stays_inside_the_recording() {
+    let mut app = EdeApp::new(None, None, Settings::default(), None);
+    app.browser.show(30.0, Some(20.0));
+    assert_eq!(app.browser.visible_span(), (30.0, 50.0));
+    app.browser.show(1e9, None);
+    assert_eq!(app.browser.visible_span(), (0.0, 120.0));
+    app.browser.show(110.0, Some(20.0));
+    assert_eq!(app.browser.visible_span(), (100.0, 120.0));
+}

@@ -144,6 +144,14 @@ impl Browser {
         self.t0 = self.t0.clamp(0.0, (total - self.settings.span_s).max(0.0));
     }
 
+    /// Shows `span` seconds (the whole recording when `None`) from `start`, within the recording.
+    pub fn show(&mut self, start: f64, span: Option<f64>) {
+        self.settings.span_s = span.unwrap_or_else(|| self.total_s());
+        self.clamp_view();
+        self.t0 = start;
+        self.clamp_view();
+    }
+
     /// Scrolls by `seconds` (positive: later).
     pub fn scroll(&mut self, seconds: f64) {
         self.t0 += seconds;
@@ -621,12 +629,23 @@ impl Browser {
             );
         }
         let color = Color32::from_rgb(30, 120, 200);
-        for a in self
+        let visible: Vec<_> = self
             .rec
             .annotations
             .iter()
             .filter(|a| a.onset + a.duration >= t0 && a.onset <= t1)
-        {
+            .collect();
+        // Dense markers (the beats of an ECG seen over minutes) would hide the traces: they
+        // become ticks along the top edge, one per pixel column, without labels.
+        let dense = visible.len() as f32 > plot.width() / 6.0;
+        let marker_bottom = if dense {
+            plot.top() + 8.0
+        } else {
+            plot.bottom()
+        };
+        let mut last_column = f32::NEG_INFINITY;
+        let mut label_end = f32::NEG_INFINITY;
+        for a in visible {
             let x = x_of(a.onset);
             if a.duration > 0.0 {
                 let x2 = x_of(a.onset + a.duration).min(plot.right());
@@ -639,21 +658,30 @@ impl Browser {
                     Color32::from_rgba_unmultiplied(30, 120, 200, 18),
                 );
             }
-            if x >= plot.left() {
+            if x < plot.left() {
+                continue;
+            }
+            if x.round() != last_column {
+                last_column = x.round();
                 painter.line_segment(
-                    [Pos2::new(x, plot.top()), Pos2::new(x, plot.bottom())],
+                    [Pos2::new(x, plot.top()), Pos2::new(x, marker_bottom)],
                     Stroke::new(1.0, color.gamma_multiply(0.6)),
                 );
-                let galley_pos = Pos2::new(x + 2.0, plot.top() + 1.0);
-                let text =
-                    painter.layout_no_wrap(a.text.clone(), egui::FontId::proportional(11.0), color);
-                painter.rect_filled(
-                    Rect::from_min_size(galley_pos, text.size() + Vec2::new(4.0, 0.0)),
-                    2.0,
-                    Color32::from_rgba_unmultiplied(255, 255, 255, 220),
-                );
-                painter.galley(galley_pos + Vec2::new(2.0, 0.0), text, color);
             }
+            // A label that would overlap the one before is left out (the list has them all).
+            if dense || x + 2.0 < label_end {
+                continue;
+            }
+            let galley_pos = Pos2::new(x + 2.0, plot.top() + 1.0);
+            let text =
+                painter.layout_no_wrap(a.text.clone(), egui::FontId::proportional(11.0), color);
+            label_end = galley_pos.x + text.size().x + 6.0;
+            painter.rect_filled(
+                Rect::from_min_size(galley_pos, text.size() + Vec2::new(4.0, 0.0)),
+                2.0,
+                Color32::from_rgba_unmultiplied(255, 255, 255, 220),
+            );
+            painter.galley(galley_pos + Vec2::new(2.0, 0.0), text, color);
         }
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use eframe::egui;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::GuiArgs;
+use crate::cli::{GuiArgs, Span};
 use crate::gpu::GpuContext;
 use crate::recording::{OpenOptions, Recording};
 use browser::{Browser, BrowserSettings};
@@ -321,6 +321,15 @@ pub fn run(args: GuiArgs) -> anyhow::Result<()> {
                 .as_ref()
                 .map(GpuContext::from_render_state);
             let mut app = EdeApp::new(args.file.clone(), args.fs, settings, gpu);
+            if args.start.is_some() || args.span.is_some() {
+                let (t0, span) = app.browser.visible_span();
+                let span = match args.span {
+                    Some(Span::All) => None,
+                    Some(Span::Seconds(s)) => Some(s),
+                    None => Some(span - t0),
+                };
+                app.browser.show(args.start.unwrap_or(t0), span);
+            }
             app.screenshot = screenshot;
             app.view = view;
             Ok(Box::new(app))

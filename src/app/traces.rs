@@ -286,8 +286,11 @@ impl TraceSpec {
                 let ncols = c1 - c0;
                 if spp >= (2 * decimate::BASE) as f64 {
                     if let Some(p) = pyramids {
-                        for &d in &group {
-                            let cols = p[d].columns(first, spp, ncols);
+                        let cols: Vec<_> = group
+                            .par_iter()
+                            .map(|&d| p[d].columns(first, spp, ncols))
+                            .collect();
+                        for (&d, cols) in group.iter().zip(cols) {
                             out[d][c0..c1].copy_from_slice(&cols);
                         }
                         continue;

@@ -42,6 +42,36 @@ pub struct GuiArgs {
     /// Window size for the screenshot, WIDTHxHEIGHT.
     #[arg(long, default_value = "1600x1000")]
     pub size: String,
+    /// Open at this time, in seconds from the start of the recording.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_start)]
+    pub start: Option<f64>,
+    /// Seconds per page to open with, or "all" for the whole recording.
+    #[arg(long, value_name = "SECONDS|all", value_parser = parse_span)]
+    pub span: Option<Span>,
+}
+
+/// The time span of the browser's page.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Span {
+    Seconds(f64),
+    All,
+}
+
+fn parse_start(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("expected seconds >= 0, got {s:?}")),
+    }
+}
+
+fn parse_span(s: &str) -> Result<Span, String> {
+    if s == "all" {
+        return Ok(Span::All);
+    }
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(Span::Seconds(v)),
+        _ => Err(format!("expected seconds > 0 or \"all\", got {s:?}")),
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -83,4 +113,29 @@ pub fn write_json(value: &impl serde::Serialize, out: Option<&Path>) -> anyhow::
         None => print(&json)?,
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn start_and_span_are_checked() {
+        let cli = Cli::try_parse_from(["ede", "f.edf", "--start", "60", "--span", "all"]).unwrap();
+        assert_eq!((cli.gui.start, cli.gui.span), (Some(60.0), Some(Span::All)));
+        let cli = Cli::try_parse_from(["ede", "--span", "2.5"]).unwrap();
+        assert_eq!(cli.gui.span, Some(Span::Seconds(2.5)));
+        for bad in [
+            ["--span", "0"],
+            ["--span", "nan"],
+            ["--start", "-1"],
+            ["--start", "inf"],
+        ] {
+            assert!(
+                Cli::try_parse_from(["ede", bad[0], bad[1]]).is_err(),
+                "{bad:?}"
+            );
+        }
+    }
 }
