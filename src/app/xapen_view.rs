@@ -571,7 +571,7 @@ impl XapenView {
                 d.job.start_sample
             ));
             ui.label(format!(
-                "m = {}, r = {:.3}, {}: {:.1} ms on {}",
+                "m = {}, r = {:.3}, bias {}; {:.1} ms on {}",
                 d.job.params.m,
                 d.job.params.r,
                 d.job.params.correction.name(),
