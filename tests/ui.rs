@@ -3,6 +3,7 @@
 
 use ede::app::{EdeApp, Settings};
 use eframe::egui;
+use egui_kittest::kittest::Queryable;
 use egui_kittest::{Harness, SnapshotOptions};
 
 fn harness(app: EdeApp) -> Harness<'static, EdeApp> {
@@ -221,4 +222,41 @@ fn opening_at_a_time_and_span_stays_inside_the_recording() {
     assert_eq!(app.browser.visible_span(), (0.0, 120.0));
     app.browser.show(110.0, Some(20.0));
     assert_eq!(app.browser.visible_span(), (100.0, 120.0));
+}
+
+/// Typing in the annotation filter narrows the list, and "next" jumps to the next match.
+#[test]
+fn annotation_filter_and_next_jump_to_matches() {
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    let onsets: Vec<f64> = (h.state().browser.rec.annotations.iter())
+        .filter(|a| a.text.contains("Eyes"))
+        .map(|a| a.onset)
+        .collect();
+    let total = h.state().browser.rec.annotations.len();
+    assert!(onsets.len() >= 2 && onsets.len() < total);
+    let field = h.get_by_role(egui::accesskit::Role::TextInput);
+    field.focus();
+    field.type_text("eYeS");
+    h.run_steps(2);
+    h.get_by_label(&format!("Annotations ({} of {total})", onsets.len()));
+    h.get_by_label("Next >").click();
+    h.run_steps(2);
+    let first_after = onsets.iter().copied().find(|&t| t > 1.0 + 1e-6).unwrap();
+    let (t0, t1) = h.state().browser.visible_span();
+    assert!(
+        (t0 - (first_after - 1.0)).abs() < 1e-9,
+        "{t0} vs {first_after}"
+    );
+    h.get_by_label("Next >").click();
+    h.run_steps(2);
+    let second = onsets
+        .iter()
+        .copied()
+        .find(|&t| t > first_after + 1e-6)
+        .unwrap();
+    assert!((h.state().browser.visible_span().0 - (second - 1.0)).abs() < 1e-9);
+    h.get_by_label("< Previous").click();
+    h.run_steps(2);
+    assert_eq!(h.state().browser.visible_span(), (t0, t1));
 }

@@ -60,6 +60,9 @@ pub struct Browser {
     /// Where a shift+drag started.
     selecting_from: Option<f64>,
     cache: Option<(CacheKey, Arc<Screen>)>,
+    /// The annotation list's filter text, and the indices of the annotations it matches.
+    annotation_filter: String,
+    annotation_matches: Option<(String, Vec<usize>)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -97,6 +100,8 @@ impl Browser {
             selection: None,
             selecting_from: None,
             cache: None,
+            annotation_filter: String::new(),
+            annotation_matches: None,
         };
         b.settings.span_s = b.settings.span_s.clamp(0.1, b.total_s().max(1.0));
         b
@@ -303,13 +308,64 @@ impl Browser {
             .show(ui, |ui| self.traces_ui(ui));
     }
 
+    /// The annotations whose text contains the filter (any case), recomputed when it changes.
+    fn matching_annotations(&mut self) -> &[usize] {
+        let filter = self.annotation_filter.trim().to_lowercase();
+        if self
+            .annotation_matches
+            .as_ref()
+            .is_none_or(|(f, _)| *f != filter)
+        {
+            let matches = (self.rec.annotations.iter().enumerate())
+                .filter(|(_, a)| filter.is_empty() || a.text.to_lowercase().contains(&filter))
+                .map(|(k, _)| k)
+                .collect();
+            self.annotation_matches = Some((filter, matches));
+        }
+        &self.annotation_matches.as_ref().expect("set above").1
+    }
+
+    /// Puts annotation time `t` near the left edge, as a click in the list does.
+    fn jump_to(&mut self, t: f64) {
+        self.t0 = t - 0.1 * self.settings.span_s;
+        self.clamp_view();
+    }
+
     fn annotation_list(&mut self, ui: &mut egui::Ui) {
-        ui.heading(format!("Annotations ({})", self.rec.annotations.len()));
-        ui.separator();
+        let total = self.rec.annotations.len();
+        let shown = self.matching_annotations().len();
+        if shown == total {
+            ui.heading(format!("Annotations ({total})"));
+        } else {
+            ui.heading(format!("Annotations ({shown} of {total})"));
+        }
+        ui.add(
+            egui::TextEdit::singleline(&mut self.annotation_filter)
+                .hint_text("filter, e.g. V or spindle")
+                .desired_width(f32::INFINITY),
+        );
+        // Previous/next matching annotation relative to where a jump puts one.
+        let here = self.t0 + 0.1 * self.settings.span_s;
         let mut jump = None;
+        ui.horizontal(|ui| {
+            let onsets = || {
+                let annotations = &self.rec.annotations;
+                let matches = &self.annotation_matches.as_ref().expect("computed above").1;
+                matches.iter().map(move |&k| annotations[k].onset)
+            };
+            if ui.button("< Previous").clicked() {
+                jump = onsets().filter(|&t| t < here - 1e-6).max_by(f64::total_cmp);
+            }
+            if ui.button("Next >").clicked() {
+                jump = onsets().filter(|&t| t > here + 1e-6).min_by(f64::total_cmp);
+            }
+        });
+        ui.separator();
         let (t0, t1) = self.visible_span();
-        egui::ScrollArea::vertical().show_rows(ui, 18.0, self.rec.annotations.len(), |ui, rows| {
-            for a in &self.rec.annotations[rows] {
+        let matches = &self.annotation_matches.as_ref().expect("computed above").1;
+        egui::ScrollArea::vertical().show_rows(ui, 18.0, matches.len(), |ui, rows| {
+            for &k in &matches[rows] {
+                let a = &self.rec.annotations[k];
                 let visible = a.onset >= t0 && a.onset < t1;
                 let text = format!("{}  {}", format_time(a.onset), a.text);
                 if ui.selectable_label(visible, text).clicked() {
@@ -318,8 +374,7 @@ impl Browser {
             }
         });
         if let Some(t) = jump {
-            self.t0 = t - 0.1 * self.settings.span_s;
-            self.clamp_view();
+            self.jump_to(t);
         }
     }
 
@@ -434,7 +489,7 @@ impl Browser {
             .collect();
         let row_h = plot.height() / visible.len().max(1) as f32;
         self.draw_time_grid(&painter, plot, full);
-        self.draw_annotations(&painter, plot);
+        let annotation_labels = self.draw_annotations(&painter, plot);
         let mut mesh = egui::Mesh::default();
         let col_w = plot.width() / columns as f32;
         let label_font = egui::FontId::proportional(12.0_f32.min(row_h * 0.8).max(7.0));
@@ -526,6 +581,8 @@ impl Browser {
             ));
         }
         painter.add(egui::Shape::mesh(mesh));
+        // Labels go over the traces so that a large deflection cannot hide them.
+        painter.extend(annotation_labels);
         painter.rect_stroke(
             plot,
             0.0,
@@ -616,7 +673,9 @@ impl Browser {
         let _ = full;
     }
 
-    fn draw_annotations(&self, painter: &egui::Painter, plot: Rect) {
+    /// Draws the selection, annotation bands and markers (under the traces) and returns the
+    /// labels, to be drawn over them.
+    fn draw_annotations(&self, painter: &egui::Painter, plot: Rect) -> Vec<egui::Shape> {
         let (t0, t1) = self.visible_span();
         let span = self.settings.span_s;
         let x_of = |t: f64| plot.left() + ((t - t0) / span) as f32 * plot.width();
@@ -645,6 +704,7 @@ impl Browser {
         };
         let mut last_column = f32::NEG_INFINITY;
         let mut label_end = f32::NEG_INFINITY;
+        let mut labels = Vec::new();
         for a in visible {
             let x = x_of(a.onset);
             if a.duration > 0.0 {
@@ -676,13 +736,18 @@ impl Browser {
             let text =
                 painter.layout_no_wrap(a.text.clone(), egui::FontId::proportional(11.0), color);
             label_end = galley_pos.x + text.size().x + 6.0;
-            painter.rect_filled(
+            labels.push(egui::Shape::rect_filled(
                 Rect::from_min_size(galley_pos, text.size() + Vec2::new(4.0, 0.0)),
                 2.0,
                 Color32::from_rgba_unmultiplied(255, 255, 255, 220),
-            );
-            painter.galley(galley_pos + Vec2::new(2.0, 0.0), text, color);
+            ));
+            labels.push(egui::Shape::galley(
+                galley_pos + Vec2::new(2.0, 0.0),
+                text,
+                color,
+            ));
         }
+        labels
     }
 }
 
