@@ -240,6 +240,11 @@ fn annotation_filter_and_next_jump_to_matches() {
     field.type_text("eYeS");
     h.run_steps(2);
     h.get_by_label(&format!("Annotations ({} of {total})", onsets.len()));
+    // Keys go to the field while it has focus, not to navigation.
+    h.key_press(egui::Key::ArrowRight);
+    h.key_press(egui::Key::Minus);
+    h.run_steps(2);
+    assert_eq!(h.state().browser.visible_span(), (0.0, 10.0));
     h.get_by_label("Next >").click();
     h.run_steps(2);
     let first_after = onsets.iter().copied().find(|&t| t > 1.0 + 1e-6).unwrap();

@@ -380,7 +380,12 @@ impl Browser {
 
     fn handle_input(&mut self, ui: &egui::Ui, response: &egui::Response, plot: Rect) {
         let span = self.settings.span_s;
+        // Keys typed into a text field (the annotation filter) are not navigation.
+        let typing = ui.ctx().egui_wants_keyboard_input();
         ui.input(|i| {
+            if typing {
+                return;
+            }
             if i.key_pressed(egui::Key::PageDown) {
                 self.scroll(span);
             }
