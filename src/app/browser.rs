@@ -60,9 +60,10 @@ pub struct Browser {
     /// Where a shift+drag started.
     selecting_from: Option<f64>,
     cache: Option<(CacheKey, Arc<Screen>)>,
-    /// The annotation list's filter text, and the indices of the annotations it matches.
+    /// The annotation list's filter text, and the indices of the annotations matching the
+    /// filter they were computed for.
     annotation_filter: String,
-    annotation_matches: Option<(String, Vec<usize>)>,
+    annotation_matches: (String, Vec<usize>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -89,6 +90,7 @@ impl Browser {
     pub fn new(rec: Arc<Recording>, settings: BrowserSettings) -> Self {
         let traces = Traces::new(rec.clone(), settings.montage, settings.filter);
         let n = traces.spec.derivations.len();
+        let n_annotations = rec.annotations.len();
         let mut b = Self {
             rec,
             settings,
@@ -101,7 +103,7 @@ impl Browser {
             selecting_from: None,
             cache: None,
             annotation_filter: String::new(),
-            annotation_matches: None,
+            annotation_matches: (String::new(), (0..n_annotations).collect()),
         };
         b.settings.span_s = b.settings.span_s.clamp(0.1, b.total_s().max(1.0));
         b
@@ -308,21 +310,16 @@ impl Browser {
             .show(ui, |ui| self.traces_ui(ui));
     }
 
-    /// The annotations whose text contains the filter (any case), recomputed when it changes.
-    fn matching_annotations(&mut self) -> &[usize] {
+    /// Recomputes which annotations contain the filter text (any case) when it changed.
+    fn refresh_annotation_matches(&mut self) {
         let filter = self.annotation_filter.trim().to_lowercase();
-        if self
-            .annotation_matches
-            .as_ref()
-            .is_none_or(|(f, _)| *f != filter)
-        {
+        if self.annotation_matches.0 != filter {
             let matches = (self.rec.annotations.iter().enumerate())
                 .filter(|(_, a)| filter.is_empty() || a.text.to_lowercase().contains(&filter))
                 .map(|(k, _)| k)
                 .collect();
-            self.annotation_matches = Some((filter, matches));
+            self.annotation_matches = (filter, matches);
         }
-        &self.annotation_matches.as_ref().expect("set above").1
     }
 
     /// Puts annotation time `t` near the left edge, as a click in the list does.
@@ -332,27 +329,29 @@ impl Browser {
     }
 
     fn annotation_list(&mut self, ui: &mut egui::Ui) {
+        self.refresh_annotation_matches();
         let total = self.rec.annotations.len();
-        let shown = self.matching_annotations().len();
+        let shown = self.annotation_matches.1.len();
         if shown == total {
             ui.heading(format!("Annotations ({total})"));
         } else {
             ui.heading(format!("Annotations ({shown} of {total})"));
         }
-        ui.add(
+        let edit = ui.add(
             egui::TextEdit::singleline(&mut self.annotation_filter)
                 .hint_text("filter, e.g. V or spindle")
                 .desired_width(f32::INFINITY),
         );
+        if edit.changed() {
+            // The list above was made with the old text: show the new one's next frame.
+            ui.ctx().request_repaint();
+        }
+        let (annotations, matches) = (&self.rec.annotations, &self.annotation_matches.1);
+        let onsets = || matches.iter().map(|&k| annotations[k].onset);
         // Previous/next matching annotation relative to where a jump puts one.
         let here = self.t0 + 0.1 * self.settings.span_s;
         let mut jump = None;
         ui.horizontal(|ui| {
-            let onsets = || {
-                let annotations = &self.rec.annotations;
-                let matches = &self.annotation_matches.as_ref().expect("computed above").1;
-                matches.iter().map(move |&k| annotations[k].onset)
-            };
             if ui.button("< Previous").clicked() {
                 jump = onsets().filter(|&t| t < here - 1e-6).max_by(f64::total_cmp);
             }
@@ -361,11 +360,10 @@ impl Browser {
             }
         });
         ui.separator();
-        let (t0, t1) = self.visible_span();
-        let matches = &self.annotation_matches.as_ref().expect("computed above").1;
+        let (t0, t1) = (self.t0, self.t0 + self.settings.span_s);
         egui::ScrollArea::vertical().show_rows(ui, 18.0, matches.len(), |ui, rows| {
             for &k in &matches[rows] {
-                let a = &self.rec.annotations[k];
+                let a = &annotations[k];
                 let visible = a.onset >= t0 && a.onset < t1;
                 let text = format!("{}  {}", format_time(a.onset), a.text);
                 if ui.selectable_label(visible, text).clicked() {

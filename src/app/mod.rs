@@ -322,11 +322,11 @@ pub fn run(args: GuiArgs) -> anyhow::Result<()> {
                 .map(GpuContext::from_render_state);
             let mut app = EdeApp::new(args.file.clone(), args.fs, settings, gpu);
             if args.start.is_some() || args.span.is_some() {
-                let (t0, span) = app.browser.visible_span();
+                let (t0, t1) = app.browser.visible_span();
                 let span = match args.span {
                     Some(Span::All) => None,
                     Some(Span::Seconds(s)) => Some(s),
-                    None => Some(span - t0),
+                    None => Some(t1 - t0),
                 };
                 app.browser.show(args.start.unwrap_or(t0), span);
             }

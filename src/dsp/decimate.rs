@@ -153,9 +153,7 @@ impl MinMaxPyramid {
     pub fn builder(len: usize) -> PyramidBuilder {
         PyramidBuilder {
             len,
-            levels: (0..level_count(len))
-                .map(|_| LevelBuilder::default())
-                .collect(),
+            levels: (0..level_count(len)).map(|_| LevelBuilder::new()).collect(),
             partial: EMPTY,
             in_partial: 0,
         }
@@ -197,16 +195,24 @@ impl MinMaxPyramid {
 }
 
 /// A level being built: full pages, the blocks of the page being filled, and the merge of
-/// the blocks that will make the next level's next block.
-#[derive(Default)]
+/// the `in_up` blocks that will make the next level's next block.
 struct LevelBuilder {
     pages: Vec<Page>,
     pending: Vec<[f32; 2]>,
-    up: Option<[f32; 2]>,
+    up: [f32; 2],
     in_up: usize,
 }
 
 impl LevelBuilder {
+    fn new() -> Self {
+        LevelBuilder {
+            pages: Vec::new(),
+            pending: Vec::new(),
+            up: EMPTY,
+            in_up: 0,
+        }
+    }
+
     fn finish(mut self) -> Level {
         if !self.pending.is_empty() {
             self.pages.push(Page::quantize(&self.pending));
@@ -253,10 +259,10 @@ impl PyramidBuilder {
             level.pages.push(Page::quantize(&level.pending));
             level.pending.clear();
         }
-        level.up = Some(merge(level.up.unwrap_or(EMPTY), block));
+        level.up = merge(level.up, block);
         level.in_up += 1;
         if level.in_up == FACTOR {
-            let up = level.up.take().expect("set above");
+            let up = std::mem::replace(&mut level.up, EMPTY);
             level.in_up = 0;
             self.push_block(k + 1, up);
         }
@@ -268,8 +274,10 @@ impl PyramidBuilder {
         }
         // Partial groups go up level by level; a lower level's remainder may complete one.
         for k in 0..self.levels.len() {
-            if let Some(up) = self.levels[k].up.take() {
-                self.levels[k].in_up = 0;
+            let level = &mut self.levels[k];
+            if level.in_up > 0 {
+                let up = std::mem::replace(&mut level.up, EMPTY);
+                level.in_up = 0;
                 self.push_block(k + 1, up);
             }
         }
