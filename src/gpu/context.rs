@@ -124,6 +124,16 @@ impl GpuContext {
 
     /// Copies a storage buffer back to the CPU (tests, CLI results; views use textures).
     pub fn read_back(&self, src: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>, GpuError> {
+        self.read_back_range(src, 0, bytes)
+    }
+
+    /// Copies `bytes` from `offset` of a storage buffer back (both multiples of 4).
+    pub fn read_back_range(
+        &self,
+        src: &wgpu::Buffer,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<Vec<u8>, GpuError> {
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("read back"),
             size: bytes,
@@ -131,7 +141,7 @@ impl GpuContext {
             mapped_at_creation: false,
         });
         let mut enc = self.device.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
+        enc.copy_buffer_to_buffer(src, offset, &staging, 0, bytes);
         self.queue.submit([enc.finish()]);
         let (tx, rx) = std::sync::mpsc::channel();
         staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {

@@ -1,6 +1,8 @@
 //! GPU compute: the shared device context and one file per kernel family.
 
 pub mod context;
+pub mod cwt;
+pub mod fft;
 pub mod saxpy;
 
 pub use context::{GpuContext, GpuError};

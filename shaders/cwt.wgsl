@@ -1,0 +1,221 @@
+// The Morlet wavelet transform's steps around the FFT (src/gpu/cwt.rs drives it; the CPU twin
+// is src/dsp/cwt/fast.rs and the definition src/dsp/cwt/mod.rs). C channels of N samples,
+// padded to M = 2^L; S scales; a tile is channels c0.. x scales j0..j0+sj, rows r = ch * sj + j.
+//
+// Layouts:
+//   samples    f32 [C][N]          physical samples
+//   means      f32 [C]             each channel's mean (f64 on the host)
+//   spectra    vec2<f32> [C][M]    X_k after the forward FFT (load writes x - mean, 0-padded)
+//   daughters  f32 [S][M/2+1]      psi_hat(s_j w_k) / M (zero where w <= 0 is implied above M/2)
+//   coeffs     vec2<f32> [rows][M] X_k psi_hat, then W_n after the inverse FFT
+//   mag        f32 [rows][N]       |W| (read back for the CLI and tests)
+//   scales     f32 [S]             s_j in seconds (for |W|^2/s)
+//   values     f32 [C*S][width]    shown value per image pixel: the mean power over the
+//                                  pixel's samples, optionally / s, as |W|, |W|^2 or dB
+//   qmax       u32 [1]             bits of the largest mean power (/ s): positive floats order
+//                                  as their bits do, so atomicMax finds it
+//   lut        u32 [256]           colour map, RGBA8 packed (r in the low byte)
+//   tex        rgba8unorm [width x C*S]  the image egui draws (gamma-encoded bytes, as egui's
+//                                  own textures)
+//   power      f32 [rows][blocks]  mean |W|^2 per block of samples (band power)
+//
+// Entry points (x = threads along a row; row = y + z * 65535, see gpu::fft::grid):
+//   load         x over M,      rows = tile channels
+//   multiply     x over M,      rows = tile rows
+//   magnitude    x over N,      rows = tile rows
+//   columns      x over width,  rows = tile rows
+//   paint        x over width,  rows = C * S (after every tile's columns)
+//   block_power  x over blocks, rows = tile rows
+
+struct Params {
+    n: u32,
+    m: u32,
+    scales: u32,
+    half: u32,
+    c0: u32,
+    j0: u32,
+    sj: u32,
+    rows: u32,
+    width: u32,
+    // 0 = |W|, 1 = |W|^2, 2 = dB
+    quantity: u32,
+    per_scale: u32,
+    first: u32,
+    block: u32,
+    count: u32,
+    blocks: u32,
+    range_db: f32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> samples: array<f32>;
+@group(0) @binding(2) var<storage, read> means: array<f32>;
+@group(0) @binding(3) var<storage, read_write> spectra_out: array<vec2<f32>>;
+@group(0) @binding(4) var<storage, read> spectra: array<vec2<f32>>;
+@group(0) @binding(5) var<storage, read> daughters: array<f32>;
+@group(0) @binding(6) var<storage, read_write> coeffs_out: array<vec2<f32>>;
+@group(0) @binding(7) var<storage, read> coeffs: array<vec2<f32>>;
+@group(0) @binding(8) var<storage, read_write> mag: array<f32>;
+@group(0) @binding(9) var<storage, read> scales: array<f32>;
+@group(0) @binding(10) var<storage, read_write> values_out: array<f32>;
+@group(0) @binding(11) var<storage, read_write> qmax: array<atomic<u32>>;
+@group(0) @binding(12) var<storage, read> values: array<f32>;
+@group(0) @binding(13) var<storage, read> lut: array<u32>;
+@group(0) @binding(14) var tex: texture_storage_2d<rgba8unorm, write>;
+@group(0) @binding(15) var<storage, read> qmax_in: array<u32>;
+@group(0) @binding(16) var<storage, read_write> power: array<f32>;
+
+fn row_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return wid.y + wid.z * nwg.y;
+}
+
+fn cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+
+// The channel and scale of tile row r.
+fn channel_of(r: u32) -> u32 {
+    return params.c0 + r / params.sj;
+}
+
+fn scale_of(r: u32) -> u32 {
+    return params.j0 + r % params.sj;
+}
+
+@compute @workgroup_size(256)
+fn load(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let row = row_index(wid, nwg);
+    let i = gid.x;
+    if row >= params.rows || i >= params.m {
+        return;
+    }
+    var v = vec2<f32>(0.0, 0.0);
+    if i < params.n {
+        v.x = samples[row * params.n + i] - means[row];
+    }
+    spectra_out[row * params.m + i] = v;
+}
+
+@compute @workgroup_size(256)
+fn multiply(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let row = row_index(wid, nwg);
+    let k = gid.x;
+    if row >= params.rows || k >= params.m {
+        return;
+    }
+    var v = vec2<f32>(0.0, 0.0);
+    if k < params.half {
+        let d = daughters[scale_of(row) * params.half + k];
+        v = spectra[channel_of(row) * params.m + k] * d;
+    }
+    coeffs_out[row * params.m + k] = v;
+}
+
+@compute @workgroup_size(256)
+fn magnitude(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let row = row_index(wid, nwg);
+    let i = gid.x;
+    if row >= params.rows || i >= params.n {
+        return;
+    }
+    mag[row * params.n + i] = length(coeffs[row * params.m + i]);
+}
+
+fn shown(q: f32) -> f32 {
+    if params.quantity == 0u {
+        return sqrt(q);
+    }
+    if params.quantity == 1u {
+        return q;
+    }
+    return 10.0 * log2(max(q, 1e-30)) * 0.30102999566;
+}
+
+@compute @workgroup_size(256)
+fn columns(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let row = row_index(wid, nwg);
+    let x = gid.x;
+    if row >= params.rows || x >= params.width {
+        return;
+    }
+    // Samples floor(x N / width) .. floor((x + 1) N / width), without overflowing u32.
+    let per = params.n / params.width;
+    let rest = params.n % params.width;
+    let a = x * per + (x * rest) / params.width;
+    let b = (x + 1u) * per + ((x + 1u) * rest) / params.width;
+    var sum = 0.0;
+    for (var i = a; i < b; i++) {
+        let w = coeffs[row * params.m + i];
+        sum += dot(w, w);
+    }
+    let s = scale_of(row);
+    var q = sum / f32(max(b - a, 1u));
+    if params.per_scale == 1u {
+        q = q / scales[s];
+    }
+    let image_row = channel_of(row) * params.scales + s;
+    values_out[image_row * params.width + x] = shown(q);
+    atomicMax(&qmax[0], bitcast<u32>(q));
+}
+
+@compute @workgroup_size(256)
+fn paint(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let row = row_index(wid, nwg);
+    let x = gid.x;
+    if row >= params.rows || x >= params.width {
+        return;
+    }
+    let hi = shown(bitcast<f32>(qmax_in[0]));
+    var lo = 0.0;
+    if params.quantity == 2u {
+        lo = hi - params.range_db;
+    }
+    let v = values[row * params.width + x];
+    var t = 0.0;
+    if hi > lo {
+        t = clamp((v - lo) / (hi - lo), 0.0, 1.0);
+    }
+    let colour = unpack4x8unorm(lut[u32(round(t * 255.0))]);
+    textureStore(tex, vec2<i32>(i32(x), i32(row)), colour);
+}
+
+@compute @workgroup_size(256)
+fn block_power(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let row = row_index(wid, nwg);
+    let k = gid.x;
+    if row >= params.rows || k >= params.blocks {
+        return;
+    }
+    let a = params.first + k * params.block;
+    let b = min(a + params.block, params.first + params.count);
+    var sum = 0.0;
+    for (var i = a; i < b; i++) {
+        let w = coeffs[row * params.m + i];
+        sum += dot(w, w);
+    }
+    power[row * params.blocks + k] = sum / f32(b - a);
+}

@@ -1,0 +1,316 @@
+//! Morlet scalogram jobs: |W| of a stretch of signals (`ede cwt`), band power in blocks over
+//! whole recordings, streamed in overlapping segments (`ede cwt --band-power`), and the
+//! colour-mapped image the scalogram view draws (a texture on the device, or its CPU twin).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::Backend;
+use super::xapen::{RanOn, cpu_name};
+use crate::dsp::cwt::{self, CwtError, CwtParams, CwtPlan, PaintSpec};
+use crate::gpu::cwt::{CwtKernels, GpuCwtError, Painted};
+use crate::recording::{ReadError, Recording};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CwtJobError {
+    #[error(transparent)]
+    Cwt(#[from] CwtError),
+    #[error(transparent)]
+    Gpu(#[from] GpuCwtError),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error("{0}")]
+    Selection(String),
+    #[error("cannot write the band power: {0}")]
+    Write(#[from] std::io::Error),
+}
+
+/// The scales of a transform and what they mean.
+#[derive(Debug, Clone, Serialize)]
+pub struct Axes {
+    pub scales: Vec<f64>,
+    pub frequencies_hz: Vec<f64>,
+}
+
+impl Axes {
+    pub fn new(params: &CwtParams, fs: f64) -> Result<Self, CwtError> {
+        let scales = params.scales(1.0 / fs)?;
+        let frequencies_hz = scales.iter().map(|&s| params.frequency(s)).collect();
+        Ok(Axes {
+            scales,
+            frequencies_hz,
+        })
+    }
+}
+
+/// |W| of `signals` (one length, sampled at `fs`), `[signal][scale][n]`, on the GPU when
+/// `gpu` is given.
+pub fn magnitude(
+    signals: &[&[f32]],
+    fs: f64,
+    params: &CwtParams,
+    gpu: Option<&mut CwtKernels>,
+) -> Result<(Axes, Vec<f32>, RanOn), CwtJobError> {
+    let axes = Axes::new(params, fs)?;
+    let n = signals.first().map_or(0, |s| s.len());
+    let dt = 1.0 / fs;
+    match gpu {
+        Some(k) => {
+            let sp = k.spectra(signals, None)?;
+            let mag = k.magnitude(&sp, dt, &axes.scales, params.omega0)?;
+            let on = (Backend::Gpu, k.context().describe());
+            Ok((axes, mag, on))
+        }
+        None => {
+            let plan = CwtPlan::new(n, dt, &axes.scales, params.omega0)?;
+            let mag = signals.iter().flat_map(|x| plan.magnitude(x)).collect();
+            Ok((axes, mag, (Backend::Cpu, cpu_name())))
+        }
+    }
+}
+
+/// A scalogram image: painted on the device (the GUI with a GPU) or on the CPU.
+pub enum Image {
+    Device(Painted),
+    Cpu(PaintedCpu),
+}
+
+/// The CPU twin of `gpu::cwt::Painted`.
+pub struct PaintedCpu {
+    pub width: usize,
+    pub height: usize,
+    /// RGBA pixels, row-major.
+    pub rgba: Vec<[u8; 4]>,
+    /// The value behind each pixel.
+    pub values: Vec<f32>,
+    /// The top of the colour range.
+    pub top: f32,
+}
+
+/// Paints the scalogram of `signals` (rows: signal by signal, smallest scale first) with the
+/// colour map `lut` on the GPU when `gpu` is given, else on the CPU.
+pub fn paint(
+    signals: &[&[f32]],
+    fs: f64,
+    params: &CwtParams,
+    spec: &PaintSpec,
+    lut: &[u32; 256],
+    gpu: Option<&mut CwtKernels>,
+) -> Result<(Axes, Image), CwtJobError> {
+    let axes = Axes::new(params, fs)?;
+    let dt = 1.0 / fs;
+    let n = signals.first().map_or(0, |s| s.len());
+    let image = match gpu {
+        Some(k) => {
+            let sp = k.spectra(signals, None)?;
+            Image::Device(k.paint(&sp, dt, &axes.scales, params.omega0, spec, lut)?)
+        }
+        None => {
+            let plan = CwtPlan::new(n, dt, &axes.scales, params.omega0)?;
+            let (width, values, top) = cwt::pixel_values(&plan, signals, spec);
+            let rgba = cwt::colour_pixels(&values, top, spec, lut);
+            Image::Cpu(PaintedCpu {
+                width,
+                height: values.len() / width,
+                rgba,
+                values,
+                top,
+            })
+        }
+    };
+    Ok((axes, image))
+}
+
+/// What `ede cwt` writes (the issue's JSON fields, plus where it ran).
+#[derive(Debug, Serialize)]
+pub struct CwtReport {
+    pub file: String,
+    pub channel: String,
+    pub fs: f64,
+    pub start_s: f64,
+    pub n: usize,
+    pub omega0: f64,
+    pub scales: Vec<f64>,
+    pub frequencies_hz: Vec<f64>,
+    /// Per sample, the longest Fourier period (s) outside the cone of influence.
+    pub coi_s: Vec<f64>,
+    /// |W|, one row per scale.
+    pub magnitude: Vec<Vec<f32>>,
+    pub backend: Backend,
+    pub adapter: String,
+    pub elapsed_s: f64,
+}
+
+/// Band power in blocks for a whole recording, streamed: which signals, the wavelet, blocks.
+#[derive(Debug, Clone)]
+pub struct BandPowerJob {
+    /// Signal indices, all of one sampling rate.
+    pub channels: Vec<usize>,
+    pub params: CwtParams,
+    pub block_s: f64,
+    /// Padded segment length (a power of two); 0 picks one.
+    pub segment: usize,
+}
+
+/// How a recording is cut into segments: each transforms `margin` samples on either side of its
+/// `core` (samples outside the recording are the mean, i.e. zero after its removal), and keeps
+/// block power of the core only. The margin is where the widest wavelet's Gaussian falls below
+/// 1e-16 of its peak, so each core's values equal the whole transform's (with the recording
+/// padded by zeros) to rounding.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Segmentation {
+    pub block: usize,
+    pub margin: usize,
+    pub core: usize,
+    pub m: usize,
+}
+
+impl Segmentation {
+    pub fn new(
+        n: usize,
+        block: usize,
+        largest_scale_samples: f64,
+        m: usize,
+    ) -> Result<Self, CwtJobError> {
+        let margin = (8.6 * largest_scale_samples).ceil() as usize;
+        // Big enough that the margins cost at most about a third, and no longer than needed.
+        let m = if m == 0 {
+            let want = (3 * (2 * margin + block)).max(1 << 16);
+            want.min(n + 2 * margin).next_power_of_two()
+        } else {
+            m
+        };
+        let core = (m.saturating_sub(2 * margin) / block) * block;
+        if !m.is_power_of_two() || core == 0 {
+            return Err(CwtJobError::Selection(format!(
+                "segments of {m} samples cannot hold one block of {block} samples between \
+                 margins of {margin}: use longer segments, shorter blocks or higher frequencies"
+            )));
+        }
+        Ok(Segmentation {
+            block,
+            margin,
+            core,
+            m,
+        })
+    }
+}
+
+/// Streams band power over `rec`: for each segment, `emit(first block index, [channel][scale]
+/// [block] mean power)`. Never holds more than one segment's transform. `progress(done, total)`
+/// is called per segment; `cancel` stops between segments.
+pub fn band_power(
+    rec: &Recording,
+    job: &BandPowerJob,
+    mut gpu: Option<&mut CwtKernels>,
+    cancel: &AtomicBool,
+    mut progress: impl FnMut(usize, usize),
+    mut emit: impl FnMut(usize, &[f64]) -> Result<(), CwtJobError>,
+) -> Result<(Axes, RanOn), CwtJobError> {
+    let first = *job
+        .channels
+        .first()
+        .ok_or_else(|| CwtJobError::Selection("no channels are selected".into()))?;
+    let fs = rec.signals[first].fs;
+    if let Some(&c) = job.channels.iter().find(|&&c| rec.signals[c].fs != fs) {
+        return Err(CwtJobError::Selection(format!(
+            "channels must share one sampling rate: {} has {} Hz, {} has {} Hz",
+            rec.signals[first].label, fs, rec.signals[c].label, rec.signals[c].fs
+        )));
+    }
+    let n = job
+        .channels
+        .iter()
+        .map(|&c| rec.signals[c].samples)
+        .min()
+        .unwrap_or(0);
+    let axes = Axes::new(&job.params, fs)?;
+    let block = (job.block_s * fs).round() as usize;
+    if !(job.block_s.is_finite() && block >= 1) {
+        return Err(CwtJobError::Selection(format!(
+            "blocks of {} s hold no sample at {fs} Hz",
+            job.block_s
+        )));
+    }
+    if n < cwt::MIN_SAMPLES {
+        return Err(CwtError::TooShort { n }.into());
+    }
+    let largest = axes.scales.last().copied().unwrap_or(0.0) * fs;
+    let seg = Segmentation::new(n, block, largest, job.segment)?;
+    // The whole recording's mean per channel, read in pieces (a first, cheap pass).
+    let means: Vec<f64> = job
+        .channels
+        .par_iter()
+        .map(|&c| {
+            let mut sum = 0f64;
+            let mut buf = vec![0f32; 1 << 20];
+            for start in (0..n).step_by(buf.len()) {
+                let len = buf.len().min(n - start);
+                rec.read(c, start, &mut buf[..len])?;
+                sum += buf[..len].iter().map(|&v| v as f64).sum::<f64>();
+            }
+            Ok(sum / n as f64)
+        })
+        .collect::<Result<_, ReadError>>()?;
+    let len = seg.core + 2 * seg.margin;
+    let dt = 1.0 / fs;
+    let plan = match gpu {
+        Some(_) => None,
+        None => Some(CwtPlan::new(len, dt, &axes.scales, job.params.omega0)?),
+    };
+    let segments = n.div_ceil(seg.core);
+    let mut ran_on = (Backend::Cpu, cpu_name());
+    for (k, core_start) in (0..n).step_by(seg.core).enumerate() {
+        if cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        let core_len = seg.core.min(n - core_start);
+        let from = core_start.saturating_sub(seg.margin);
+        let to = (core_start + core_len + seg.margin).min(n);
+        let offset = from + seg.margin - core_start;
+        let signals: Vec<Vec<f32>> = job
+            .channels
+            .par_iter()
+            .zip(&means)
+            .map(|(&c, &mu)| {
+                let mut x = vec![mu as f32; len];
+                rec.read(c, from, &mut x[offset..offset + (to - from)])?;
+                Ok(x)
+            })
+            .collect::<Result<_, ReadError>>()?;
+        let blocks = core_len.div_ceil(block);
+        let power: Vec<f64> = match (gpu.as_deref_mut(), &plan) {
+            (Some(kernels), _) => {
+                let refs: Vec<&[f32]> = signals.iter().map(Vec::as_slice).collect();
+                let sp = kernels.spectra(&refs, Some(&means))?;
+                ran_on = (Backend::Gpu, kernels.context().describe());
+                kernels
+                    .block_power(
+                        &sp,
+                        dt,
+                        &axes.scales,
+                        job.params.omega0,
+                        seg.margin..seg.margin + core_len,
+                        block,
+                    )?
+                    .into_iter()
+                    .map(f64::from)
+                    .collect()
+            }
+            (None, Some(plan)) => signals
+                .iter()
+                .zip(&means)
+                .flat_map(|(x, &mu)| {
+                    plan.block_power(x, mu, seg.margin..seg.margin + core_len, block)
+                })
+                .collect(),
+            (None, None) => unreachable!("a CPU plan is made when there is no GPU"),
+        };
+        debug_assert_eq!(power.len(), job.channels.len() * axes.scales.len() * blocks);
+        emit(core_start / block, &power)?;
+        progress(k + 1, segments);
+    }
+    Ok((axes, ran_on))
+}

@@ -1,0 +1,649 @@
+//! The Morlet wavelet transform on the GPU (shaders/cwt.wgsl with the FFTs of gpu::fft):
+//! signals are uploaded and transformed once (`Spectra`), then each set of wavelet parameters
+//! costs a multiply and a batch of inverse FFTs over channels x scales. Results leave the
+//! device only where asked: |W| or block power for the CLI and tests, or a colour-mapped
+//! texture that egui draws straight from the device, with single values read back on hover.
+
+use eframe::wgpu;
+use eframe::wgpu::util::DeviceExt;
+
+use super::context::entry;
+use super::fft::{FftKernels, grid};
+use super::{GpuContext, GpuError};
+use crate::dsp::cwt::{self, CwtError, PaintSpec, Quantity};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GpuCwtError {
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+    #[error(transparent)]
+    Cwt(#[from] CwtError),
+    #[error("{0}")]
+    TooLarge(String),
+}
+
+/// Signals uploaded, mean removed, padded and transformed: `[channel][M]` spectra.
+pub struct Spectra {
+    pub channels: usize,
+    pub n: usize,
+    pub m: usize,
+    buffer: wgpu::Buffer,
+}
+
+/// A scalogram painted on the device: the texture (channels x scales rows, smallest scale of
+/// the first channel at the top) and the values behind each pixel.
+pub struct Painted {
+    pub texture: wgpu::Texture,
+    pub width: usize,
+    pub height: usize,
+    values: wgpu::Buffer,
+    qmax: wgpu::Buffer,
+}
+
+impl Painted {
+    /// The shown value at pixel (x, row) and the top of the colour range (the largest value),
+    /// read back alone: eight bytes for a hover.
+    pub fn value_at(
+        &self,
+        ctx: &GpuContext,
+        x: usize,
+        row: usize,
+        spec: &PaintSpec,
+    ) -> Result<(f32, f32), GpuError> {
+        let at = ((row * self.width + x.min(self.width - 1)) * 4) as u64;
+        let v = ctx.read_back_range(&self.values, at, 4)?;
+        let q = ctx.read_back_range(&self.qmax, 0, 4)?;
+        let q = f32::from_le_bytes([q[0], q[1], q[2], q[3]]);
+        let top = cwt::display_value(q as f64, 1.0, spec.quantity, false) as f32;
+        Ok((f32::from_le_bytes([v[0], v[1], v[2], v[3]]), top))
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    n: u32,
+    m: u32,
+    scales: u32,
+    half: u32,
+    c0: u32,
+    j0: u32,
+    sj: u32,
+    rows: u32,
+    width: u32,
+    quantity: u32,
+    per_scale: u32,
+    first: u32,
+    block: u32,
+    count: u32,
+    blocks: u32,
+    range_db: f32,
+}
+
+/// A block of rows computed together: channels `c0..c0 + channels`, scales `j0..j0 + sj`.
+#[derive(Debug, Clone, Copy)]
+struct Tile {
+    c0: usize,
+    channels: usize,
+    j0: usize,
+    sj: usize,
+}
+
+impl Tile {
+    fn rows(&self) -> usize {
+        self.channels * self.sj
+    }
+}
+
+/// The wavelet parameters of one run, checked.
+struct Wavelet {
+    dt: f64,
+    scales: Vec<f64>,
+    omega0: f64,
+}
+
+pub struct CwtKernels {
+    ctx: GpuContext,
+    fft: FftKernels,
+    load: wgpu::ComputePipeline,
+    multiply: wgpu::ComputePipeline,
+    magnitude: wgpu::ComputePipeline,
+    columns: wgpu::ComputePipeline,
+    paint: wgpu::ComputePipeline,
+    block_power: wgpu::ComputePipeline,
+    /// Two coefficient buffers reused between runs while big enough.
+    work: Option<(u64, wgpu::Buffer, wgpu::Buffer)>,
+    /// Largest buffer one tile may use; the device's binding limit unless a test lowers it.
+    pub max_buffer_bytes: u64,
+}
+
+impl CwtKernels {
+    pub fn new(ctx: &GpuContext) -> Self {
+        let dev = &ctx.device;
+        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("cwt"),
+            source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/cwt.wgsl").into()),
+        });
+        let pipeline = |entry_point| {
+            dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry_point),
+                layout: None,
+                module: &module,
+                entry_point: Some(entry_point),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
+        let limits = dev.limits();
+        CwtKernels {
+            ctx: ctx.clone(),
+            fft: FftKernels::new(ctx),
+            load: pipeline("load"),
+            multiply: pipeline("multiply"),
+            magnitude: pipeline("magnitude"),
+            columns: pipeline("columns"),
+            paint: pipeline("paint"),
+            block_power: pipeline("block_power"),
+            work: None,
+            max_buffer_bytes: limits
+                .max_storage_buffer_binding_size
+                .min(limits.max_buffer_size),
+        }
+    }
+
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    fn storage(&self, label: &str, bytes: u64, extra: wgpu::BufferUsages) -> wgpu::Buffer {
+        self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: bytes.max(4),
+            usage: wgpu::BufferUsages::STORAGE | extra,
+            mapped_at_creation: false,
+        })
+    }
+
+    fn init(&self, label: &str, contents: &[u8], usage: wgpu::BufferUsages) -> wgpu::Buffer {
+        self.ctx
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage,
+            })
+    }
+
+    fn dispatch(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        pipeline: &wgpu::ComputePipeline,
+        params: &Params,
+        buffers: &[(u32, &wgpu::Buffer)],
+        texture: Option<&wgpu::TextureView>,
+        (threads, rows): (usize, usize),
+    ) {
+        let uniform = self.init(
+            "cwt params",
+            bytemuck::bytes_of(params),
+            wgpu::BufferUsages::UNIFORM,
+        );
+        let mut entries = vec![entry(0, &uniform)];
+        entries.extend(buffers.iter().map(|&(b, buf)| entry(b, buf)));
+        if let Some(view) = texture {
+            entries.push(wgpu::BindGroupEntry {
+                binding: 14,
+                resource: wgpu::BindingResource::TextureView(view),
+            });
+        }
+        let bind = self
+            .ctx
+            .device
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("cwt"),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            });
+        let mut pass = enc.begin_compute_pass(&Default::default());
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, &bind, &[]);
+        let (x, y, z) = grid(threads, rows);
+        pass.dispatch_workgroups(x, y, z);
+    }
+
+    /// Uploads `signals` (all of one length) and computes their spectra, after removing each
+    /// one's mean or the given `means` (a whole recording's, for a piece of it).
+    pub fn spectra(
+        &mut self,
+        signals: &[&[f32]],
+        means: Option<&[f64]>,
+    ) -> Result<Spectra, GpuCwtError> {
+        let channels = signals.len();
+        let n = signals.first().map_or(0, |s| s.len());
+        if n < cwt::MIN_SAMPLES {
+            return Err(CwtError::TooShort { n }.into());
+        }
+        assert!(
+            signals.iter().all(|s| s.len() == n),
+            "signals of one length"
+        );
+        let m = cwt::padded_len(n);
+        let bytes = (channels * m * 8) as u64;
+        if bytes > self.max_buffer_bytes {
+            return Err(GpuCwtError::TooLarge(format!(
+                "{channels} channels x {m} padded samples need {bytes} bytes in one GPU buffer; \
+                 this device allows {}: transform fewer channels or a shorter stretch at once",
+                self.max_buffer_bytes
+            )));
+        }
+        let ctx = self.ctx.clone();
+        let buffer = ctx.guarded(|| {
+            let flat: Vec<f32> = signals.concat();
+            let means: Vec<f32> = match means {
+                Some(m) => m.iter().map(|&v| v as f32).collect(),
+                None => signals.iter().map(|s| cwt::mean(s) as f32).collect(),
+            };
+            let samples = self.init(
+                "cwt samples",
+                bytemuck::cast_slice(&flat),
+                wgpu::BufferUsages::STORAGE,
+            );
+            let means = self.init(
+                "cwt means",
+                bytemuck::cast_slice(&means),
+                wgpu::BufferUsages::STORAGE,
+            );
+            let a = self.storage("cwt spectra", bytes, wgpu::BufferUsages::COPY_SRC);
+            let b = self.storage("cwt spectra b", bytes, wgpu::BufferUsages::empty());
+            let params = Params {
+                n: n as u32,
+                m: m as u32,
+                rows: channels as u32,
+                ..Default::default()
+            };
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
+            self.dispatch(
+                &mut enc,
+                &self.load,
+                &params,
+                &[(1, &samples), (2, &means), (3, &a)],
+                None,
+                (m, channels),
+            );
+            let in_b = self.fft.encode(&mut enc, &a, &b, m, channels, false);
+            ctx.queue.submit([enc.finish()]);
+            if in_b { b } else { a }
+        })?;
+        Ok(Spectra {
+            channels,
+            n,
+            m,
+            buffer,
+        })
+    }
+
+    /// Tiles of rows that fit one buffer: whole channels when a channel's scales fit.
+    fn tiles(&self, channels: usize, scales: usize, m: usize) -> Result<Vec<Tile>, GpuCwtError> {
+        let row_bytes = (m * 8) as u64;
+        let max_rows = (self.max_buffer_bytes / row_bytes) as usize;
+        if max_rows == 0 {
+            return Err(GpuCwtError::TooLarge(format!(
+                "one row of {m} complex values is larger than this device's buffers"
+            )));
+        }
+        let mut tiles = Vec::new();
+        if scales <= max_rows {
+            let per = (max_rows / scales).max(1);
+            for c0 in (0..channels).step_by(per) {
+                tiles.push(Tile {
+                    c0,
+                    channels: per.min(channels - c0),
+                    j0: 0,
+                    sj: scales,
+                });
+            }
+        } else {
+            for c0 in 0..channels {
+                for j0 in (0..scales).step_by(max_rows) {
+                    tiles.push(Tile {
+                        c0,
+                        channels: 1,
+                        j0,
+                        sj: max_rows.min(scales - j0),
+                    });
+                }
+            }
+        }
+        Ok(tiles)
+    }
+
+    fn work(&mut self, bytes: u64) -> (wgpu::Buffer, wgpu::Buffer) {
+        if self.work.as_ref().is_none_or(|(size, _, _)| *size < bytes) {
+            let usage = wgpu::BufferUsages::empty();
+            let a = self.storage("cwt coefficients a", bytes, usage);
+            let b = self.storage("cwt coefficients b", bytes, usage);
+            self.work = Some((bytes, a, b));
+        }
+        let (_, a, b) = self.work.as_ref().expect("just made");
+        (a.clone(), b.clone())
+    }
+
+    fn wavelet(dt: f64, scales: &[f64], omega0: f64) -> Result<Wavelet, CwtError> {
+        if scales.is_empty() || scales.len() > cwt::MAX_SCALES {
+            return Err(CwtError::Scales(format!(
+                "1 to {} scales are needed, got {}",
+                cwt::MAX_SCALES,
+                scales.len()
+            )));
+        }
+        Ok(Wavelet {
+            dt,
+            scales: scales.to_vec(),
+            omega0,
+        })
+    }
+
+    /// Records, for every tile, the multiply and inverse FFTs, then `each(encoder, tile,
+    /// coefficients, base params)` to use the coefficients.
+    fn run_tiles(
+        &mut self,
+        enc: &mut wgpu::CommandEncoder,
+        sp: &Spectra,
+        w: &Wavelet,
+        mut each: impl FnMut(&Self, &mut wgpu::CommandEncoder, Tile, &wgpu::Buffer, Params),
+    ) -> Result<(), GpuCwtError> {
+        let (m, s) = (sp.m, w.scales.len());
+        let half = m / 2 + 1;
+        let daughters: Vec<f32> = w
+            .scales
+            .iter()
+            .flat_map(|&sc| {
+                let (_, v) = cwt::daughter(m, w.dt, sc, w.omega0);
+                v.into_iter().map(move |d| (d / m as f64) as f32)
+            })
+            .collect();
+        let daughters = self.init(
+            "cwt daughters",
+            bytemuck::cast_slice(&daughters),
+            wgpu::BufferUsages::STORAGE,
+        );
+        let tiles = self.tiles(sp.channels, s, m)?;
+        let most = tiles.iter().map(Tile::rows).max().unwrap_or(0);
+        let (a, b) = self.work((most * m * 8) as u64);
+        for tile in tiles {
+            let params = Params {
+                n: sp.n as u32,
+                m: m as u32,
+                scales: s as u32,
+                half: half as u32,
+                c0: tile.c0 as u32,
+                j0: tile.j0 as u32,
+                sj: tile.sj as u32,
+                rows: tile.rows() as u32,
+                ..Default::default()
+            };
+            self.dispatch(
+                enc,
+                &self.multiply,
+                &params,
+                &[(4, &sp.buffer), (5, &daughters), (6, &a)],
+                None,
+                (m, tile.rows()),
+            );
+            let in_b = self.fft.encode(enc, &a, &b, m, tile.rows(), true);
+            each(self, enc, tile, if in_b { &b } else { &a }, params);
+        }
+        Ok(())
+    }
+
+    /// |W|, `[channel][scale][n]`, read back.
+    pub fn magnitude(
+        &mut self,
+        sp: &Spectra,
+        dt: f64,
+        scales: &[f64],
+        omega0: f64,
+    ) -> Result<Vec<f32>, GpuCwtError> {
+        let w = Self::wavelet(dt, scales, omega0)?;
+        let (n, s) = (sp.n, scales.len());
+        let total = (sp.channels * s * n * 4) as u64;
+        let ctx = self.ctx.clone();
+        let out = self.storage("cwt magnitude", total, copy_both());
+        ctx.guarded(|| -> Result<(), GpuCwtError> {
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
+            let mut parts = Vec::new();
+            self.run_tiles(&mut enc, sp, &w, |k, enc, tile, coeffs, params| {
+                let part = k.storage(
+                    "cwt magnitude tile",
+                    (tile.rows() * n * 4) as u64,
+                    wgpu::BufferUsages::COPY_SRC,
+                );
+                k.dispatch(
+                    enc,
+                    &k.magnitude,
+                    &params,
+                    &[(7, coeffs), (8, &part)],
+                    None,
+                    (n, tile.rows()),
+                );
+                // Rows of one channel are contiguous in the output for either tile shape.
+                for c in 0..tile.channels {
+                    let from = (c * tile.sj * n * 4) as u64;
+                    let to = (((tile.c0 + c) * s + tile.j0) * n * 4) as u64;
+                    enc.copy_buffer_to_buffer(&part, from, &out, to, (tile.sj * n * 4) as u64);
+                }
+                parts.push(part);
+            })?;
+            ctx.queue.submit([enc.finish()]);
+            Ok(())
+        })??;
+        let bytes = ctx.read_back(&out, total)?;
+        Ok(bytemuck::cast_slice::<u8, f32>(&bytes).to_vec())
+    }
+
+    /// Mean |W|^2 over blocks of `block` samples of `range`, `[channel][scale]
+    /// [block]` (the last block may be shorter), read back.
+    pub fn block_power(
+        &mut self,
+        sp: &Spectra,
+        dt: f64,
+        scales: &[f64],
+        omega0: f64,
+        range: std::ops::Range<usize>,
+        block: usize,
+    ) -> Result<Vec<f32>, GpuCwtError> {
+        assert!(block > 0 && range.end <= sp.n);
+        let (first, count) = (range.start, range.len());
+        let w = Self::wavelet(dt, scales, omega0)?;
+        let s = scales.len();
+        let blocks = count.div_ceil(block);
+        let total = (sp.channels * s * blocks * 4) as u64;
+        let ctx = self.ctx.clone();
+        let out = self.storage("cwt band power", total, copy_both());
+        ctx.guarded(|| -> Result<(), GpuCwtError> {
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
+            let mut parts = Vec::new();
+            self.run_tiles(&mut enc, sp, &w, |k, enc, tile, coeffs, mut params| {
+                params.first = first as u32;
+                params.count = count as u32;
+                params.block = block as u32;
+                params.blocks = blocks as u32;
+                let part = k.storage(
+                    "cwt band power tile",
+                    (tile.rows() * blocks * 4) as u64,
+                    wgpu::BufferUsages::COPY_SRC,
+                );
+                k.dispatch(
+                    enc,
+                    &k.block_power,
+                    &params,
+                    &[(7, coeffs), (16, &part)],
+                    None,
+                    (blocks, tile.rows()),
+                );
+                for c in 0..tile.channels {
+                    let row_bytes = (blocks * 4) as u64;
+                    let from = (c * tile.sj) as u64 * row_bytes;
+                    let to = ((tile.c0 + c) * s + tile.j0) as u64 * row_bytes;
+                    enc.copy_buffer_to_buffer(&part, from, &out, to, tile.sj as u64 * row_bytes);
+                }
+                parts.push(part);
+            })?;
+            ctx.queue.submit([enc.finish()]);
+            Ok(())
+        })??;
+        let bytes = ctx.read_back(&out, total)?;
+        Ok(bytemuck::cast_slice::<u8, f32>(&bytes).to_vec())
+    }
+
+    /// Paints the scalogram of `sp` into a new texture of `spec.width` x (channels x scales)
+    /// pixels with the colour map `lut` (RGBA8, r in the low byte). Nothing is read back.
+    pub fn paint(
+        &mut self,
+        sp: &Spectra,
+        dt: f64,
+        scales: &[f64],
+        omega0: f64,
+        spec: &PaintSpec,
+        lut: &[u32; 256],
+    ) -> Result<Painted, GpuCwtError> {
+        let w = Self::wavelet(dt, scales, omega0)?;
+        let width = spec.width.clamp(1, sp.n);
+        let height = sp.channels * scales.len();
+        let max_dim = self.ctx.device.limits().max_texture_dimension_2d as usize;
+        if width > max_dim || height > max_dim {
+            return Err(GpuCwtError::TooLarge(format!(
+                "a scalogram of {width} x {height} pixels is larger than this device's textures \
+                 ({max_dim}): show fewer channels or scales"
+            )));
+        }
+        let ctx = self.ctx.clone();
+        let painted = ctx.guarded(|| -> Result<Painted, GpuCwtError> {
+            let texture = ctx.device.create_texture(&wgpu::TextureDescriptor {
+                label: Some("scalogram"),
+                size: wgpu::Extent3d {
+                    width: width as u32,
+                    height: height as u32,
+                    depth_or_array_layers: 1,
+                },
+                mip_level_count: 1,
+                sample_count: 1,
+                dimension: wgpu::TextureDimension::D2,
+                format: wgpu::TextureFormat::Rgba8Unorm,
+                usage: wgpu::TextureUsages::STORAGE_BINDING
+                    | wgpu::TextureUsages::TEXTURE_BINDING
+                    | wgpu::TextureUsages::COPY_SRC,
+                view_formats: &[],
+            });
+            let view = texture.create_view(&Default::default());
+            let values = self.storage(
+                "scalogram values",
+                (height * width * 4) as u64,
+                wgpu::BufferUsages::COPY_SRC,
+            );
+            let qmax = self.init(
+                "scalogram top",
+                &[0u8; 4],
+                wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            );
+            let scales32: Vec<f32> = scales.iter().map(|&s| s as f32).collect();
+            let scale_buf = self.init(
+                "cwt scales",
+                bytemuck::cast_slice(&scales32),
+                wgpu::BufferUsages::STORAGE,
+            );
+            let lut_buf = self.init(
+                "lut",
+                bytemuck::cast_slice(lut),
+                wgpu::BufferUsages::STORAGE,
+            );
+            let look = |mut p: Params| {
+                p.width = width as u32;
+                p.quantity = match spec.quantity {
+                    Quantity::Magnitude => 0,
+                    Quantity::Power => 1,
+                    Quantity::Db => 2,
+                };
+                p.per_scale = spec.per_scale as u32;
+                p.range_db = spec.range_db;
+                p
+            };
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
+            let mut last = Params::default();
+            self.run_tiles(&mut enc, sp, &w, |k, enc, tile, coeffs, params| {
+                let params = look(params);
+                k.dispatch(
+                    enc,
+                    &k.columns,
+                    &params,
+                    &[(7, coeffs), (9, &scale_buf), (10, &values), (11, &qmax)],
+                    None,
+                    (width, tile.rows()),
+                );
+                last = params;
+            })?;
+            let mut params = look(last);
+            params.rows = height as u32;
+            self.dispatch(
+                &mut enc,
+                &self.paint,
+                &params,
+                &[(12, &values), (13, &lut_buf), (15, &qmax)],
+                Some(&view),
+                (width, height),
+            );
+            ctx.queue.submit([enc.finish()]);
+            Ok(Painted {
+                texture,
+                width,
+                height,
+                values,
+                qmax,
+            })
+        })??;
+        Ok(painted)
+    }
+
+    /// The texture's pixels read back (tests; the app never does this).
+    pub fn read_texture(&self, painted: &Painted) -> Result<Vec<[u8; 4]>, GpuError> {
+        let (w, h) = (painted.width as u32, painted.height as u32);
+        let row = (w * 4).div_ceil(256) * 256;
+        let buf = self.storage(
+            "texture read",
+            (row * h) as u64,
+            wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+        );
+        let mut enc = self.ctx.device.create_command_encoder(&Default::default());
+        enc.copy_texture_to_buffer(
+            painted.texture.as_image_copy(),
+            wgpu::TexelCopyBufferInfo {
+                buffer: &buf,
+                layout: wgpu::TexelCopyBufferLayout {
+                    offset: 0,
+                    bytes_per_row: Some(row),
+                    rows_per_image: Some(h),
+                },
+            },
+            wgpu::Extent3d {
+                width: w,
+                height: h,
+                depth_or_array_layers: 1,
+            },
+        );
+        self.ctx.queue.submit([enc.finish()]);
+        let bytes = self.ctx.read_back(&buf, (row * h) as u64)?;
+        Ok((0..h as usize)
+            .flat_map(|y| {
+                let line = &bytes[y * row as usize..][..w as usize * 4];
+                line.chunks(4)
+                    .map(|c| [c[0], c[1], c[2], c[3]])
+                    .collect::<Vec<_>>()
+            })
+            .collect())
+    }
+}
+
+/// An output assembled from tiles by copies and then read back.
+fn copy_both() -> wgpu::BufferUsages {
+    wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST
+}

@@ -1,0 +1,172 @@
+//! Batched complex FFTs on the GPU (shaders/fft.wgsl): Stockham radix-4 stages (one radix-2
+//! stage first when log2 M is odd), each a pass over global memory, ping-ponging between two
+//! buffers. rustfft is the CPU twin the tests compare with.
+
+use std::collections::HashMap;
+
+use eframe::wgpu;
+use eframe::wgpu::util::DeviceExt;
+use rustfft::num_complex::Complex32;
+
+use super::context::entry;
+use super::{GpuContext, GpuError};
+
+/// Rows per dispatch along y before the z dimension takes over (wgpu's per-dimension limit).
+pub(crate) const MAX_Y: u32 = 65535;
+
+pub struct FftKernels {
+    ctx: GpuContext,
+    radix2: wgpu::ComputePipeline,
+    radix4: wgpu::ComputePipeline,
+    /// Twiddle tables exp(-2 pi i t / M) by M.
+    twiddles: HashMap<usize, wgpu::Buffer>,
+}
+
+/// Workgroups for `threads` per row over `rows` rows: (x, y, z) with row = y + z * MAX_Y.
+pub(crate) fn grid(threads: usize, rows: usize) -> (u32, u32, u32) {
+    let rows = rows.max(1) as u32;
+    (
+        (threads as u32).div_ceil(256).max(1),
+        rows.min(MAX_Y),
+        rows.div_ceil(MAX_Y),
+    )
+}
+
+impl FftKernels {
+    pub fn new(ctx: &GpuContext) -> Self {
+        let dev = &ctx.device;
+        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("fft"),
+            source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/fft.wgsl").into()),
+        });
+        let pipeline = |entry_point| {
+            dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry_point),
+                layout: None,
+                module: &module,
+                entry_point: Some(entry_point),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
+        FftKernels {
+            ctx: ctx.clone(),
+            radix2: pipeline("radix2"),
+            radix4: pipeline("radix4"),
+            twiddles: HashMap::new(),
+        }
+    }
+
+    fn twiddles(&mut self, m: usize) -> &wgpu::Buffer {
+        let dev = &self.ctx.device;
+        self.twiddles.entry(m).or_insert_with(|| {
+            let table: Vec<[f32; 2]> = (0..m)
+                .map(|t| {
+                    let a = -2.0 * std::f64::consts::PI * t as f64 / m as f64;
+                    [a.cos() as f32, a.sin() as f32]
+                })
+                .collect();
+            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("fft twiddles"),
+                contents: bytemuck::cast_slice(&table),
+                usage: wgpu::BufferUsages::STORAGE,
+            })
+        })
+    }
+
+    /// Records the stages of FFTs of `rows` rows of `m` values held in `a`, using `b` as the
+    /// other buffer. Returns true when the result ends in `b`.
+    pub fn encode(
+        &mut self,
+        enc: &mut wgpu::CommandEncoder,
+        a: &wgpu::Buffer,
+        b: &wgpu::Buffer,
+        m: usize,
+        rows: usize,
+        inverse: bool,
+    ) -> bool {
+        assert!(m.is_power_of_two(), "FFT lengths are powers of two");
+        let levels = m.trailing_zeros();
+        let mut radices = Vec::new();
+        if levels % 2 == 1 {
+            radices.push(2usize);
+        }
+        radices.extend(std::iter::repeat_n(4usize, levels as usize / 2));
+        let tw = self.twiddles(m).clone();
+        let dev = &self.ctx.device;
+        let mut p = 1usize;
+        let mut in_b = false;
+        for radix in radices {
+            let params = [m as u32, p as u32, rows as u32, inverse as u32];
+            let uniform = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("fft stage"),
+                contents: bytemuck::cast_slice(&params),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+            let pipeline = if radix == 2 {
+                &self.radix2
+            } else {
+                &self.radix4
+            };
+            let (src, dst) = if in_b { (b, a) } else { (a, b) };
+            let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("fft stage"),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &[
+                    entry(0, &uniform),
+                    entry(1, src),
+                    entry(2, dst),
+                    entry(3, &tw),
+                ],
+            });
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, &bind, &[]);
+            let (x, y, z) = grid(m / radix, rows);
+            pass.dispatch_workgroups(x, y, z);
+            drop(pass);
+            in_b = !in_b;
+            p *= radix;
+        }
+        in_b
+    }
+
+    /// FFTs of `data`, rows of `m` values (unnormalized both ways, as rustfft's), computed on
+    /// the GPU and read back: for tests and benchmarks.
+    pub fn transform(
+        &mut self,
+        data: &[Complex32],
+        m: usize,
+        inverse: bool,
+    ) -> Result<Vec<Complex32>, GpuError> {
+        let rows = data.len() / m;
+        let ctx = self.ctx.clone();
+        let flat: Vec<[f32; 2]> = data.iter().map(|c| [c.re, c.im]).collect();
+        let bytes = (flat.len() * 8) as u64;
+        let (a, b, in_b) = ctx.guarded(|| {
+            let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
+            let a = ctx
+                .device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("fft a"),
+                    contents: bytemuck::cast_slice(&flat),
+                    usage,
+                });
+            let b = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("fft b"),
+                size: bytes,
+                usage,
+                mapped_at_creation: false,
+            });
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
+            let in_b = self.encode(&mut enc, &a, &b, m, rows, inverse);
+            ctx.queue.submit([enc.finish()]);
+            (a, b, in_b)
+        })?;
+        let out = ctx.read_back(if in_b { &b } else { &a }, bytes)?;
+        Ok(bytemuck::cast_slice::<u8, [f32; 2]>(&out)
+            .iter()
+            .map(|&[re, im]| Complex32::new(re, im))
+            .collect())
+    }
+}
