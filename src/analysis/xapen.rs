@@ -10,7 +10,6 @@ use super::Backend;
 use crate::dsp::xapen::{
     self, Cancel, Correction, CpuMethod, Epochs, XapenError, XapenMatrices, XapenParams,
 };
-use crate::gpu::GpuContext;
 use crate::gpu::xapen::{Readback, XapenKernels};
 use crate::recording::Recording;
 
@@ -336,10 +335,4 @@ fn rows(m: &[f64], b: usize) -> Vec<Vec<f64>> {
 /// "CPU (N threads)" for reports.
 pub fn cpu_name() -> String {
     format!("CPU ({} threads)", rayon::current_num_threads())
-}
-
-/// A GPU for batch work, or the reason there is none (said once by the caller).
-pub fn open_gpu() -> Result<XapenKernels, crate::gpu::GpuError> {
-    let ctx = GpuContext::headless()?;
-    Ok(XapenKernels::new(&ctx))
 }

@@ -1,6 +1,7 @@
 //! Command-line interface: argument definitions and one file per subcommand.
 
 pub mod bench;
+pub mod cwt;
 pub mod export;
 pub mod info;
 pub mod xapen;
@@ -82,9 +83,42 @@ pub enum Command {
     Export(export::ExportArgs),
     /// Cross-ApEn matrices of every channel pair, for one or many recordings.
     Xapen(xapen::XapenArgs),
+    /// Morlet wavelet scalograms of a channel, or band power in blocks of whole recordings.
+    Cwt(cwt::CwtArgs),
     /// Run a benchmark and write its figures as JSON.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+}
+
+/// Where a batch analysis runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendChoice {
+    /// The GPU unless it is a software adapter (lavapipe), where the CPU path is faster.
+    Auto,
+    Gpu,
+    Cpu,
+}
+
+/// The GPU a batch command runs on, or `None` for the CPU (the reason said once on stderr).
+pub fn open_gpu(command: &str, choice: BackendChoice) -> Option<crate::gpu::GpuContext> {
+    if choice == BackendChoice::Cpu {
+        return None;
+    }
+    match crate::gpu::GpuContext::headless() {
+        Ok(c) if choice == BackendChoice::Auto && c.is_software() => {
+            eprintln!(
+                "{command}: {} is a software adapter; running on the CPU \
+                 (--backend gpu to use it anyway)",
+                c.describe()
+            );
+            None
+        }
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("{command}: {e}");
+            None
+        }
+    }
 }
 
 /// Opens a recording for a subcommand, with the CSV rate if given.

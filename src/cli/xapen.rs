@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
+use super::BackendChoice;
 use crate::analysis::xapen::{self, EpochCount, XapenJob, XapenReport};
 use crate::dsp::xapen::{Correction, XapenParams};
 use crate::gpu::xapen::XapenKernels;
@@ -52,13 +53,6 @@ pub struct XapenArgs {
     /// Sampling rate of CSV files without a time column.
     #[arg(long)]
     pub fs: Option<f64>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BackendChoice {
-    Auto,
-    Gpu,
-    Cpu,
 }
 
 fn parse_epochs(s: &str) -> Result<EpochCount, String> {
@@ -109,24 +103,7 @@ pub fn job_for(rec: &Recording, args: &XapenArgs) -> anyhow::Result<XapenJob> {
 }
 
 pub fn run(args: &XapenArgs) -> anyhow::Result<()> {
-    let mut gpu: Option<XapenKernels> = match args.backend {
-        BackendChoice::Cpu => None,
-        choice => match xapen::open_gpu() {
-            Ok(k) if choice == BackendChoice::Auto && k.context().is_software() => {
-                eprintln!(
-                    "ede xapen: {} is a software adapter; running on the CPU \
-                     (--backend gpu to use it anyway)",
-                    k.context().describe()
-                );
-                None
-            }
-            Ok(k) => Some(k),
-            Err(e) => {
-                eprintln!("ede xapen: {e}");
-                None
-            }
-        },
-    };
+    let mut gpu = super::open_gpu("ede xapen", args.backend).map(|c| XapenKernels::new(&c));
     if let Some(dir) = &args.out_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }

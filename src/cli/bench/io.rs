@@ -64,7 +64,7 @@ const FS: usize = 256;
 
 pub fn run(args: &IoArgs) -> anyhow::Result<()> {
     let records = (args.hours * 3600.0).round() as usize;
-    generate_edf(&args.file, args.channels, records)?;
+    generate_edf(&args.file, args.channels, records, FS)?;
     let file_bytes = std::fs::metadata(&args.file)?.len();
 
     let mut open_times = Vec::new();
@@ -173,11 +173,16 @@ fn rss_mb() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-/// Writes a plain EDF of `channels` x 256 Hz with one-second records: alpha-like sines over
+/// Writes a plain EDF of `channels` x `fs` Hz with one-second records: alpha-like sines over
 /// hashed noise, so the pyramid sees realistic variation. Skipped when the file already has
 /// the expected size.
-fn generate_edf(path: &Path, channels: usize, records: usize) -> anyhow::Result<()> {
-    let record_bytes = channels * FS * 2;
+pub(crate) fn generate_edf(
+    path: &Path,
+    channels: usize,
+    records: usize,
+    fs: usize,
+) -> anyhow::Result<()> {
+    let record_bytes = channels * fs * 2;
     let expected = 256 * (channels + 1) + records * record_bytes;
     if std::fs::metadata(path).is_ok_and(|m| m.len() as usize == expected) {
         return Ok(());
@@ -216,12 +221,12 @@ fn generate_edf(path: &Path, channels: usize, records: usize) -> anyhow::Result<
     per(&mut h, &|_| "-32768".into(), 8);
     per(&mut h, &|_| "32767".into(), 8);
     per(&mut h, &|_| "HP:0.1Hz LP:70Hz".into(), 80);
-    per(&mut h, &|_| FS.to_string(), 8);
+    per(&mut h, &|_| fs.to_string(), 8);
     per(&mut h, &|_| "".into(), 32);
     w.write_all(h.as_bytes())?;
     let mut rec = vec![0u8; record_bytes];
-    let table: Vec<f64> = (0..FS)
-        .map(|i| (2.0 * std::f64::consts::PI * 10.0 * i as f64 / FS as f64).sin())
+    let table: Vec<f64> = (0..fs)
+        .map(|i| (2.0 * std::f64::consts::PI * 10.0 * i as f64 / fs as f64).sin())
         .collect();
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
     for _ in 0..records {
@@ -232,7 +237,7 @@ fn generate_edf(path: &Path, channels: usize, records: usize) -> anyhow::Result<
                 state ^= state << 17;
                 let noise = ((state >> 40) as f64 / (1u64 << 24) as f64 - 0.5) * 200.0;
                 let v = (sine * (150.0 + 10.0 * c as f64) + noise) as i16;
-                let at = (c * FS + i) * 2;
+                let at = (c * fs + i) * 2;
                 rec[at..at + 2].copy_from_slice(&v.to_le_bytes());
             }
         }

@@ -1,6 +1,7 @@
 //! `ede bench ...`: benchmarks that write their figures as JSON (docs/BENCHMARKS.md has the
 //! tables).
 
+pub mod cwt;
 pub mod io;
 pub mod xapen;
 
@@ -12,12 +13,15 @@ pub enum BenchCommand {
     Io(io::IoArgs),
     /// Cross-ApEn of a paper-sized subject on the GPU and the CPU, and interactive recomputes.
     Xapen(xapen::XapenBenchArgs),
+    /// Morlet scalograms: interactive recompute, CPU path and whole-recording band power.
+    Cwt(cwt::CwtBenchArgs),
 }
 
 pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
     match cmd {
         BenchCommand::Io(args) => io::run(args),
         BenchCommand::Xapen(args) => xapen::run(args),
+        BenchCommand::Cwt(args) => cwt::run(args),
     }
 }
 

@@ -116,13 +116,19 @@ impl CwtPlan {
     /// |W| row-major, `[scale][n]`.
     pub fn magnitude(&self, x: &[f32]) -> Vec<f32> {
         let mut out = vec![0f32; self.scales.len() * self.n];
+        self.magnitude_into(x, &mut out);
+        out
+    }
+
+    /// |W| into `out`, `[scale][n]` (batch callers reuse one buffer).
+    pub fn magnitude_into(&self, x: &[f32], out: &mut [f32]) {
         let spectrum = self.spectrum(x, mean(x));
-        self.rows_into(&spectrum, &mut out, self.n, |w, row| {
+        self.rows_into(&spectrum, out, self.n, |w, row| {
             for (o, c) in row.iter_mut().zip(w) {
-                *o = c.norm();
+                // Not `norm()`: hypot's care for overflow costs more than the whole FFT here.
+                *o = c.norm_sqr().sqrt();
             }
         });
-        out
     }
 
     /// Mean |W|^2 over consecutive blocks of `block` samples of `range` (the last block may be
