@@ -215,7 +215,7 @@ pub fn run(args: &CwtBenchArgs) -> anyhow::Result<()> {
     write_json(&report, args.out.as_deref())
 }
 
-fn batch(args: &CwtBenchArgs, mut kernels: Option<&mut CwtKernels>) -> anyhow::Result<Batch> {
+fn batch(args: &CwtBenchArgs, kernels: Option<&mut CwtKernels>) -> anyhow::Result<Batch> {
     let (channels, fs) = (64usize, 1600usize);
     let records = (args.batch_hours * 3600.0).round() as usize;
     super::io::generate_edf(&args.batch_file, channels, records, fs)?;
@@ -264,7 +264,7 @@ fn batch(args: &CwtBenchArgs, mut kernels: Option<&mut CwtKernels>) -> anyhow::R
         Ok(t.elapsed().as_secs_f64())
     };
     let mut gpu_s = None;
-    if let Some(k) = kernels.as_deref_mut() {
+    if let Some(k) = kernels {
         // Once to warm the file cache and the pipelines, then timed.
         run(Some(&mut *k))?;
         let s = run(Some(k))?;
