@@ -6,7 +6,10 @@
 //   samples    f32 [C][N]          physical samples
 //   means      f32 [C]             each channel's mean (f64 on the host)
 //   spectra    vec2<f32> [C][M]    X_k after the forward FFT (load writes x - mean, 0-padded)
-//   daughters  f32 [S][M/2+1]      psi_hat(s_j w_k) / M (zero where w <= 0 is implied above M/2)
+//   wavelet    vec2<f32> [S]       (s_j dw, sqrt(2 pi s_j / dt) pi^(-1/4) / M), dw = 2 pi/(M dt):
+//                                  the daughter psi_hat(s_j w_k) / M is computed where used
+//                                  (the CPU's exp of every k and scale took longer than the
+//                                  whole GPU transform)
 //   coeffs     vec2<f32> [rows][M] X_k psi_hat, then W_n after the inverse FFT
 //   mag        f32 [rows][N]       |W| (read back for the CLI and tests)
 //   scales     f32 [S]             s_j in seconds (for |W|^2/s)
@@ -45,6 +48,10 @@ struct Params {
     count: u32,
     blocks: u32,
     range_db: f32,
+    omega0: f32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -52,7 +59,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read> means: array<f32>;
 @group(0) @binding(3) var<storage, read_write> spectra_out: array<vec2<f32>>;
 @group(0) @binding(4) var<storage, read> spectra: array<vec2<f32>>;
-@group(0) @binding(5) var<storage, read> daughters: array<f32>;
+@group(0) @binding(5) var<storage, read> wavelet: array<vec2<f32>>;
 @group(0) @binding(6) var<storage, read_write> coeffs_out: array<vec2<f32>>;
 @group(0) @binding(7) var<storage, read> coeffs: array<vec2<f32>>;
 @group(0) @binding(8) var<storage, read_write> mag: array<f32>;
@@ -112,9 +119,14 @@ fn multiply(
         return;
     }
     var v = vec2<f32>(0.0, 0.0);
-    if k < params.half {
-        let d = daughters[scale_of(row) * params.half + k];
-        v = spectra[channel_of(row) * params.m + k] * d;
+    // H(w): k = 0 and the negative frequencies above M/2 are zero.
+    if k > 0u && k < params.half {
+        let w = wavelet[scale_of(row)];
+        let e = w.x * f32(k) - params.omega0;
+        // Past e^2 = 1400 the CPU's f64 gives 0 exactly; f32 underflows there anyway.
+        if e * e < 1400.0 {
+            v = spectra[channel_of(row) * params.m + k] * (w.y * exp(-0.5 * e * e));
+        }
     }
     coeffs_out[row * params.m + k] = v;
 }

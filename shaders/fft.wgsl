@@ -1,8 +1,9 @@
 // Batched complex FFT of rows of M = 2^L values, one Stockham stage per dispatch (src/gpu/fft.rs
 // drives it; rustfft is its CPU twin in the tests). Stockham needs no bit reversal: each stage
 // reads one buffer and writes the other in an order that leaves the result in natural order.
-// Radix 4 halves the passes over memory against radix 2 (the paper's measurement favoured radix
-// 4 too); when L is odd one radix-2 stage comes first.
+// Each stage is one pass over memory, so fewer, larger radices win on a bandwidth-bound GPU:
+// radix 8 (a third of radix 2's passes; the paper's GPUs of 2012 did best at radix 4, the H100
+// at 8: docs/BENCHMARKS.md), with one radix-2 or radix-4 stage first when 3 does not divide L.
 //
 // Layouts:
 //   src, dst  vec2<f32> [rows][M]   (re, im); stages alternate between two buffers
@@ -90,4 +91,57 @@ fn radix4(
     dst[j + p] = b1 + b3;
     dst[j + 2u * p] = b0 - b2;
     dst[j + 3u * p] = b1 - b3;
+}
+
+// A length-4 DFT; `inverse` flips the sign of the exponent.
+fn dft4(a0: vec2<f32>, a1: vec2<f32>, a2: vec2<f32>, a3: vec2<f32>) -> array<vec2<f32>, 4> {
+    let b0 = a0 + a2;
+    let b1 = a0 - a2;
+    let b2 = a1 + a3;
+    let d = a1 - a3;
+    let b3 = select(vec2<f32>(d.y, -d.x), vec2<f32>(-d.y, d.x), params.inverse == 1u);
+    return array<vec2<f32>, 4>(b0 + b2, b1 + b3, b0 - b2, b1 - b3);
+}
+
+@compute @workgroup_size(256)
+fn radix8(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let row = wid.y + wid.z * nwg.y;
+    let t = params.m / 8u;
+    let i = gid.x;
+    if row >= params.rows || i >= t {
+        return;
+    }
+    let base = row * params.m;
+    let p = params.p;
+    let k = i & (p - 1u);
+    let step = k * (params.m / (8u * p));
+    var a: array<vec2<f32>, 8>;
+    a[0] = src[base + i];
+    for (var r = 1u; r < 8u; r++) {
+        a[r] = cmul(src[base + i + r * t], twiddle(r * step));
+    }
+    // Even and odd halves, then y_q = E_q + w8^q O_q and y_{q+4} = E_q - w8^q O_q.
+    let e = dft4(a[0], a[2], a[4], a[6]);
+    let o = dft4(a[1], a[3], a[5], a[7]);
+    let h = 0.70710678118654752;
+    let sgn = select(-1.0, 1.0, params.inverse == 1u);
+    let w1 = vec2<f32>(h, sgn * h);
+    let w2 = vec2<f32>(0.0, sgn);
+    let w3 = vec2<f32>(-h, sgn * h);
+    let o1 = cmul(o[1], w1);
+    let o2 = cmul(o[2], w2);
+    let o3 = cmul(o[3], w3);
+    let j = base + ((i - k) << 3u) + k;
+    dst[j] = e[0] + o[0];
+    dst[j + p] = e[1] + o1;
+    dst[j + 2u * p] = e[2] + o2;
+    dst[j + 3u * p] = e[3] + o3;
+    dst[j + 4u * p] = e[0] - o[0];
+    dst[j + 5u * p] = e[1] - o1;
+    dst[j + 6u * p] = e[2] - o2;
+    dst[j + 7u * p] = e[3] - o3;
 }

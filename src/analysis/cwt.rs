@@ -262,16 +262,13 @@ pub fn band_power(
     };
     let segments = n.div_ceil(seg.core);
     let mut ran_on = (Backend::Cpu, cpu_name());
-    for (k, core_start) in (0..n).step_by(seg.core).enumerate() {
-        if cancel.load(Ordering::Relaxed) {
-            break;
-        }
+    // The next segment is read from the file while this one is transformed.
+    let read_segment = |core_start: usize| -> Result<Vec<Vec<f32>>, ReadError> {
         let core_len = seg.core.min(n - core_start);
         let from = core_start.saturating_sub(seg.margin);
         let to = (core_start + core_len + seg.margin).min(n);
         let offset = from + seg.margin - core_start;
-        let signals: Vec<Vec<f32>> = job
-            .channels
+        job.channels
             .par_iter()
             .zip(&means)
             .map(|(&c, &mu)| {
@@ -279,38 +276,53 @@ pub fn band_power(
                 rec.read(c, from, &mut x[offset..offset + (to - from)])?;
                 Ok(x)
             })
-            .collect::<Result<_, ReadError>>()?;
-        let blocks = core_len.div_ceil(block);
-        let power: Vec<f64> = match (gpu.as_deref_mut(), &plan) {
-            (Some(kernels), _) => {
-                let refs: Vec<&[f32]> = signals.iter().map(Vec::as_slice).collect();
-                let sp = kernels.spectra(&refs, Some(&means))?;
-                ran_on = (Backend::Gpu, kernels.context().describe());
-                kernels
-                    .block_power(
-                        &sp,
-                        dt,
-                        &axes.scales,
-                        job.params.omega0,
-                        seg.margin..seg.margin + core_len,
-                        block,
-                    )?
-                    .into_iter()
-                    .map(f64::from)
-                    .collect()
+            .collect()
+    };
+    std::thread::scope(|scope| -> Result<(), CwtJobError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let reader = scope.spawn(move || {
+            for core_start in (0..n).step_by(seg.core) {
+                if cancel.load(Ordering::Relaxed)
+                    || tx.send((core_start, read_segment(core_start))).is_err()
+                {
+                    break;
+                }
             }
-            (None, Some(plan)) => signals
-                .iter()
-                .zip(&means)
-                .flat_map(|(x, &mu)| {
-                    plan.block_power(x, mu, seg.margin..seg.margin + core_len, block)
-                })
-                .collect(),
-            (None, None) => unreachable!("a CPU plan is made when there is no GPU"),
-        };
-        debug_assert_eq!(power.len(), job.channels.len() * axes.scales.len() * blocks);
-        emit(core_start / block, &power)?;
-        progress(k + 1, segments);
-    }
+        });
+        for (k, (core_start, signals)) in rx.iter().enumerate() {
+            let signals = signals?;
+            let core_len = seg.core.min(n - core_start);
+            let blocks = core_len.div_ceil(block);
+            let power: Vec<f64> = match (gpu.as_deref_mut(), &plan) {
+                (Some(kernels), _) => {
+                    let refs: Vec<&[f32]> = signals.iter().map(Vec::as_slice).collect();
+                    let sp = kernels.spectra(&refs, Some(&means))?;
+                    ran_on = (Backend::Gpu, kernels.context().describe());
+                    let range = seg.margin..seg.margin + core_len;
+                    kernels
+                        .block_power(&sp, dt, &axes.scales, job.params.omega0, range, block)?
+                        .into_iter()
+                        .map(f64::from)
+                        .collect()
+                }
+                (None, Some(plan)) => signals
+                    .iter()
+                    .zip(&means)
+                    .flat_map(|(x, &mu)| {
+                        plan.block_power(x, mu, seg.margin..seg.margin + core_len, block)
+                    })
+                    .collect(),
+                (None, None) => unreachable!("a CPU plan is made when there is no GPU"),
+            };
+            debug_assert_eq!(power.len(), job.channels.len() * axes.scales.len() * blocks);
+            emit(core_start / block, &power)?;
+            progress(k + 1, segments);
+        }
+        drop(rx);
+        reader.join().map_err(|_| {
+            CwtJobError::Selection("the reading thread stopped unexpectedly".into())
+        })?;
+        Ok(())
+    })?;
     Ok((axes, ran_on))
 }

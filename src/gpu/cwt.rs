@@ -78,6 +78,8 @@ struct Params {
     count: u32,
     blocks: u32,
     range_db: f32,
+    omega0: f32,
+    pad: [u32; 3],
 }
 
 /// A block of rows computed together: channels `c0..c0 + channels`, scales `j0..j0 + sj`.
@@ -354,17 +356,20 @@ impl CwtKernels {
     ) -> Result<(), GpuCwtError> {
         let (m, s) = (sp.m, w.scales.len());
         let half = m / 2 + 1;
-        let daughters: Vec<f32> = w
+        let dw = 2.0 * std::f64::consts::PI / (m as f64 * w.dt);
+        let wavelet: Vec<[f32; 2]> = w
             .scales
             .iter()
-            .flat_map(|&sc| {
-                let (_, v) = cwt::daughter(m, w.dt, sc, w.omega0);
-                v.into_iter().map(move |d| (d / m as f64) as f32)
+            .map(|&sc| {
+                [
+                    (sc * dw) as f32,
+                    (cwt::daughter_norm(sc, w.dt) / m as f64) as f32,
+                ]
             })
             .collect();
-        let daughters = self.init(
-            "cwt daughters",
-            bytemuck::cast_slice(&daughters),
+        let wavelet = self.init(
+            "cwt wavelet",
+            bytemuck::cast_slice(&wavelet),
             wgpu::BufferUsages::STORAGE,
         );
         let tiles = self.tiles(sp.channels, s, m)?;
@@ -380,13 +385,14 @@ impl CwtKernels {
                 j0: tile.j0 as u32,
                 sj: tile.sj as u32,
                 rows: tile.rows() as u32,
+                omega0: w.omega0 as f32,
                 ..Default::default()
             };
             self.dispatch(
                 enc,
                 &self.multiply,
                 &params,
-                &[(4, &sp.buffer), (5, &daughters), (6, &a)],
+                &[(4, &sp.buffer), (5, &wavelet), (6, &a)],
                 None,
                 (m, tile.rows()),
             );

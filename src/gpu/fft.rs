@@ -1,6 +1,6 @@
-//! Batched complex FFTs on the GPU (shaders/fft.wgsl): Stockham radix-4 stages (one radix-2
-//! stage first when log2 M is odd), each a pass over global memory, ping-ponging between two
-//! buffers. rustfft is the CPU twin the tests compare with.
+//! Batched complex FFTs on the GPU (shaders/fft.wgsl): Stockham radix-8 stages (one radix-2
+//! or radix-4 stage first when 3 does not divide log2 M), each a pass over global memory,
+//! ping-ponging between two buffers. rustfft is the CPU twin the tests compare with.
 
 use std::collections::HashMap;
 
@@ -18,6 +18,7 @@ pub struct FftKernels {
     ctx: GpuContext,
     radix2: wgpu::ComputePipeline,
     radix4: wgpu::ComputePipeline,
+    radix8: wgpu::ComputePipeline,
     /// Twiddle tables exp(-2 pi i t / M) by M.
     twiddles: HashMap<usize, wgpu::Buffer>,
 }
@@ -53,6 +54,7 @@ impl FftKernels {
             ctx: ctx.clone(),
             radix2: pipeline("radix2"),
             radix4: pipeline("radix4"),
+            radix8: pipeline("radix8"),
             twiddles: HashMap::new(),
         }
     }
@@ -87,11 +89,12 @@ impl FftKernels {
     ) -> bool {
         assert!(m.is_power_of_two(), "FFT lengths are powers of two");
         let levels = m.trailing_zeros();
-        let mut radices = Vec::new();
-        if levels % 2 == 1 {
-            radices.push(2usize);
-        }
-        radices.extend(std::iter::repeat_n(4usize, levels as usize / 2));
+        let mut radices = match levels % 3 {
+            1 => vec![2usize],
+            2 => vec![4usize],
+            _ => Vec::new(),
+        };
+        radices.extend(std::iter::repeat_n(8usize, levels as usize / 3));
         let tw = self.twiddles(m).clone();
         let dev = &self.ctx.device;
         let mut p = 1usize;
@@ -103,10 +106,10 @@ impl FftKernels {
                 contents: bytemuck::cast_slice(&params),
                 usage: wgpu::BufferUsages::UNIFORM,
             });
-            let pipeline = if radix == 2 {
-                &self.radix2
-            } else {
-                &self.radix4
+            let pipeline = match radix {
+                2 => &self.radix2,
+                4 => &self.radix4,
+                _ => &self.radix8,
             };
             let (src, dst) = if in_b { (b, a) } else { (a, b) };
             let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {

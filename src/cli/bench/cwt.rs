@@ -241,9 +241,9 @@ fn batch(args: &CwtBenchArgs, kernels: Option<&mut CwtKernels>) -> anyhow::Resul
     let seg = Segmentation::new(n, fs, scales[scales.len() - 1] * fs as f64, 0)?;
     let segments = n.div_ceil(seg.core);
     // Per complex element of a segment's rows: the multiply reads 8 and writes 8 bytes, each
-    // FFT stage reads and writes 16, the block sums read 8.
+    // FFT stage (radix 8, see gpu::fft) reads and writes 16, the block sums read 8.
     let levels = seg.m.trailing_zeros() as f64;
-    let stages = (levels / 2.0).ceil();
+    let stages = (levels / 3.0).ceil();
     let per_element = 8.0 + 8.0 + 16.0 * stages + 8.0;
     let modelled_bytes = segments as f64 * (channels * scales.len() * seg.m) as f64 * per_element;
     let run = |k: Option<&mut CwtKernels>| -> anyhow::Result<f64> {

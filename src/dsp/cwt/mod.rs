@@ -149,7 +149,7 @@ pub fn cone_of_influence(n: usize, dt: f64, omega0: f64) -> Vec<f64> {
 /// where w < 0), without the 1/M of the inverse transform. Values smaller than f64 can hold
 /// after the Gaussian are exactly 0; `band` gives the range of k where it is not.
 pub fn daughter(m: usize, dt: f64, s: f64, omega0: f64) -> (std::ops::Range<usize>, Vec<f64>) {
-    let norm = (2.0 * std::f64::consts::PI * s / dt).sqrt() * std::f64::consts::PI.powf(-0.25);
+    let norm = daughter_norm(s, dt);
     let dw = 2.0 * std::f64::consts::PI / (m as f64 * dt);
     let values: Vec<f64> = (0..=m / 2)
         .map(|k| {
@@ -168,6 +168,11 @@ pub fn daughter(m: usize, dt: f64, s: f64, omega0: f64) -> (std::ops::Range<usiz
     let first = values.iter().position(|&v| v != 0.0).unwrap_or(0);
     let last = values.iter().rposition(|&v| v != 0.0).map_or(0, |l| l + 1);
     (first..last.max(first), values)
+}
+
+/// psi_hat's factor sqrt(2 pi s / dt) pi^(-1/4).
+pub fn daughter_norm(s: f64, dt: f64) -> f64 {
+    (2.0 * std::f64::consts::PI * s / dt).sqrt() * std::f64::consts::PI.powf(-0.25)
 }
 
 /// The mean of `x` in f64 (the transform removes it).
