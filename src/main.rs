@@ -16,7 +16,11 @@ fn main() -> std::process::ExitCode {
         Some(Command::Xapen(args)) => ede::cli::xapen::run(args),
         Some(Command::Cwt(args)) => ede::cli::cwt::run(args),
         Some(Command::Bench(cmd)) => ede::cli::bench::run(cmd),
-        None => ede::app::run(cli.gui.clone()),
+        None => cli
+            .gui
+            .start_options()
+            .map_err(anyhow::Error::msg)
+            .and_then(ede::app::run),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

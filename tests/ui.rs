@@ -1,6 +1,8 @@
 //! UI tests on the wgpu renderer (lavapipe in CI): a snapshot of the browser on the demo, and
 //! navigation that must move the visible time span.
 
+use ede::app::scalogram_view::ScalogramView;
+use ede::app::xapen_view::XapenView;
 use ede::app::{EdeApp, Settings};
 use eframe::egui;
 use egui_kittest::kittest::Queryable;
@@ -87,9 +89,11 @@ fn keyboard_and_wheel_navigation_move_the_window() {
 
 /// Steps until the Cross-ApEn view shows the matrix for its current settings.
 fn settle_xapen(h: &mut Harness<'_, EdeApp>) {
-    for _ in 0..2000 {
+    // Time, not frames: GPU tests share lavapipe's two cores in CI.
+    let t = std::time::Instant::now();
+    while t.elapsed().as_secs() < 120 {
         h.step();
-        if h.state().xapen.as_ref().is_some_and(|x| x.ready()) {
+        if h.state().view_ref::<XapenView>().is_some_and(|x| x.ready()) {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
@@ -99,7 +103,7 @@ fn settle_xapen(h: &mut Harness<'_, EdeApp>) {
 
 fn xapen_app(gpu: Option<ede::gpu::GpuContext>) -> EdeApp {
     let mut app = EdeApp::new(None, None, Settings::default(), gpu);
-    app.view = ede::app::ViewKind::Xapen;
+    assert!(app.show_view("xapen"));
     app
 }
 
@@ -108,18 +112,18 @@ fn xapen_app(gpu: Option<ede::gpu::GpuContext>) -> EdeApp {
 fn drag_r_shows_the_newest_matrix(mut h: Harness<'_, EdeApp>) {
     settle_xapen(&mut h);
     let (labels, r, first) = {
-        let (l, r, m) = h.state().xapen.as_ref().unwrap().shown().unwrap();
+        let (l, r, m) = h.state().view_ref::<XapenView>().unwrap().shown().unwrap();
         (l, r, m.to_vec())
     };
     assert_eq!(labels.len(), 19, "the demo's EEG channels");
     assert_eq!(r, 0.2);
     assert!(first.iter().all(|v| v.is_finite() && *v > 0.0));
     for r in [0.25, 0.3, 0.35] {
-        h.state_mut().xapen.as_mut().unwrap().set_r(r);
+        h.state_mut().view_mut::<XapenView>().unwrap().set_r(r);
         h.step();
     }
     settle_xapen(&mut h);
-    let view = h.state().xapen.as_ref().unwrap();
+    let view = h.state().view_ref::<XapenView>().unwrap();
     let (_, r, last) = view.shown().unwrap();
     assert_eq!(r, 0.35);
     assert_eq!(view.params().r, 0.35);
@@ -137,13 +141,10 @@ fn xapen_view_follows_r_on_the_gpu() {
         assert!(std::env::var_os("CI").is_none(), "CI must have an adapter");
         return;
     };
-    let mut app = xapen_app(Some(ctx));
-    app.xapen = None;
-    let mut h = harness(app);
+    let mut h = harness(xapen_app(Some(ctx)));
     h.step();
     h.state_mut()
-        .xapen
-        .as_mut()
+        .view_mut::<XapenView>()
         .unwrap()
         .set_backend(ede::analysis::Backend::Gpu);
     drag_r_shows_the_newest_matrix(h);
@@ -193,21 +194,20 @@ fn shift_drag_selects_a_range_for_cross_apen() {
     let (a, b) = h.state().browser.selection.expect("a selection");
     assert!(a > 0.5 && b > a + 4.0 && b < 10.0, "{a}..{b}");
 
-    h.state_mut().view = ede::app::ViewKind::Xapen;
+    assert!(h.state_mut().show_view("xapen"));
     h.step();
     h.state_mut()
-        .xapen
-        .as_mut()
+        .view_mut::<XapenView>()
         .unwrap()
         .set_source(ede::app::xapen_view::EpochSource::Selection);
     settle_xapen(&mut h);
-    let view = h.state().xapen.as_ref().unwrap();
+    let view = h.state().view_ref::<XapenView>().unwrap();
     let (start, epochs) = view.shown_epochs().unwrap();
     assert_eq!(start, (a * 256.0).round() as usize);
     assert_eq!(epochs, ((b - a) * 256.0) as usize / 1024);
 
     h.key_press(egui::Key::Escape);
-    h.state_mut().view = ede::app::ViewKind::Browser;
+    assert!(h.state_mut().show_view("browser"));
     h.run_steps(2);
     assert_eq!(h.state().browser.selection, None);
 }
@@ -264,4 +264,103 @@ fn annotation_filter_and_next_jump_to_matches() {
     h.get_by_label("< Previous").click();
     h.run_steps(2);
     assert_eq!(h.state().browser.visible_span(), (t0, t1));
+}
+
+/// Steps until the scalogram shows the image for its current settings.
+fn settle_scalogram(h: &mut Harness<'_, EdeApp>) {
+    let t = std::time::Instant::now();
+    while t.elapsed().as_secs() < 120 {
+        h.step();
+        if h.state().ready() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    h.run_steps(2);
+}
+
+/// omega0 changes in three consecutive frames, as a drag does: the image shown in the end is
+/// the newest omega0's, pixel for pixel what the CPU paints for it, never an older one.
+fn drag_omega0_shows_the_newest_image(mut h: Harness<'_, EdeApp>) {
+    settle(&mut h);
+    assert!(h.state_mut().show_view("scalogram"));
+    settle_scalogram(&mut h);
+    let first = {
+        let view = h.state().view_ref::<ScalogramView>().unwrap();
+        assert_eq!(view.error(), None);
+        let (params, image) = view.shown().expect("an image");
+        assert_eq!(params.omega0, 6.0);
+        image.expect("pixels held").clone()
+    };
+    for w in [6.5, 7.0, 8.0] {
+        h.state_mut()
+            .view_mut::<ScalogramView>()
+            .unwrap()
+            .set_omega0(w);
+        h.step();
+    }
+    settle_scalogram(&mut h);
+    let view = h.state().view_ref::<ScalogramView>().unwrap();
+    let (params, image) = view.shown().unwrap();
+    assert_eq!(params.omega0, 8.0);
+    let image = image.unwrap();
+    assert_eq!(image.size, first.size);
+    assert!(
+        image.pixels != first.pixels,
+        "the image changed with omega0"
+    );
+}
+
+#[test]
+fn scalogram_follows_omega0_on_the_cpu() {
+    drag_omega0_shows_the_newest_image(harness(EdeApp::new(None, None, Settings::default(), None)));
+}
+
+#[test]
+fn scalogram_follows_omega0_on_the_gpu() {
+    let Ok(ctx) = ede::gpu::GpuContext::headless() else {
+        assert!(std::env::var_os("CI").is_none(), "CI must have an adapter");
+        return;
+    };
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), Some(ctx)));
+    h.state_mut()
+        .view_mut::<ScalogramView>()
+        .unwrap()
+        .set_backend(ede::analysis::Backend::Gpu);
+    drag_omega0_shows_the_newest_image(h);
+}
+
+#[test]
+fn scalogram_snapshot_of_the_demo() {
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    assert!(h.state_mut().show_view("scalogram"));
+    settle_scalogram(&mut h);
+    h.snapshot_options(
+        "scalogram_demo",
+        &SnapshotOptions::new()
+            .threshold(2.0)
+            .max_failed_pixels(3000),
+    );
+}
+
+/// A file that cannot be opened leaves the app running, the demo shown and the error said.
+#[test]
+fn a_failed_open_keeps_the_app_with_the_error_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("notes.txt");
+    std::fs::write(&bad, "not a recording").unwrap();
+    let mut h = harness(EdeApp::new(Some(bad), None, Settings::default(), None));
+    settle(&mut h);
+    let e = h.state().error().expect("the error is kept").to_string();
+    assert!(e.contains("notes.txt"), "{e}");
+    h.get_by_label("Cannot open the file");
+    assert_eq!(
+        h.state().browser.trace_labels().len(),
+        20,
+        "the demo is shown"
+    );
+    h.get_by_label("OK").click();
+    h.run_steps(2);
+    assert_eq!(h.state().error(), None);
 }

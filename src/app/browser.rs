@@ -64,6 +64,8 @@ pub struct Browser {
     /// filter they were computed for.
     annotation_filter: String,
     annotation_matches: (String, Vec<usize>),
+    /// Where the traces were drawn last frame (views align their time axes with it).
+    pub plot_rect: Rect,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -104,6 +106,7 @@ impl Browser {
             cache: None,
             annotation_filter: String::new(),
             annotation_matches: (String::new(), (0..n_annotations).collect()),
+            plot_rect: Rect::NOTHING,
         };
         b.settings.span_s = b.settings.span_s.clamp(0.1, b.total_s().max(1.0));
         b
@@ -117,6 +120,11 @@ impl Browser {
     /// True once what the screen shows is exact (the overview is built or not needed).
     pub fn ready(&self) -> bool {
         self.traces.overview_ready() || self.cache.as_ref().is_some_and(|(_, s)| s.exact)
+    }
+
+    /// The trace clicked last (an index in `traces.spec.derivations`).
+    pub fn selected_trace(&self) -> Option<usize> {
+        self.selected
     }
 
     pub fn trace_labels(&self) -> Vec<String> {
@@ -477,6 +485,11 @@ impl Browser {
         if plot.width() < 20.0 || plot.height() < 20.0 {
             return;
         }
+        if self.plot_rect != plot {
+            // Views aligned with the traces draw with this next frame.
+            ui.ctx().request_repaint();
+        }
+        self.plot_rect = plot;
         self.handle_input(ui, &response, plot);
         self.clamp_view();
         let ppp = ui.ctx().pixels_per_point();

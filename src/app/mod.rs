@@ -1,8 +1,13 @@
 //! The egui application: `EdeApp` owns the open recording and the views; `browser` draws the
-//! channel browser; `traces` turns a recording into per-pixel columns.
+//! channel browser; `traces` turns a recording into per-pixel columns. Analysis views are types
+//! behind `AnalysisView`, listed once in `VIEWS`, and share `worker`, `colormap` and `export`.
 
 pub mod browser;
+pub mod colormap;
+pub mod export;
+pub mod scalogram_view;
 pub mod traces;
+pub mod worker;
 pub mod xapen_view;
 
 use std::path::PathBuf;
@@ -11,27 +16,65 @@ use std::sync::Arc;
 use eframe::egui;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{GuiArgs, Span};
 use crate::gpu::GpuContext;
 use crate::recording::{OpenOptions, Recording};
 use browser::{Browser, BrowserSettings};
-use xapen_view::XapenView;
+use eframe::egui::Rect;
 
-/// The views the window switches between.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ViewKind {
-    Browser,
-    Xapen,
+/// An analysis view: a tab beside the browser, made for the open recording when first shown.
+/// Adding one is its file and one line in `VIEWS`.
+pub trait AnalysisView: std::any::Any {
+    /// The whole view; it may draw the browser too (`browser` is the open recording's).
+    fn ui(&mut self, ui: &mut egui::Ui, browser: &mut Browser);
+    /// True once what it shows is what it was asked for (or failed): screenshots wait for it.
+    fn ready(&self) -> bool;
+    /// A PNG export asked for: the file, and the screen rectangle to crop to.
+    fn take_png_request(&mut self) -> Option<(PathBuf, Rect)> {
+        None
+    }
 }
 
-impl ViewKind {
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "browser" => Some(ViewKind::Browser),
-            "xapen" => Some(ViewKind::Xapen),
-            _ => None,
-        }
-    }
+/// A kind of analysis view: its `--view` name, its tab title and how it is made.
+pub struct ViewInfo {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub make: fn(Arc<Recording>, Option<GpuContext>) -> Box<dyn AnalysisView>,
+}
+
+/// Every analysis view, in tab order.
+pub const VIEWS: &[ViewInfo] = &[
+    ViewInfo {
+        id: "xapen",
+        title: "Cross-ApEn",
+        make: |rec, gpu| Box::new(xapen_view::XapenView::new(rec, gpu)),
+    },
+    ViewInfo {
+        id: "scalogram",
+        title: "Scalogram",
+        make: |rec, gpu| Box::new(scalogram_view::ScalogramView::new(rec, gpu)),
+    },
+];
+
+/// The time span of the browser's page at start.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Span {
+    Seconds(f64),
+    All,
+}
+
+/// How the GUI starts (the command line fills this in).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartOptions {
+    pub file: Option<PathBuf>,
+    /// Sampling rate of a CSV file without a time column.
+    pub fs: Option<f64>,
+    /// Save the first complete frame as this PNG and exit.
+    pub screenshot: Option<PathBuf>,
+    /// "browser" or a `VIEWS` id.
+    pub view: String,
+    pub size: (f32, f32),
+    pub start: Option<f64>,
+    pub span: Option<Span>,
 }
 
 /// What persists between runs (eframe storage).
@@ -45,9 +88,10 @@ pub struct Settings {
 pub struct EdeApp {
     /// The channel browser (public for UI tests and benchmarks).
     pub browser: Browser,
-    /// The Cross-ApEn view, made when first shown for the open recording.
-    pub xapen: Option<XapenView>,
-    pub view: ViewKind,
+    /// The analysis views, by index in `VIEWS`, each made when first shown.
+    views: Vec<Option<Box<dyn AnalysisView>>>,
+    /// The view shown: `None` for the browser, else an index in `VIEWS`.
+    pub view: Option<usize>,
     /// The render device, when it passed its self-test; analyses fall back to the CPU without.
     gpu: Option<GpuContext>,
     settings: Settings,
@@ -91,8 +135,8 @@ impl EdeApp {
         };
         let mut app = Self {
             browser: Browser::new(Arc::new(rec), settings.browser.clone()),
-            xapen: None,
-            view: ViewKind::Browser,
+            views: VIEWS.iter().map(|_| None).collect(),
+            view: None,
             gpu,
             settings,
             error,
@@ -119,7 +163,46 @@ impl EdeApp {
     /// Shows `rec` in every view: the browser is rebuilt, analysis views start afresh.
     fn show(&mut self, rec: Recording) {
         self.browser = Browser::new(Arc::new(rec), self.browser.settings.clone());
-        self.xapen = None;
+        self.views.iter_mut().for_each(|v| *v = None);
+    }
+
+    /// Shows the browser ("browser") or the view with this `VIEWS` id; false for no such view.
+    pub fn show_view(&mut self, id: &str) -> bool {
+        if id == "browser" {
+            self.view = None;
+            return true;
+        }
+        match VIEWS.iter().position(|v| v.id == id) {
+            Some(k) => {
+                self.view = Some(k);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// View `k`, made for the open recording if it was not yet.
+    fn view_at(&mut self, k: usize) -> &mut Box<dyn AnalysisView> {
+        let (rec, gpu) = (self.browser.rec.clone(), self.gpu.clone());
+        self.views[k].get_or_insert_with(|| (VIEWS[k].make)(rec, gpu))
+    }
+
+    /// The view of type `T`, made if needed (tests and benchmarks drive views through this).
+    pub fn view_mut<T: AnalysisView>(&mut self) -> Option<&mut T> {
+        let k = (0..VIEWS.len()).find(|&k| {
+            let view: &dyn std::any::Any = &**self.view_at(k);
+            view.is::<T>()
+        })?;
+        let view: &mut dyn std::any::Any = &mut **self.view_at(k);
+        view.downcast_mut::<T>()
+    }
+
+    /// The view of type `T`, if it has been made.
+    pub fn view_ref<T: AnalysisView>(&self) -> Option<&T> {
+        self.views.iter().flatten().find_map(|v| {
+            let view: &dyn std::any::Any = &**v;
+            view.downcast_ref::<T>()
+        })
     }
 
     pub fn open(&mut self, path: PathBuf) {
@@ -188,10 +271,27 @@ impl EdeApp {
                 });
                 self.browser.menus(ui);
                 ui.separator();
-                ui.selectable_value(&mut self.view, ViewKind::Browser, "Browser");
-                ui.selectable_value(&mut self.view, ViewKind::Xapen, "Cross-ApEn");
+                ui.selectable_value(&mut self.view, None, "Browser");
+                for (k, v) in VIEWS.iter().enumerate() {
+                    ui.selectable_value(&mut self.view, Some(k), v.title);
+                }
             });
         });
+        if let Some(e) = self.error.clone() {
+            // A file that failed to open is said where the user looks, not only in the status.
+            egui::Window::new("Cannot open the file")
+                .collapsible(false)
+                .resizable(false)
+                .anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO)
+                .show(&ctx, |ui| {
+                    ui.label(e);
+                    ui.add_space(6.0);
+                    ui.label("The recording shown is the one open before (or the demo).");
+                    if ui.button("OK").clicked() {
+                        self.error = None;
+                    }
+                });
+        }
         egui::Panel::bottom("status").show(ui, |ui| {
             ui.horizontal(|ui| {
                 ui.label(&self.gpu_status);
@@ -204,20 +304,26 @@ impl EdeApp {
             });
         });
         match self.view {
-            ViewKind::Browser => self.browser.ui(ui),
-            ViewKind::Xapen => self
-                .xapen
-                .get_or_insert_with(|| XapenView::new(self.browser.rec.clone(), self.gpu.clone()))
-                .ui(ui, self.browser.visible_span(), self.browser.selection),
+            None => self.browser.ui(ui),
+            Some(k) => {
+                let (rec, gpu) = (self.browser.rec.clone(), self.gpu.clone());
+                let view = self.views[k].get_or_insert_with(|| (VIEWS[k].make)(rec, gpu));
+                view.ui(ui, &mut self.browser);
+            }
         }
         self.settings.browser = self.browser.settings.clone();
+    }
+
+    /// The message of a file that failed to open, until dismissed.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
     }
 
     /// Whether the current view shows what it was asked for (the screenshot waits for this).
     pub fn ready(&self) -> bool {
         match self.view {
-            ViewKind::Browser => self.browser.ready(),
-            ViewKind::Xapen => self.xapen.as_ref().is_some_and(XapenView::ready),
+            None => self.browser.ready(),
+            Some(k) => self.views[k].as_ref().is_some_and(|v| v.ready()),
         }
     }
 }
@@ -226,7 +332,12 @@ impl eframe::App for EdeApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.ui(ui);
         let ctx = ui.ctx().clone();
-        if let Some((path, rect)) = self.xapen.as_mut().and_then(XapenView::take_png_request) {
+        let png = self
+            .views
+            .iter_mut()
+            .flatten()
+            .find_map(|v| v.take_png_request());
+        if let Some((path, rect)) = png {
             // The view's PNG export: the next frame, cropped to the matrix panel.
             let ppp = ctx.pixels_per_point();
             ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(
@@ -281,23 +392,18 @@ pub fn save_png(image: &egui::ColorImage, path: &std::path::Path) -> anyhow::Res
     .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
 }
 
-/// Runs the GUI (or renders one screenshot and exits).
-pub fn run(args: GuiArgs) -> anyhow::Result<()> {
-    if let Some(f) = &args.file {
-        // Fail early, on the terminal, for a file that cannot be opened.
-        Recording::open(f, &OpenOptions { csv_fs: args.fs })?;
+/// Runs the GUI (or renders one screenshot and exits). A file that cannot be opened opens the
+/// window all the same, with the error shown in it and the demo recording behind.
+pub fn run(args: StartOptions) -> anyhow::Result<()> {
+    if args.view != "browser" && !VIEWS.iter().any(|v| v.id == args.view) {
+        let names: Vec<&str> = VIEWS.iter().map(|v| v.id).collect();
+        anyhow::bail!(
+            "unknown view {:?}; the views are: browser, {}",
+            args.view,
+            names.join(", ")
+        );
     }
-    let view = ViewKind::parse(&args.view).ok_or_else(|| {
-        anyhow::anyhow!(
-            "unknown view {:?}; the views are: browser, xapen",
-            args.view
-        )
-    })?;
-    let (w, h) = args
-        .size
-        .split_once('x')
-        .and_then(|(w, h)| Some((w.parse::<f32>().ok()?, h.parse::<f32>().ok()?)))
-        .ok_or_else(|| anyhow::anyhow!("--size must be WIDTHxHEIGHT, got {:?}", args.size))?;
+    let (w, h) = args.size;
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_inner_size([w, h])
@@ -321,6 +427,9 @@ pub fn run(args: GuiArgs) -> anyhow::Result<()> {
                 .as_ref()
                 .map(GpuContext::from_render_state);
             let mut app = EdeApp::new(args.file.clone(), args.fs, settings, gpu);
+            if let Some(e) = &app.error {
+                eprintln!("ede: {e}");
+            }
             if args.start.is_some() || args.span.is_some() {
                 let (t0, t1) = app.browser.visible_span();
                 let span = match args.span {
@@ -331,7 +440,7 @@ pub fn run(args: GuiArgs) -> anyhow::Result<()> {
                 app.browser.show(args.start.unwrap_or(t0), span);
             }
             app.screenshot = screenshot;
-            app.view = view;
+            app.show_view(&args.view);
             Ok(Box::new(app))
         }),
     )

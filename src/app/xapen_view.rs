@@ -4,8 +4,6 @@
 //! for anything but the newest request is dropped, so a stale matrix is never shown as current.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Instant;
 
 use eframe::egui::{self, Color32, Pos2, Rect, Sense, Stroke, Vec2};
@@ -18,6 +16,10 @@ use crate::gpu::GpuContext;
 use crate::gpu::xapen::{Prepared, XapenKernels};
 use crate::recording::Recording;
 
+use super::colormap::{ColourMap, finite_range};
+use super::export::{self, Format};
+use super::worker::{Compute, Outcome, Progress, Worker};
+
 /// Which epochs the matrix covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EpochSource {
@@ -29,23 +31,25 @@ pub enum EpochSource {
     Whole,
 }
 
+/// What the worker computes: a job on a recording, on a backend.
+#[derive(Clone)]
 struct Request {
-    id: u64,
     rec: Arc<Recording>,
     job: XapenJob,
     backend: Backend,
-    cancel: Arc<AtomicBool>,
 }
 
+impl PartialEq for Request {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.rec, &other.rec) && self.job == other.job && self.backend == other.backend
+    }
+}
+
+/// A matrix computed for a request, numbered as it arrived (the detail plot's cache key).
 struct Done {
     id: u64,
     job: XapenJob,
     report: XapenReport,
-}
-
-enum Reply {
-    Done(Box<Done>),
-    Failed { id: u64, message: String },
 }
 
 /// The job without its parameters: what the cached input and device buffers depend on.
@@ -61,146 +65,71 @@ fn input_key(rec: &Arc<Recording>, job: &XapenJob) -> InputKey {
     )
 }
 
-/// The worker thread: reads and normalizes epochs, keeps them (and, on the GPU, their sorted
-/// copies) while only the parameters change, and computes the matrix.
-fn spawn_worker(
-    gpu: Option<GpuContext>,
-    repaint: egui::Context,
-    progress: Arc<AtomicUsize>,
-) -> Worker {
-    let (tx, requests) = channel::<Request>();
-    let (replies, rx) = channel();
-    let thread = std::thread::Builder::new()
-        .name("ede xapen".into())
-        .spawn(move || {
-            let mut kernels = gpu.map(|g| XapenKernels::new(&g));
-            let mut input: Option<(InputKey, Arc<Epochs>)> = None;
-            let mut prepared: Option<(InputKey, usize, Prepared)> = None;
-            while let Ok(mut req) = requests.recv() {
-                while let Ok(newer) = requests.try_recv() {
-                    req = newer;
-                }
-                if req.cancel.load(Ordering::Relaxed) {
-                    continue;
-                }
-                progress.store(0, Ordering::Relaxed);
-                let t = Instant::now();
-                let key = input_key(&req.rec, &req.job);
-                let reply = (|| -> Result<Option<Done>, String> {
-                    let gpu = kernels.as_mut().filter(|_| req.backend == Backend::Gpu);
-                    let cancel = Some(&*req.cancel);
-                    let err = |e: &dyn std::fmt::Display| e.to_string();
-                    if !req.job.fits_in_one_block(&req.rec).map_err(|e| err(&e))? {
-                        // Too large to keep: read and computed in blocks of epochs.
-                        let report =
-                            xapen_job::run(&req.rec, &req.job, gpu, cancel, Some(&progress))
-                                .map_err(|e| err(&e))?;
-                        return Ok(report.map(|report| Done {
-                            id: req.id,
-                            job: req.job.clone(),
-                            report,
-                        }));
-                    }
-                    let ep = match &input {
-                        Some((k, ep)) if *k == key => ep.clone(),
-                        _ => {
-                            let ep = Arc::new(req.job.input(&req.rec).map_err(|e| err(&e))?);
-                            input = Some((key.clone(), ep.clone()));
-                            ep
-                        }
-                    };
-                    let params = req.job.params;
-                    let one_chunk = match gpu.as_deref() {
-                        Some(k) => k.chunk_epochs(&ep, params.m).map_err(|e| err(&e))? >= ep.epochs,
-                        None => false,
-                    };
-                    let (mean, ran_on) = match gpu {
-                        Some(k) if one_chunk => {
-                            // Sorted epochs stay on the device while r changes.
-                            let reuse = matches!(&prepared,
-                                Some((pk, m, _)) if *pk == key && *m == params.m);
-                            if !reuse {
-                                let p = k
-                                    .prepare(&ep, 0..ep.epochs, params.m)
-                                    .map_err(|e| err(&e))?;
-                                prepared = Some((key.clone(), params.m, p));
-                            }
-                            let (_, _, p) = prepared.as_ref().expect("just prepared");
-                            k.count(p, &params, true).map_err(|e| err(&e))?;
-                            let mean = k.read_mean(p).map_err(|e| err(&e))?;
-                            (mean, (Backend::Gpu, k.context().describe()))
-                        }
-                        gpu => {
-                            let computed = xapen_job::compute(
-                                &ep,
-                                &params,
-                                false,
-                                gpu,
-                                cancel,
-                                Some(&progress),
-                            )
-                            .map_err(|e| err(&e))?;
-                            let Some((matrices, ran_on)) = computed else {
-                                return Ok(None);
-                            };
-                            (matrices.mean, ran_on)
-                        }
-                    };
-                    let report = XapenReport::new(
-                        &req.rec,
-                        &req.job,
-                        ep.epochs,
-                        &mean,
-                        None,
-                        ran_on,
-                        t.elapsed().as_secs_f64(),
-                        &ep.flat_epochs(),
-                    );
-                    Ok(Some(Done {
-                        id: req.id,
-                        job: req.job.clone(),
-                        report,
-                    }))
-                })();
-                let reply = match reply {
-                    Ok(Some(done)) => Reply::Done(Box::new(done)),
-                    Ok(None) => continue,
-                    Err(message) => Reply::Failed {
-                        id: req.id,
-                        message,
-                    },
-                };
-                if replies.send(reply).is_err() {
-                    break;
-                }
-                repaint.request_repaint();
-            }
-        })
-        .expect("the worker thread starts");
-    Worker {
-        tx: Some(tx),
-        rx,
-        thread: Some(thread),
-    }
-}
-
-/// The worker's ends of its channels and its thread.
-struct Worker {
-    tx: Option<Sender<Request>>,
-    rx: Receiver<Reply>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Drop for Worker {
-    /// Closing the request channel ends the worker's loop; it is joined so that it never
-    /// outlives the view while inside the GPU driver (a detached thread still in lavapipe
-    /// when the process exits crashed it at exit).
-    fn drop(&mut self) {
-        self.tx = None;
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+/// The worker's computation: reads and normalizes epochs, keeps them (and, on the GPU, their
+/// sorted copies) while only the parameters change, and computes the matrix.
+fn compute(gpu: Option<GpuContext>) -> Compute<Request, XapenReport> {
+    let mut kernels = gpu.map(|g| XapenKernels::new(&g));
+    let mut input: Option<(InputKey, Arc<Epochs>)> = None;
+    let mut prepared: Option<(InputKey, usize, Prepared)> = None;
+    Box::new(move |req: &Request, progress: &Progress| {
+        let t = Instant::now();
+        let key = input_key(&req.rec, &req.job);
+        let gpu = kernels.as_mut().filter(|_| req.backend == Backend::Gpu);
+        let cancel = Some(&*progress.cancel);
+        let done = Some(&*progress.done);
+        let err = |e: &dyn std::fmt::Display| e.to_string();
+        if !req.job.fits_in_one_block(&req.rec).map_err(|e| err(&e))? {
+            // Too large to keep: read and computed in blocks of epochs.
+            return xapen_job::run(&req.rec, &req.job, gpu, cancel, done).map_err(|e| err(&e));
         }
-    }
+        let ep = match &input {
+            Some((k, ep)) if *k == key => ep.clone(),
+            _ => {
+                let ep = Arc::new(req.job.input(&req.rec).map_err(|e| err(&e))?);
+                input = Some((key.clone(), ep.clone()));
+                ep
+            }
+        };
+        let params = req.job.params;
+        let one_chunk = match gpu.as_deref() {
+            Some(k) => k.chunk_epochs(&ep, params.m).map_err(|e| err(&e))? >= ep.epochs,
+            None => false,
+        };
+        let (mean, ran_on) = match gpu {
+            Some(k) if one_chunk => {
+                // Sorted epochs stay on the device while r changes.
+                let reuse = matches!(&prepared, Some((pk, m, _)) if *pk == key && *m == params.m);
+                if !reuse {
+                    let p = k
+                        .prepare(&ep, 0..ep.epochs, params.m)
+                        .map_err(|e| err(&e))?;
+                    prepared = Some((key.clone(), params.m, p));
+                }
+                let (_, _, p) = prepared.as_ref().expect("just prepared");
+                k.count(p, &params, true).map_err(|e| err(&e))?;
+                let mean = k.read_mean(p).map_err(|e| err(&e))?;
+                (mean, (Backend::Gpu, k.context().describe()))
+            }
+            gpu => {
+                let computed = xapen_job::compute(&ep, &params, false, gpu, cancel, done)
+                    .map_err(|e| err(&e))?;
+                let Some((matrices, ran_on)) = computed else {
+                    return Ok(None);
+                };
+                (matrices.mean, ran_on)
+            }
+        };
+        Ok(Some(XapenReport::new(
+            &req.rec,
+            &req.job,
+            ep.epochs,
+            &mean,
+            None,
+            ran_on,
+            t.elapsed().as_secs_f64(),
+            &ep.flat_epochs(),
+        )))
+    })
 }
 
 /// The clicked pair's traces are for: (reply id, u, v, epoch).
@@ -221,12 +150,9 @@ pub struct XapenView {
     params: XapenParams,
     backend: Backend,
     gpu: Option<GpuContext>,
-    worker: Option<Worker>,
-    progress: Arc<AtomicUsize>,
-    next_id: u64,
-    /// The newest request: its id, its job, its cancel flag and when it was sent.
-    pending: Option<(u64, XapenJob, Arc<AtomicBool>, Instant)>,
-    last_job: Option<(XapenJob, Backend)>,
+    worker: Worker<Request, XapenReport>,
+    /// Results received so far (numbers them).
+    received: u64,
     shown: Option<Shown>,
     error: Option<String>,
     cell: Option<(usize, usize)>,
@@ -236,15 +162,6 @@ pub struct XapenView {
     /// A PNG of the matrix panel asked for: the file and the panel's rectangle.
     png_request: Option<std::path::PathBuf>,
     matrix_rect: Rect,
-}
-
-impl Drop for XapenView {
-    /// A run still going is cancelled so that dropping the worker (which joins it) is quick.
-    fn drop(&mut self) {
-        if let Some((_, _, cancel, _)) = &self.pending {
-            cancel.store(true, Ordering::Relaxed);
-        }
-    }
 }
 
 impl XapenView {
@@ -277,12 +194,12 @@ impl XapenView {
                 r: 0.2,
                 correction: Correction::Max,
             },
+            worker: Worker::new("ede xapen", {
+                let gpu = gpu.clone();
+                move || compute(gpu.clone())
+            }),
             gpu,
-            worker: None,
-            progress: Arc::new(AtomicUsize::new(0)),
-            next_id: 0,
-            pending: None,
-            last_job: None,
+            received: 0,
             shown: None,
             error: None,
             cell: None,
@@ -295,7 +212,7 @@ impl XapenView {
 
     /// True once the matrix for the current settings is on screen (or failed).
     pub fn ready(&self) -> bool {
-        self.pending.is_none() && (self.shown.is_some() || self.error.is_some())
+        self.worker.pending().is_none() && (self.shown.is_some() || self.error.is_some())
     }
 
     pub fn set_backend(&mut self, backend: Backend) {
@@ -363,86 +280,48 @@ impl XapenView {
 
     /// Sends the current settings to the worker when they changed.
     fn request(&mut self, ctx: &egui::Context, visible: (f64, f64), selection: Option<(f64, f64)>) {
-        let job = match self.job(visible, selection) {
-            Ok(j) => j,
+        match self.job(visible, selection) {
+            Ok(job) => {
+                let req = Request {
+                    rec: self.rec.clone(),
+                    job,
+                    backend: self.backend,
+                };
+                self.worker.request(ctx, req);
+            }
             Err(e) => {
                 self.error = Some(e);
-                self.last_job = None;
-                return;
+                self.worker.cancel();
+                self.worker.forget();
             }
-        };
-        let key = (job.clone(), self.backend);
-        if self.last_job.as_ref() == Some(&key) {
-            return;
-        }
-        self.last_job = Some(key);
-        if let Some((_, _, cancel, _)) = &self.pending {
-            cancel.store(true, Ordering::Relaxed);
-        }
-        let worker = self.worker.get_or_insert_with(|| {
-            spawn_worker(self.gpu.clone(), ctx.clone(), self.progress.clone())
-        });
-        let tx = worker.tx.as_ref().expect("open until the worker drops");
-        self.next_id += 1;
-        let cancel = Arc::new(AtomicBool::new(false));
-        let req = Request {
-            id: self.next_id,
-            rec: self.rec.clone(),
-            job: job.clone(),
-            backend: self.backend,
-            cancel: cancel.clone(),
-        };
-        if tx.send(req).is_ok() {
-            self.pending = Some((self.next_id, job, cancel, Instant::now()));
         }
     }
 
     fn receive(&mut self, ctx: &egui::Context) {
-        let Some(Worker { rx, .. }) = &self.worker else {
-            return;
-        };
-        let mut replies = Vec::new();
-        loop {
-            match rx.try_recv() {
-                Ok(reply) => replies.push(reply),
-                Err(std::sync::mpsc::TryRecvError::Empty) => break,
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                    // The worker died (a panic): say so, and start a new one on the next change.
-                    self.worker = None;
-                    self.pending = None;
-                    self.error =
-                        Some("the analysis stopped unexpectedly; change a setting to retry".into());
-                    break;
+        match self.worker.poll() {
+            Some(Outcome::Done { request, output }) => {
+                self.error = None;
+                self.received += 1;
+                let b = output.channels.len();
+                let (image, range) = matrix_image(&output.mean(), b);
+                let texture =
+                    ctx.load_texture("xapen matrix", image, egui::TextureOptions::NEAREST);
+                if self.cell.is_some_and(|(u, v)| u >= b || v >= b) {
+                    self.cell = None;
                 }
+                self.detail_epoch = self.detail_epoch.min(output.epochs - 1);
+                self.shown = Some(Shown {
+                    done: Done {
+                        id: self.received,
+                        job: request.job,
+                        report: output,
+                    },
+                    texture,
+                    range,
+                });
             }
-        }
-        for reply in replies {
-            let newest = self.pending.as_ref().map(|p| p.0);
-            match reply {
-                Reply::Done(done) if Some(done.id) == newest => {
-                    self.pending = None;
-                    self.error = None;
-                    let b = done.report.channels.len();
-                    let (image, range) = matrix_image(&done.report.mean(), b);
-                    let texture =
-                        ctx.load_texture("xapen matrix", image, egui::TextureOptions::NEAREST);
-                    if self.cell.is_some_and(|(u, v)| u >= b || v >= b) {
-                        self.cell = None;
-                    }
-                    self.detail_epoch = self.detail_epoch.min(done.report.epochs - 1);
-                    self.shown = Some(Shown {
-                        done: *done,
-                        texture,
-                        range,
-                    });
-                }
-                Reply::Failed { id, message } if Some(id) == newest => {
-                    self.pending = None;
-                    self.error = Some(message);
-                }
-                // A reply to a request that has been superseded: dropped.
-                _ => {}
-            }
+            Some(Outcome::Failed { message, .. }) => self.error = Some(message),
+            None => {}
         }
     }
 
@@ -458,9 +337,6 @@ impl XapenView {
                 egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
             });
         self.request(&ctx, visible, selection);
-        if self.pending.is_some() {
-            ctx.request_repaint_after(std::time::Duration::from_millis(50));
-        }
         egui::CentralPanel::default().show(ui, |ui| self.matrix_ui(ui));
     }
 
@@ -544,20 +420,7 @@ impl XapenView {
                 }
             });
         ui.separator();
-        if let Some((_, job, cancel, since)) = &self.pending {
-            ui.horizontal(|ui| {
-                ui.spinner();
-                let pairs = job.channels.len().pow(2);
-                let done = self.progress.load(Ordering::Relaxed);
-                ui.label(format!("computing… {:.1} s", since.elapsed().as_secs_f64()));
-                if pairs > 0 && done > 0 {
-                    ui.label(format!("{done} pairs"));
-                }
-                if ui.button("Cancel").clicked() {
-                    cancel.store(true, Ordering::Relaxed);
-                }
-            });
-        }
+        self.worker.spinner(ui, "pairs");
         if let Some(e) = &self.error {
             ui.colored_label(ui.visuals().error_fg_color, e);
         }
@@ -584,17 +447,9 @@ impl XapenView {
                     format!("{label} is flat in {k} epoch(s): NaN (grey) there"),
                 );
             }
-            ui.horizontal(|ui| {
-                if ui.button("Save CSV…").clicked() {
-                    self.save(Format::Csv);
-                }
-                if ui.button("JSON…").clicked() {
-                    self.save(Format::Json);
-                }
-                if ui.button("PNG…").clicked() {
-                    self.save(Format::Png);
-                }
-            });
+            if let Some((format, path)) = export::buttons(ui, "xapen") {
+                self.save(format, path);
+            }
         }
     }
 
@@ -607,7 +462,7 @@ impl XapenView {
     fn matrix_ui(&mut self, ui: &mut egui::Ui) {
         let Some(shown) = &self.shown else {
             ui.centered_and_justified(|ui| {
-                ui.label(if self.pending.is_some() {
+                ui.label(if self.worker.pending().is_some() {
                     "computing…"
                 } else {
                     "no matrix yet"
@@ -673,7 +528,7 @@ impl XapenView {
             egui::FontId::proportional(11.0),
             Color32::GRAY,
         );
-        colour_bar(
+        MATRIX_COLOURS.bar(
             &painter,
             Rect::from_min_size(
                 Pos2::new(map.right() + 14.0, map.top()),
@@ -681,6 +536,7 @@ impl XapenView {
             ),
             shown.range,
             text,
+            |v| format!("{v:.3}"),
         );
 
         let at = |p: Pos2| -> Option<(usize, usize)> {
@@ -783,58 +639,55 @@ impl XapenView {
             });
     }
 
-    fn save(&mut self, format: Format) {
+    fn save(&mut self, format: Format, path: std::path::PathBuf) {
         let Some(shown) = &self.shown else {
             return;
         };
-        let (name, ext) = match format {
-            Format::Csv => ("xapen.csv", "csv"),
-            Format::Json => ("xapen.json", "json"),
-            Format::Png => ("xapen.png", "png"),
-        };
-        let Some(path) = rfd::FileDialog::new()
-            .set_file_name(name)
-            .add_filter(ext, &[ext])
-            .save_file()
-        else {
-            return;
-        };
+        let report = &shown.done.report;
         let result = match format {
-            Format::Csv => std::fs::write(
+            Format::Csv => export::write_atomic(
                 &path,
-                matrix_csv(&shown.done.report.channels, &shown.done.report.mean()),
-            )
-            .map_err(|e| e.to_string()),
-            Format::Json => serde_json::to_string_pretty(&shown.done.report)
+                matrix_csv(&report.channels, &report.mean()).as_bytes(),
+            ),
+            Format::Json => serde_json::to_string_pretty(report)
                 .map_err(|e| e.to_string())
-                .and_then(|t| std::fs::write(&path, t).map_err(|e| e.to_string())),
+                .and_then(|t| export::write_atomic(&path, t.as_bytes())),
             Format::Png => {
                 // Taken by the app after this frame, cropped to the matrix.
-                self.png_request = Some(path.clone());
+                self.png_request = Some(path);
                 Ok(())
             }
         };
         if let Err(e) = result {
-            self.error = Some(format!("cannot write {}: {e}", path.display()));
+            self.error = Some(e);
         }
     }
+}
 
-    /// A pending PNG export: the file and the screen rectangle to crop to.
-    pub fn take_png_request(&mut self) -> Option<(std::path::PathBuf, Rect)> {
+impl super::AnalysisView for XapenView {
+    fn ui(&mut self, ui: &mut egui::Ui, browser: &mut super::browser::Browser) {
+        XapenView::ui(self, ui, browser.visible_span(), browser.selection);
+    }
+
+    fn ready(&self) -> bool {
+        XapenView::ready(self)
+    }
+
+    fn take_png_request(&mut self) -> Option<(std::path::PathBuf, Rect)> {
         Some((self.png_request.take()?, self.matrix_rect))
     }
 }
 
-enum Format {
-    Csv,
-    Json,
-    Png,
-}
+/// The matrix's colours (the colour bar and the image agree).
+const MATRIX_COLOURS: ColourMap = ColourMap::Viridis;
 
 /// The matrix in viridis over its finite range (NaN grey), one pixel a cell, and that range.
 pub fn matrix_image(mean: &[f64], channels: usize) -> (egui::ColorImage, (f64, f64)) {
     let range = finite_range(mean);
-    let pixels = mean.iter().map(|&v| colour(v, range)).collect();
+    let pixels = mean
+        .iter()
+        .map(|&v| MATRIX_COLOURS.colour(v, range))
+        .collect();
     (egui::ColorImage::new([channels, channels], pixels), range)
 }
 
@@ -856,88 +709,6 @@ pub fn matrix_csv(labels: &[String], mean: &[f64]) -> String {
     out
 }
 
-fn finite_range(values: &[f64]) -> (f64, f64) {
-    let (lo, hi) = values
-        .iter()
-        .filter(|v| v.is_finite())
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
-    if lo.is_finite() && hi > lo {
-        (lo, hi)
-    } else if lo.is_finite() {
-        (lo - 0.5, lo + 0.5)
-    } else {
-        (0.0, 1.0)
-    }
-}
-
-/// Viridis, sampled at nine points and interpolated: perceptually even and readable in grey.
-const VIRIDIS: [[u8; 3]; 9] = [
-    [68, 1, 84],
-    [71, 44, 122],
-    [59, 81, 139],
-    [44, 113, 142],
-    [33, 144, 141],
-    [39, 173, 129],
-    [92, 200, 99],
-    [170, 220, 50],
-    [253, 231, 37],
-];
-
-/// Viridis in 256 steps, interpolated once: colouring a matrix is then a lookup a cell.
-static VIRIDIS_256: std::sync::LazyLock<[Color32; 256]> = std::sync::LazyLock::new(|| {
-    std::array::from_fn(|i| {
-        let t = i as f64 / 255.0 * (VIRIDIS.len() - 1) as f64;
-        let k = (t.floor() as usize).min(VIRIDIS.len() - 2);
-        let f = t - k as f64;
-        let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * f).round() as u8;
-        let (a, b) = (VIRIDIS[k], VIRIDIS[k + 1]);
-        Color32::from_rgb(mix(a[0], b[0]), mix(a[1], b[1]), mix(a[2], b[2]))
-    })
-});
-
-fn colour(v: f64, (lo, hi): (f64, f64)) -> Color32 {
-    if !v.is_finite() {
-        return Color32::from_gray(170);
-    }
-    let t = ((v - lo) / (hi - lo)).clamp(0.0, 1.0);
-    VIRIDIS_256[(t * 255.0).round() as usize]
-}
-
-fn colour_bar(painter: &egui::Painter, rect: Rect, range: (f64, f64), text: Color32) {
-    let steps = 64;
-    let mut mesh = egui::Mesh::default();
-    for k in 0..steps {
-        let t0 = k as f32 / steps as f32;
-        let y0 = rect.bottom() - t0 * rect.height();
-        let y1 = rect.bottom() - (k + 1) as f32 / steps as f32 * rect.height();
-        let v = range.0 + (range.1 - range.0) * (k as f64 + 0.5) / steps as f64;
-        mesh.add_colored_rect(
-            Rect::from_min_max(Pos2::new(rect.left(), y1), Pos2::new(rect.right(), y0)),
-            colour(v, range),
-        );
-    }
-    painter.add(egui::Shape::mesh(mesh));
-    painter.rect_stroke(
-        rect,
-        0.0,
-        Stroke::new(1.0, Color32::from_gray(120)),
-        egui::StrokeKind::Outside,
-    );
-    for k in 0..=4 {
-        let f = k as f64 / 4.0;
-        let y = rect.bottom() - f as f32 * rect.height();
-        painter.text(
-            Pos2::new(rect.right() + 4.0, y),
-            egui::Align2::LEFT_CENTER,
-            format!("{:.3}", range.0 + (range.1 - range.0) * f),
-            egui::FontId::proportional(10.0),
-            text,
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -947,13 +718,5 @@ mod tests {
         let labels = vec!["Fp1".to_string(), "O2".to_string()];
         let csv = matrix_csv(&labels, &[1.0, 2.5, f64::NAN, 0.25]);
         assert_eq!(csv, "u\\v,Fp1,O2\nFp1,1,2.5\nO2,NaN,0.25\n");
-    }
-
-    #[test]
-    fn colours_span_viridis_and_nan_is_grey() {
-        assert_eq!(colour(0.0, (0.0, 1.0)), Color32::from_rgb(68, 1, 84));
-        assert_eq!(colour(1.0, (0.0, 1.0)), Color32::from_rgb(253, 231, 37));
-        assert_eq!(colour(f64::NAN, (0.0, 1.0)), Color32::from_gray(170));
-        assert_eq!(finite_range(&[f64::NAN, 2.0, 1.0]), (1.0, 2.0));
     }
 }

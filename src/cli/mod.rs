@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 
+use crate::app::{Span, StartOptions};
 use crate::recording::{OpenOptions, ReadError, Recording};
 
 #[derive(Debug, Parser)]
@@ -37,7 +38,7 @@ pub struct GuiArgs {
     /// Render the window after the first complete frame, save it as PNG and exit.
     #[arg(long, value_name = "PNG")]
     pub screenshot: Option<PathBuf>,
-    /// Which view the screenshot shows.
+    /// Which view to show: browser, xapen or scalogram.
     #[arg(long, default_value = "browser")]
     pub view: String,
     /// Window size for the screenshot, WIDTHxHEIGHT.
@@ -51,11 +52,30 @@ pub struct GuiArgs {
     pub span: Option<Span>,
 }
 
-/// The time span of the browser's page.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Span {
-    Seconds(f64),
-    All,
+impl GuiArgs {
+    /// The GUI's start-up options (an app type: the app does not know the command line).
+    pub fn start_options(&self) -> Result<StartOptions, String> {
+        let size = self
+            .size
+            .split_once('x')
+            .and_then(|(w, h)| Some((w.parse::<f32>().ok()?, h.parse::<f32>().ok()?)))
+            .filter(|&(w, h)| w >= 100.0 && h >= 100.0 && w.is_finite() && h.is_finite())
+            .ok_or_else(|| {
+                format!(
+                    "--size must be WIDTHxHEIGHT (at least 100x100), got {:?}",
+                    self.size
+                )
+            })?;
+        Ok(StartOptions {
+            file: self.file.clone(),
+            fs: self.fs,
+            screenshot: self.screenshot.clone(),
+            view: self.view.clone(),
+            size,
+            start: self.start,
+            span: self.span,
+        })
+    }
 }
 
 fn parse_start(s: &str) -> Result<f64, String> {

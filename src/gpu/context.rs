@@ -18,11 +18,16 @@ pub enum GpuError {
     SelfTest(f32),
 }
 
+/// eframe's renderer, where compute-written textures are registered for egui to draw.
+pub type EguiRenderer = std::sync::Arc<eframe::egui::mutex::RwLock<eframe::egui_wgpu::Renderer>>;
+
 #[derive(Clone)]
 pub struct GpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub adapter_info: wgpu::AdapterInfo,
+    /// The renderer drawing the window with this device (the GUI only; none headless).
+    pub renderer: Option<EguiRenderer>,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -59,6 +64,7 @@ impl GpuContext {
             device,
             queue,
             adapter_info: adapter.get_info(),
+            renderer: None,
         })
     }
 
@@ -68,6 +74,7 @@ impl GpuContext {
             device: rs.device.clone(),
             queue: rs.queue.clone(),
             adapter_info: rs.adapter.get_info(),
+            renderer: Some(rs.renderer.clone()),
         }
     }
 

@@ -57,6 +57,12 @@ impl Painted {
         let top = cwt::display_value(q as f64, 1.0, spec.quantity, false) as f32;
         Ok((f32::from_le_bytes([v[0], v[1], v[2], v[3]]), top))
     }
+
+    /// Every pixel's shown value, read back (an export of what is shown).
+    pub fn values(&self, ctx: &GpuContext) -> Result<Vec<f32>, GpuError> {
+        let bytes = ctx.read_back(&self.values, (self.width * self.height * 4) as u64)?;
+        Ok(bytemuck::cast_slice::<u8, f32>(&bytes).to_vec())
+    }
 }
 
 #[repr(C)]

@@ -1,0 +1,199 @@
+//! Colour maps and the colour bar every view shares. Only perceptually uniform maps (matplotlib's
+//! viridis, magma and cividis, sampled at nine points and interpolated): even steps of value
+//! look like even steps of colour, they read in grey, and cividis suits colour-blind readers.
+//! No rainbow.
+
+use eframe::egui::{self, Color32, Pos2, Rect, Stroke};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum ColourMap {
+    #[default]
+    Viridis,
+    Magma,
+    Cividis,
+}
+
+const VIRIDIS: [[u8; 3]; 9] = [
+    [68, 1, 84],
+    [71, 44, 122],
+    [59, 81, 139],
+    [44, 113, 142],
+    [33, 144, 141],
+    [39, 173, 129],
+    [92, 200, 99],
+    [170, 220, 50],
+    [253, 231, 37],
+];
+
+const MAGMA: [[u8; 3]; 9] = [
+    [0, 0, 4],
+    [28, 16, 68],
+    [79, 18, 123],
+    [129, 37, 129],
+    [181, 54, 122],
+    [229, 80, 100],
+    [251, 135, 97],
+    [254, 194, 135],
+    [252, 253, 191],
+];
+
+const CIVIDIS: [[u8; 3]; 9] = [
+    [0, 34, 78],
+    [18, 53, 112],
+    [59, 73, 108],
+    [87, 93, 109],
+    [112, 113, 115],
+    [138, 134, 120],
+    [166, 157, 116],
+    [197, 181, 105],
+    [254, 232, 56],
+];
+
+fn table(points: &[[u8; 3]; 9]) -> [Color32; 256] {
+    std::array::from_fn(|i| {
+        let t = i as f64 / 255.0 * (points.len() - 1) as f64;
+        let k = (t.floor() as usize).min(points.len() - 2);
+        let f = t - k as f64;
+        let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * f).round() as u8;
+        let (a, b) = (points[k], points[k + 1]);
+        Color32::from_rgb(mix(a[0], b[0]), mix(a[1], b[1]), mix(a[2], b[2]))
+    })
+}
+
+static TABLES: std::sync::LazyLock<[[Color32; 256]; 3]> =
+    std::sync::LazyLock::new(|| [table(&VIRIDIS), table(&MAGMA), table(&CIVIDIS)]);
+
+/// The colour of values outside any range (NaN: a flat channel).
+pub const MISSING: Color32 = Color32::from_gray(170);
+
+impl ColourMap {
+    pub const ALL: [ColourMap; 3] = [ColourMap::Viridis, ColourMap::Magma, ColourMap::Cividis];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ColourMap::Viridis => "viridis",
+            ColourMap::Magma => "magma",
+            ColourMap::Cividis => "cividis",
+        }
+    }
+
+    /// The map in 256 steps: colouring is then a lookup a value.
+    pub fn table(self) -> &'static [Color32; 256] {
+        &TABLES[self as usize]
+    }
+
+    /// The table as RGBA8 words (r in the low byte), for GPU paint kernels.
+    pub fn packed(self) -> [u32; 256] {
+        std::array::from_fn(|i| u32::from_le_bytes(self.table()[i].to_array()))
+    }
+
+    /// The colour of `v` over `(lo, hi)`; NaN is grey.
+    pub fn colour(self, v: f64, (lo, hi): (f64, f64)) -> Color32 {
+        if !v.is_finite() {
+            return MISSING;
+        }
+        let t = ((v - lo) / (hi - lo)).clamp(0.0, 1.0);
+        self.table()[(t * 255.0).round() as usize]
+    }
+
+    /// A vertical bar of the map over `range`, with five labels written by `label`.
+    pub fn bar(
+        self,
+        painter: &egui::Painter,
+        rect: Rect,
+        range: (f64, f64),
+        text: Color32,
+        label: impl Fn(f64) -> String,
+    ) {
+        let steps = 64;
+        let mut mesh = egui::Mesh::default();
+        for k in 0..steps {
+            let y0 = rect.bottom() - k as f32 / steps as f32 * rect.height();
+            let y1 = rect.bottom() - (k + 1) as f32 / steps as f32 * rect.height();
+            let v = range.0 + (range.1 - range.0) * (k as f64 + 0.5) / steps as f64;
+            mesh.add_colored_rect(
+                Rect::from_min_max(Pos2::new(rect.left(), y1), Pos2::new(rect.right(), y0)),
+                self.colour(v, range),
+            );
+        }
+        painter.add(egui::Shape::mesh(mesh));
+        painter.rect_stroke(
+            rect,
+            0.0,
+            Stroke::new(1.0, Color32::from_gray(120)),
+            egui::StrokeKind::Outside,
+        );
+        for k in 0..=4 {
+            let f = k as f64 / 4.0;
+            let y = rect.bottom() - f as f32 * rect.height();
+            painter.text(
+                Pos2::new(rect.right() + 4.0, y),
+                egui::Align2::LEFT_CENTER,
+                label(range.0 + (range.1 - range.0) * f),
+                egui::FontId::proportional(10.0),
+                text,
+            );
+        }
+    }
+
+    /// A combo box choosing the map.
+    pub fn picker(&mut self, ui: &mut egui::Ui, id: &str) {
+        egui::ComboBox::from_id_salt(id)
+            .selected_text(self.name())
+            .show_ui(ui, |ui| {
+                for m in ColourMap::ALL {
+                    ui.selectable_value(self, m, m.name());
+                }
+            });
+    }
+}
+
+/// The smallest and largest finite values, widened when they are equal; (0, 1) with none.
+pub fn finite_range(values: &[f64]) -> (f64, f64) {
+    let (lo, hi) = values
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        });
+    if lo.is_finite() && hi > lo {
+        (lo, hi)
+    } else if lo.is_finite() {
+        (lo - 0.5, lo + 0.5)
+    } else {
+        (0.0, 1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_run_from_their_first_to_their_last_colour_and_nan_is_grey() {
+        let v = ColourMap::Viridis;
+        assert_eq!(v.colour(0.0, (0.0, 1.0)), Color32::from_rgb(68, 1, 84));
+        assert_eq!(v.colour(1.0, (0.0, 1.0)), Color32::from_rgb(253, 231, 37));
+        assert_eq!(v.colour(f64::NAN, (0.0, 1.0)), MISSING);
+        assert_eq!(ColourMap::Magma.table()[0], Color32::from_rgb(0, 0, 4));
+        assert_eq!(
+            ColourMap::Cividis.packed()[255],
+            u32::from_le_bytes([254, 232, 56, 255])
+        );
+        assert_eq!(finite_range(&[f64::NAN, 2.0, 1.0]), (1.0, 2.0));
+    }
+
+    /// Lightness rises monotonically along each map (what makes them readable in grey).
+    #[test]
+    fn lightness_rises_along_every_map() {
+        for m in ColourMap::ALL {
+            let luma =
+                |c: Color32| 0.299 * c.r() as f64 + 0.587 * c.g() as f64 + 0.114 * c.b() as f64;
+            let t = m.table();
+            for k in (16..256).step_by(16) {
+                assert!(luma(t[k]) > luma(t[k - 16]), "{} at {k}", m.name());
+            }
+        }
+    }
+}
