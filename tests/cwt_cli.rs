@@ -87,7 +87,11 @@ fn scalogram_json_has_the_issue_fields_and_the_cpu_values() {
     assert_eq!((mag.len(), mag[0].len()), (36, 1000));
     let coi: Vec<f64> = serde_json::from_value(j["coi_s"].clone()).unwrap();
     let want_coi = cone_of_influence(1000, 0.01, 6.0);
-    assert!(coi.iter().zip(&want_coi).all(|(a, b)| (a - b).abs() < 1e-12));
+    assert!(
+        coi.iter()
+            .zip(&want_coi)
+            .all(|(a, b)| (a - b).abs() < 1e-12)
+    );
     // The values are the CPU path's on the same samples.
     let rec = ede::recording::Recording::open(&file, &Default::default()).unwrap();
     let mut x = vec![0f32; 1000];

@@ -172,7 +172,13 @@ fn edf_plus_d_keeps_gaps_and_subsecond_start() {
 #[test]
 fn mitbih_100_has_its_samples_and_beats() {
     let Some(dir) = shared_data() else { return };
-    for name in ["ecg/mitdb/100", "ecg/mitdb/100.hea"] {
+    // A record opens from any of its files.
+    for name in [
+        "ecg/mitdb/100",
+        "ecg/mitdb/100.hea",
+        "ecg/mitdb/100.dat",
+        "ecg/mitdb/100.atr",
+    ] {
         let rec = open(&dir.join(name));
         assert_eq!(rec.signals[0].label, "MLII");
         assert_eq!(rec.signals[1].label, "V5");

@@ -364,3 +364,34 @@ fn a_failed_open_keeps_the_app_with_the_error_shown() {
     h.run_steps(2);
     assert_eq!(h.state().error(), None);
 }
+
+/// File > Open a path: a path that fails keeps the app with the error shown; a good one opens.
+#[test]
+fn the_path_field_opens_a_typed_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("two.csv");
+    std::fs::write(&good, "time,A,B\n0,1,2\n0.01,2,3\n0.02,3,4\n0.03,4,5\n").unwrap();
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    for (path, opens) in [
+        (dir.path().join("missing.edf"), false),
+        (good.clone(), true),
+    ] {
+        h.state_mut().show_path_field(None);
+        h.run_steps(2);
+        let field = h.get_by_role_and_label(egui::accesskit::Role::TextInput, "Path");
+        field.focus();
+        field.type_text(path.to_str().unwrap());
+        h.run_steps(1);
+        h.get_by_label("Open").click();
+        h.run_steps(2);
+        if opens {
+            assert_eq!(h.state().error(), None);
+            assert_eq!(h.state().browser.trace_labels(), vec!["A", "B"]);
+        } else {
+            assert!(h.state().error().is_some_and(|e| e.contains("missing.edf")));
+            h.get_by_label("OK").click();
+            h.run_steps(2);
+        }
+    }
+}

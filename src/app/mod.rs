@@ -102,7 +102,17 @@ pub struct EdeApp {
     shot_requested: bool,
     styled: bool,
     shot_taken: Arc<std::sync::Mutex<bool>>,
+    /// A file dialog open on its own thread (the window keeps drawing meanwhile).
+    dialog: Option<(
+        std::sync::mpsc::Receiver<Option<PathBuf>>,
+        std::time::Instant,
+    )>,
+    /// The "open a path" field, when shown, and why (no dialog could be shown).
+    path_field: Option<(String, Option<String>)>,
 }
+
+/// A dialog that answers "nothing chosen" faster than this could not be shown at all.
+const NO_DIALOG: std::time::Duration = std::time::Duration::from_millis(400);
 
 impl EdeApp {
     /// Opens `file` (or the demo) with persisted settings; `gpu` is the render device.
@@ -146,6 +156,8 @@ impl EdeApp {
             shot_requested: false,
             styled: false,
             shot_taken: Arc::new(std::sync::Mutex::new(false)),
+            dialog: None,
+            path_field: None,
         };
         if let Some(p) = file.filter(|_| app.error.is_none()) {
             app.remember(p);
@@ -239,12 +251,11 @@ impl EdeApp {
                 ui.menu_button("File", |ui| {
                     if ui.button("Open…").clicked() {
                         ui.close();
-                        if let Some(p) = rfd::FileDialog::new()
-                            .add_filter("Recordings", &["edf", "bdf", "rec", "hea", "csv"])
-                            .pick_file()
-                        {
-                            self.open(p);
-                        }
+                        self.start_dialog();
+                    }
+                    if ui.button("Open a path…").clicked() {
+                        ui.close();
+                        self.show_path_field(None);
                     }
                     ui.menu_button("Open recent", |ui| {
                         let mut chosen = None;
@@ -277,6 +288,8 @@ impl EdeApp {
                 }
             });
         });
+        self.poll_dialog(&ctx);
+        self.path_window(&ctx);
         if let Some(e) = self.error.clone() {
             // A file that failed to open is said where the user looks, not only in the status.
             egui::Window::new("Cannot open the file")
@@ -312,6 +325,108 @@ impl EdeApp {
             }
         }
         self.settings.browser = self.browser.settings.clone();
+    }
+
+    /// Opens the system's file dialog on a thread: rfd blocks while it is open, and the window
+    /// must keep drawing (the desktop portal, or zenity where there is none).
+    fn start_dialog(&mut self) {
+        if self.dialog.is_some() {
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let started = std::thread::Builder::new()
+            .name("ede file dialog".into())
+            .spawn(move || {
+                let chosen = rfd::FileDialog::new()
+                    .add_filter(
+                        "Recordings",
+                        &["edf", "bdf", "rec", "hea", "dat", "atr", "csv"],
+                    )
+                    .add_filter("All files", &["*"])
+                    .pick_file();
+                let _ = tx.send(chosen);
+            });
+        match started {
+            Ok(_) => self.dialog = Some((rx, std::time::Instant::now())),
+            Err(e) => self.show_path_field(Some(format!("the file dialog did not start: {e}"))),
+        }
+    }
+
+    fn poll_dialog(&mut self, ctx: &egui::Context) {
+        let Some((rx, since)) = &self.dialog else {
+            return;
+        };
+        let answer = match rx.try_recv() {
+            Ok(answer) => answer,
+            Err(std::sync::mpsc::TryRecvError::Empty) => {
+                ctx.request_repaint_after(std::time::Duration::from_millis(100));
+                return;
+            }
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => None,
+        };
+        let quick = since.elapsed() < NO_DIALOG;
+        self.dialog = None;
+        match answer {
+            Some(p) => self.open(p),
+            None if quick => self.show_path_field(Some(
+                "No file dialog could be shown: this desktop has neither the XDG desktop portal \
+                 nor zenity (./setup.sh installs zenity). Type the file's path instead."
+                    .into(),
+            )),
+            None => {}
+        }
+    }
+
+    /// Shows the path field, with the reason when no dialog could be shown.
+    pub fn show_path_field(&mut self, why: Option<String>) {
+        let text = self
+            .browser
+            .rec
+            .path
+            .as_ref()
+            .and_then(|p| p.parent())
+            .map(|d| format!("{}/", d.display()))
+            .unwrap_or_default();
+        self.path_field = Some((text, why));
+    }
+
+    fn path_window(&mut self, ctx: &egui::Context) {
+        let Some((text, why)) = &mut self.path_field else {
+            return;
+        };
+        let (mut open, mut close) = (false, false);
+        egui::Window::new("Open a recording")
+            .collapsible(false)
+            .anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO)
+            .show(ctx, |ui| {
+                if let Some(why) = why {
+                    ui.label(why.as_str());
+                    ui.add_space(4.0);
+                }
+                let field = ui
+                    .horizontal(|ui| {
+                        let label = ui.label("Path");
+                        ui.add(
+                            egui::TextEdit::singleline(text)
+                                .hint_text("/path/to/recording.edf")
+                                .desired_width(420.0),
+                        )
+                        .labelled_by(label.id)
+                    })
+                    .inner;
+                let entered = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+                ui.horizontal(|ui| {
+                    open = ui.button("Open").clicked() || entered;
+                    close = ui.button("Cancel").clicked();
+                });
+            });
+        if open {
+            let path = PathBuf::from(text.trim());
+            self.path_field = None;
+            self.open(path);
+        } else if close {
+            self.path_field = None;
+        }
     }
 
     /// The message of a file that failed to open, until dismissed.

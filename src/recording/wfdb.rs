@@ -13,7 +13,8 @@ use memmap2::Mmap;
 
 use super::{Annotation, Format, ReadError, Recording, SampleSource, Segment, SignalInfo};
 
-/// A record is named by its header path with or without `.hea`.
+/// A record is named by its header path with or without `.hea`, or by any of its files
+/// (signal `.dat`, annotations `.atr`, `.qrs`, `.ann`) that has a header beside it.
 pub fn is_wfdb_path(path: &Path) -> bool {
     header_path(path).is_some()
 }
@@ -21,6 +22,16 @@ pub fn is_wfdb_path(path: &Path) -> bool {
 fn header_path(path: &Path) -> Option<PathBuf> {
     if path.extension().is_some_and(|e| e == "hea") {
         return Some(path.to_path_buf());
+    }
+    if path.extension().is_some_and(|e| {
+        ["dat", "atr", "qrs", "ann"]
+            .iter()
+            .any(|x| e.eq_ignore_ascii_case(x))
+    }) {
+        let hea = path.with_extension("hea");
+        if hea.is_file() {
+            return Some(hea);
+        }
     }
     let mut with = path.as_os_str().to_owned();
     with.push(".hea");

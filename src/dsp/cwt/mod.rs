@@ -247,30 +247,29 @@ pub fn pixel_values(
     signals: &[&[f32]],
     spec: &PaintSpec,
 ) -> (usize, Vec<f32>, f32) {
+    use rayon::prelude::*;
     let width = spec.width.clamp(1, plan.n);
     let s = plan.scales.len();
     let mut out = vec![0f32; signals.len() * s * width];
-    let mut top = 0f32;
     for (x, rows) in signals.iter().zip(out.chunks_mut(s * width)) {
         let spectrum = plan.spectrum(x, mean(x));
-        // (shown value, mean power / s if per scale) per pixel, then split.
-        let mut q = vec![0f32; s * width];
-        plan.rows_into(&spectrum, &mut q, width, |w, row| {
+        // Mean power per pixel (divided by the scale when asked), then shown as asked.
+        plan.rows_into(&spectrum, rows, width, |w, row| {
             for (c, o) in row.iter_mut().enumerate() {
                 let r = column_range(c, width, plan.n);
                 let p: f32 = w[r.clone()].iter().map(|v| v.norm_sqr()).sum();
                 *o = p / r.len().max(1) as f32;
             }
         });
-        for (j, (qrow, orow)) in q.chunks(width).zip(rows.chunks_mut(width)).enumerate() {
-            let scale = plan.scales[j] as f32;
-            for (qv, o) in qrow.iter().zip(orow) {
-                let qv = if spec.per_scale { qv / scale } else { *qv };
-                top = top.max(qv);
-                *o = display_value(qv as f64, 1.0, spec.quantity, false) as f32;
+        if spec.per_scale {
+            for (row, &scale) in rows.chunks_mut(width).zip(&plan.scales) {
+                row.iter_mut().for_each(|q| *q /= scale as f32);
             }
         }
     }
+    let top = out.par_iter().copied().reduce(|| 0f32, f32::max);
+    out.par_iter_mut()
+        .for_each(|q| *q = display_value(*q as f64, 1.0, spec.quantity, false) as f32);
     let top = display_value(top as f64, 1.0, spec.quantity, false) as f32;
     (width, out, top)
 }
@@ -283,8 +282,9 @@ pub fn colour_pixels(values: &[f32], top: f32, spec: &PaintSpec, lut: &[u32; 256
     } else {
         0.0
     };
+    use rayon::prelude::*;
     values
-        .iter()
+        .par_iter()
         .map(|&v| {
             let t = if top > lo {
                 ((v - lo) / (top - lo)).clamp(0.0, 1.0)
