@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::Rng;
+
 use std::sync::atomic::AtomicBool;
 
 use ede::analysis::cwt::{BandPowerJob, band_power};
@@ -15,21 +17,6 @@ use ede::dsp::cwt::{
 use ede::gpu::cwt::CwtKernels;
 use ede::recording::{Format, in_memory, unknown_start};
 use rustfft::num_complex::Complex32;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn gauss(&mut self) -> f64 {
-        let (u, v) = (self.next().max(1e-300), self.next());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
-}
 
 fn gpu() -> Option<CwtKernels> {
     match ede::gpu::GpuContext::headless() {

@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::Rng;
+
 use ede::dsp::xapen::{
     self, Correction, CpuMethod, Epochs, XapenError, XapenParams, brute, fast, reference,
 };
@@ -80,20 +82,6 @@ fn f64s(v: &serde_json::Value) -> Vec<f64> {
 }
 
 /// A deterministic generator for test data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn gauss(&mut self) -> f64 {
-        let (a, b) = (self.next().max(1e-300), self.next());
-        (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
-    }
-}
 
 #[test]
 fn reference_reproduces_the_synthetic_golden_values() {

@@ -175,3 +175,19 @@ pub(crate) fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry
         resource: buffer.as_entire_binding(),
     }
 }
+
+/// A compute pipeline for `entry_point` of `module`, its layout derived from the shader.
+pub(crate) fn compute_pipeline(
+    device: &wgpu::Device,
+    module: &wgpu::ShaderModule,
+    entry_point: &str,
+) -> wgpu::ComputePipeline {
+    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(entry_point),
+        layout: None,
+        module,
+        entry_point: Some(entry_point),
+        compilation_options: Default::default(),
+        cache: None,
+    })
+}

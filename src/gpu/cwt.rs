@@ -7,7 +7,7 @@
 use eframe::wgpu;
 use eframe::wgpu::util::DeviceExt;
 
-use super::context::entry;
+use super::context::{compute_pipeline, entry};
 use super::fft::{FftKernels, grid};
 use super::{GpuContext, GpuError};
 use crate::dsp::cwt::{self, CwtError, PaintSpec, Quantity};
@@ -103,6 +103,13 @@ impl Tile {
     }
 }
 
+/// What `rows_read_back` computes per row.
+#[derive(Debug, Clone, Copy)]
+enum RowOutput {
+    Magnitude,
+    BlockPower,
+}
+
 /// The wavelet parameters of one run, checked.
 struct Wavelet {
     dt: f64,
@@ -132,16 +139,7 @@ impl CwtKernels {
             label: Some("cwt"),
             source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/cwt.wgsl").into()),
         });
-        let pipeline = |entry_point| {
-            dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry_point),
-                layout: None,
-                module: &module,
-                entry_point: Some(entry_point),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        };
+        let pipeline = |entry_point| compute_pipeline(dev, &module, entry_point);
         let limits = dev.limits();
         CwtKernels {
             ctx: ctx.clone(),
@@ -417,44 +415,11 @@ impl CwtKernels {
         omega0: f64,
     ) -> Result<Vec<f32>, GpuCwtError> {
         let w = Self::wavelet(dt, scales, omega0)?;
-        let (n, s) = (sp.n, scales.len());
-        let total = (sp.channels * s * n * 4) as u64;
-        let ctx = self.ctx.clone();
-        let out = self.storage("cwt magnitude", total, copy_both());
-        ctx.guarded(|| -> Result<(), GpuCwtError> {
-            let mut enc = ctx.device.create_command_encoder(&Default::default());
-            let mut parts = Vec::new();
-            self.run_tiles(&mut enc, sp, &w, |k, enc, tile, coeffs, params| {
-                let part = k.storage(
-                    "cwt magnitude tile",
-                    (tile.rows() * n * 4) as u64,
-                    wgpu::BufferUsages::COPY_SRC,
-                );
-                k.dispatch(
-                    enc,
-                    &k.magnitude,
-                    &params,
-                    &[(7, coeffs), (8, &part)],
-                    None,
-                    (n, tile.rows()),
-                );
-                // Rows of one channel are contiguous in the output for either tile shape.
-                for c in 0..tile.channels {
-                    let from = (c * tile.sj * n * 4) as u64;
-                    let to = (((tile.c0 + c) * s + tile.j0) * n * 4) as u64;
-                    enc.copy_buffer_to_buffer(&part, from, &out, to, (tile.sj * n * 4) as u64);
-                }
-                parts.push(part);
-            })?;
-            ctx.queue.submit([enc.finish()]);
-            Ok(())
-        })??;
-        let bytes = ctx.read_back(&out, total)?;
-        Ok(bytemuck::cast_slice::<u8, f32>(&bytes).to_vec())
+        self.rows_read_back(sp, &w, sp.n, RowOutput::Magnitude, |_| {})
     }
 
-    /// Mean |W|^2 over blocks of `block` samples of `range`, `[channel][scale]
-    /// [block]` (the last block may be shorter), read back.
+    /// Mean |W|^2 over blocks of `block` samples of `range`, `[channel][scale][block]` (the
+    /// last block may be shorter), read back.
     pub fn block_power(
         &mut self,
         sp: &Spectra,
@@ -465,36 +430,49 @@ impl CwtKernels {
         block: usize,
     ) -> Result<Vec<f32>, GpuCwtError> {
         assert!(block > 0 && range.end <= sp.n);
-        let (first, count) = (range.start, range.len());
         let w = Self::wavelet(dt, scales, omega0)?;
-        let s = scales.len();
-        let blocks = count.div_ceil(block);
-        let total = (sp.channels * s * blocks * 4) as u64;
+        let blocks = range.len().div_ceil(block);
+        self.rows_read_back(sp, &w, blocks, RowOutput::BlockPower, |p| {
+            p.first = range.start as u32;
+            p.count = range.len() as u32;
+            p.block = block as u32;
+            p.blocks = blocks as u32;
+        })
+    }
+
+    /// Runs `output` on every tile's coefficients, `width` values a row, gathers the rows into
+    /// `[channel][scale][width]` and reads them back.
+    fn rows_read_back(
+        &mut self,
+        sp: &Spectra,
+        w: &Wavelet,
+        width: usize,
+        output: RowOutput,
+        tweak: impl Fn(&mut Params),
+    ) -> Result<Vec<f32>, GpuCwtError> {
+        let s = w.scales.len();
+        let row_bytes = (width * 4) as u64;
+        let total = (sp.channels * s) as u64 * row_bytes;
         let ctx = self.ctx.clone();
-        let out = self.storage("cwt band power", total, copy_both());
+        let out = self.storage("cwt rows", total, copy_both());
         ctx.guarded(|| -> Result<(), GpuCwtError> {
             let mut enc = ctx.device.create_command_encoder(&Default::default());
             let mut parts = Vec::new();
-            self.run_tiles(&mut enc, sp, &w, |k, enc, tile, coeffs, mut params| {
-                params.first = first as u32;
-                params.count = count as u32;
-                params.block = block as u32;
-                params.blocks = blocks as u32;
+            self.run_tiles(&mut enc, sp, w, |k, enc, tile, coeffs, mut params| {
+                tweak(&mut params);
                 let part = k.storage(
-                    "cwt band power tile",
-                    (tile.rows() * blocks * 4) as u64,
+                    "cwt rows tile",
+                    tile.rows() as u64 * row_bytes,
                     wgpu::BufferUsages::COPY_SRC,
                 );
-                k.dispatch(
-                    enc,
-                    &k.block_power,
-                    &params,
-                    &[(7, coeffs), (16, &part)],
-                    None,
-                    (blocks, tile.rows()),
-                );
+                let (pipeline, binding) = match output {
+                    RowOutput::Magnitude => (&k.magnitude, 8),
+                    RowOutput::BlockPower => (&k.block_power, 16),
+                };
+                let buffers = [(7, coeffs), (binding, &part)];
+                k.dispatch(enc, pipeline, &params, &buffers, None, (width, tile.rows()));
+                // Rows of one channel are contiguous in the output for either tile shape.
                 for c in 0..tile.channels {
-                    let row_bytes = (blocks * 4) as u64;
                     let from = (c * tile.sj) as u64 * row_bytes;
                     let to = ((tile.c0 + c) * s + tile.j0) as u64 * row_bytes;
                     enc.copy_buffer_to_buffer(&part, from, &out, to, tile.sj as u64 * row_bytes);

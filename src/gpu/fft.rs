@@ -8,7 +8,7 @@ use eframe::wgpu;
 use eframe::wgpu::util::DeviceExt;
 use rustfft::num_complex::Complex32;
 
-use super::context::entry;
+use super::context::{compute_pipeline, entry};
 use super::{GpuContext, GpuError};
 
 /// Rows per dispatch along y before the z dimension takes over (wgpu's per-dimension limit).
@@ -40,16 +40,7 @@ impl FftKernels {
             label: Some("fft"),
             source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/fft.wgsl").into()),
         });
-        let pipeline = |entry_point| {
-            dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry_point),
-                layout: None,
-                module: &module,
-                entry_point: Some(entry_point),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        };
+        let pipeline = |entry_point| compute_pipeline(dev, &module, entry_point);
         FftKernels {
             ctx: ctx.clone(),
             radix2: pipeline("radix2"),

@@ -3,7 +3,7 @@
 use eframe::wgpu;
 use eframe::wgpu::util::DeviceExt;
 
-use super::context::entry;
+use super::context::{compute_pipeline, entry};
 use super::{GpuContext, GpuError};
 
 pub fn saxpy_cpu(a: f32, x: &[f32], b: &[f32]) -> Vec<f32> {
@@ -18,14 +18,7 @@ pub fn saxpy(ctx: &GpuContext, a: f32, x: &[f32], b: &[f32]) -> Result<Vec<f32>,
         label: Some("saxpy"),
         source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/saxpy.wgsl").into()),
     });
-    let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some("saxpy"),
-        layout: None,
-        module: &module,
-        entry_point: Some("main"),
-        compilation_options: Default::default(),
-        cache: None,
-    });
+    let pipeline = compute_pipeline(dev, &module, "main");
     let mut params = [0u8; 8];
     params[..4].copy_from_slice(&a.to_le_bytes());
     params[4..].copy_from_slice(&n.to_le_bytes());

@@ -195,3 +195,22 @@ pub fn physical(s: &TestSignal, d: i32) -> f32 {
     let gain = (s.physical_max - s.physical_min) / (s.digital_max - s.digital_min) as f64;
     ((d - s.digital_min) as f64 * gain + s.physical_min) as f32
 }
+
+/// A xorshift generator: the same numbers on every machine.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// Uniform in [0, 1).
+    pub fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Standard normal (Box-Muller).
+    pub fn gauss(&mut self) -> f64 {
+        let (a, b) = (self.next().max(1e-300), self.next());
+        (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+    }
+}
