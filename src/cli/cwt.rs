@@ -100,50 +100,31 @@ pub fn run(args: &CwtArgs) -> anyhow::Result<()> {
     if let (true, Some(dir)) = (several, &args.band_power) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let mut reports = Vec::new();
-    let mut failed = 0;
-    let total = args.files.len();
-    for (k, path) in args.files.iter().enumerate() {
-        let tag = format!("[{}/{total}] {}", k + 1, path.display());
-        let result = super::open(path, args.fs)
-            .map_err(anyhow::Error::from)
-            .and_then(|rec| match &args.band_power {
-                Some(out) => {
-                    let out = if several {
-                        out.join(out_name(path))
-                    } else {
-                        out.clone()
-                    };
-                    band_power(&rec, args, gpu.as_mut(), &out, &tag)
-                }
-                None => {
-                    let report = scalogram(&rec, args, gpu.as_mut())?;
-                    eprintln!(
-                        "{tag}: {} x {} scales in {:.3} s ({})",
-                        report.channel,
-                        report.scales.len(),
-                        report.elapsed_s,
-                        report.adapter
-                    );
-                    reports.push(report);
-                    Ok(())
-                }
-            });
-        if let Err(e) = result {
-            // One bad file does not stop a study.
-            eprintln!("{tag}: {e:#}");
-            failed += 1;
+    super::study(&args.files, args.out.as_deref(), |path, tag| {
+        let rec = super::open(path, args.fs)?;
+        match &args.band_power {
+            Some(out) => {
+                let out = if several {
+                    out.join(out_name(path))
+                } else {
+                    out.clone()
+                };
+                band_power(&rec, args, gpu.as_mut(), &out, tag)?;
+                Ok(None)
+            }
+            None => {
+                let report = scalogram(&rec, args, gpu.as_mut())?;
+                eprintln!(
+                    "{tag}: {} x {} scales in {:.3} s ({})",
+                    report.channel,
+                    report.scales.len(),
+                    report.elapsed_s,
+                    report.adapter
+                );
+                Ok(Some(report))
+            }
         }
-    }
-    match (total, reports.as_slice()) {
-        (_, []) => {}
-        (1, [report]) => super::write_json(report, args.out.as_deref())?,
-        _ => super::write_json(&reports, args.out.as_deref())?,
-    }
-    if failed > 0 {
-        bail!("{failed} of {total} recording(s) failed");
-    }
-    Ok(())
+    })
 }
 
 fn scalogram(

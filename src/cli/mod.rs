@@ -157,6 +157,39 @@ pub fn print(text: &str) -> std::io::Result<()> {
     }
 }
 
+/// Runs `one(path, tag)` on every file of a study. A file that fails is said on stderr with
+/// its reason and the study goes on; the reports `one` returns are written to `out` (one
+/// object for one file, an array for several; stdout without `out`), and the exit is an error
+/// when any file failed.
+pub fn study<R: serde::Serialize>(
+    files: &[PathBuf],
+    out: Option<&Path>,
+    mut one: impl FnMut(&Path, &str) -> anyhow::Result<Option<R>>,
+) -> anyhow::Result<()> {
+    let total = files.len();
+    let mut reports = Vec::new();
+    let mut failed = 0;
+    for (k, path) in files.iter().enumerate() {
+        let tag = format!("[{}/{total}] {}", k + 1, path.display());
+        match one(path, &tag) {
+            Ok(report) => reports.extend(report),
+            Err(e) => {
+                eprintln!("{tag}: {e:#}");
+                failed += 1;
+            }
+        }
+    }
+    match (total, reports.as_slice()) {
+        (_, []) => {}
+        (1, [report]) => write_json(report, out)?,
+        _ => write_json(&reports, out)?,
+    }
+    if failed > 0 {
+        anyhow::bail!("{failed} of {total} recording(s) failed");
+    }
+    Ok(())
+}
+
 /// Pretty JSON to `out`, or to standard output.
 pub fn write_json(value: &impl serde::Serialize, out: Option<&Path>) -> anyhow::Result<()> {
     use anyhow::Context;

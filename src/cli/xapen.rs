@@ -107,47 +107,26 @@ pub fn run(args: &XapenArgs) -> anyhow::Result<()> {
     if let Some(dir) = &args.out_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let mut reports = Vec::new();
-    let mut failed = 0;
-    let total = args.files.len();
-    for (k, path) in args.files.iter().enumerate() {
-        match one(path, args, gpu.as_mut()) {
-            Ok(report) => {
-                eprintln!(
-                    "[{}/{total}] {}: {} channels x {} epochs in {:.3} s ({})",
-                    k + 1,
-                    path.display(),
-                    report.channels.len(),
-                    report.epochs,
-                    report.elapsed_s,
-                    report.adapter
-                );
-                for w in &report.warnings {
-                    eprintln!("  warning: {w}");
-                }
-                if let Some(dir) = &args.out_dir {
-                    super::write_json(&report, Some(&dir.join(out_name(path))))?;
-                } else {
-                    reports.push(report);
-                }
-            }
-            Err(e) => {
-                // One bad file does not stop a study.
-                eprintln!("[{}/{total}] {}: {e:#}", k + 1, path.display());
-                failed += 1;
-            }
+    super::study(&args.files, args.out.as_deref(), |path, tag| {
+        let report = one(path, args, gpu.as_mut())?;
+        eprintln!(
+            "{tag}: {} channels x {} epochs in {:.3} s ({})",
+            report.channels.len(),
+            report.epochs,
+            report.elapsed_s,
+            report.adapter
+        );
+        for w in &report.warnings {
+            eprintln!("  warning: {w}");
         }
-    }
-    // One recording gives one object; a study, an array.
-    match (total, reports.as_slice()) {
-        (_, []) => {}
-        (1, [report]) => super::write_json(report, args.out.as_deref())?,
-        _ => super::write_json(&reports, args.out.as_deref())?,
-    }
-    if failed > 0 {
-        bail!("{failed} of {total} recording(s) failed");
-    }
-    Ok(())
+        match &args.out_dir {
+            Some(dir) => {
+                super::write_json(&report, Some(&dir.join(out_name(path))))?;
+                Ok(None)
+            }
+            None => Ok(Some(report)),
+        }
+    })
 }
 
 fn one(
