@@ -15,8 +15,8 @@
 //   scales     f32 [S]             s_j in seconds (for |W|^2/s)
 //   values     f32 [C*S][width]    shown value per image pixel: the mean power over the
 //                                  pixel's samples, optionally / s, as |W|, |W|^2 or dB
-//   qmax       u32 [1]             bits of the largest mean power (/ s): positive floats order
-//                                  as their bits do, so atomicMax finds it
+//   qmax       u32 [C]             per channel, bits of the largest mean power (/ s): positive
+//                                  floats order as their bits do, so atomicMax finds it
 //   lut        u32 [256]           colour map, RGBA8 packed (r in the low byte)
 //   tex        rgba8unorm [width x C*S]  the image egui draws (gamma-encoded bytes, as egui's
 //                                  own textures)
@@ -49,9 +49,10 @@ struct Params {
     blocks: u32,
     range_db: f32,
     omega0: f32,
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
+    // 1: each channel's colours span its own range; 0: one range for all
+    per_trace: u32,
+    channels: u32,
+    pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -183,7 +184,7 @@ fn columns(
     }
     let image_row = channel_of(row) * params.scales + s;
     values_out[image_row * params.width + x] = shown(q);
-    atomicMax(&qmax[0], bitcast<u32>(q));
+    atomicMax(&qmax[channel_of(row)], bitcast<u32>(q));
 }
 
 @compute @workgroup_size(256)
@@ -197,7 +198,13 @@ fn paint(
     if row >= params.rows || x >= params.width {
         return;
     }
-    let hi = shown(bitcast<f32>(qmax_in[0]));
+    var q = bitcast<f32>(qmax_in[row / params.scales]);
+    if params.per_trace == 0u {
+        for (var c = 0u; c < params.channels; c++) {
+            q = max(q, bitcast<f32>(qmax_in[c]));
+        }
+    }
+    let hi = shown(q);
     var lo = 0.0;
     if params.quantity == 2u {
         lo = hi - params.range_db;

@@ -395,3 +395,31 @@ fn the_path_field_opens_a_typed_path() {
         }
     }
 }
+
+/// Three traces stacked, in magma, |W|^2/s: bands labelled, each with its frequency axis.
+#[test]
+fn scalogram_stacks_several_traces() {
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    assert!(h.state_mut().show_view("scalogram"));
+    h.state_mut()
+        .view_mut::<ScalogramView>()
+        .unwrap()
+        .set_traces(vec![0, 8, 19]);
+    settle_scalogram(&mut h);
+    let view = h.state().view_ref::<ScalogramView>().unwrap();
+    assert_eq!(view.error(), None);
+    let (params, image) = view.shown().unwrap();
+    let rows = params.scales(1.0 / 256.0).unwrap().len();
+    assert_eq!(
+        image.unwrap().size[1],
+        3 * rows,
+        "three bands of every scale"
+    );
+    h.snapshot_options(
+        "scalogram_stacked",
+        &SnapshotOptions::new()
+            .threshold(2.0)
+            .max_failed_pixels(3000),
+    );
+}

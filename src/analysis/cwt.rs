@@ -85,8 +85,8 @@ pub struct PaintedCpu {
     pub rgba: Vec<[u8; 4]>,
     /// The value behind each pixel.
     pub values: Vec<f32>,
-    /// The top of the colour range.
-    pub top: f32,
+    /// Each signal's top (`PaintSpec::range` makes the colour ranges of them).
+    pub tops: Vec<f32>,
 }
 
 /// Paints the scalogram of `signals` (rows: signal by signal, smallest scale first) with the
@@ -109,14 +109,14 @@ pub fn paint(
         }
         None => {
             let plan = CwtPlan::new(n, dt, &axes.scales, params.omega0)?;
-            let (width, values, top) = cwt::pixel_values(&plan, signals, spec);
-            let rgba = cwt::colour_pixels(&values, top, spec, lut);
+            let (width, values, tops) = cwt::pixel_values(&plan, signals, spec);
+            let rgba = cwt::colour_pixels(&values, &tops, spec, lut);
             Image::Cpu(PaintedCpu {
                 width,
                 height: values.len() / width,
                 rgba,
                 values,
-                top,
+                tops,
             })
         }
     };

@@ -95,8 +95,8 @@ struct Scalogram {
     axes: Axes,
     width: usize,
     height: usize,
-    /// The top of the colour range, as shown.
-    top: f32,
+    /// Each trace's top value, as shown (`PaintSpec::range` makes the colour ranges).
+    tops: Vec<f32>,
     elapsed_s: f64,
     ran_on: String,
 }
@@ -155,7 +155,7 @@ fn compute(gpu: Option<GpuContext>) -> Compute<Request, Scalogram> {
                 axes,
                 width: p.width,
                 height: p.height,
-                top: p.top,
+                tops: p.tops,
                 elapsed_s: t.elapsed().as_secs_f64(),
                 ran_on: cpu_name(),
             }));
@@ -169,9 +169,7 @@ fn compute(gpu: Option<GpuContext>) -> Compute<Request, Scalogram> {
             .map_err(|e| err(&e))?;
         let ctx = k.context().clone();
         let (width, height) = (painted.width, painted.height);
-        let (_, top) = painted
-            .value_at(&ctx, 0, 0, &req.paint)
-            .map_err(|e| err(&e))?;
+        let tops = painted.tops(&ctx, &req.paint).map_err(|e| err(&e))?;
         let texture = match &ctx.renderer {
             Some(renderer) => {
                 let view = painted.texture.create_view(&Default::default());
@@ -206,7 +204,7 @@ fn compute(gpu: Option<GpuContext>) -> Compute<Request, Scalogram> {
             axes,
             width,
             height,
-            top,
+            tops,
             elapsed_s: t.elapsed().as_secs_f64(),
             ran_on: ctx.describe(),
         }))
@@ -238,6 +236,7 @@ pub struct ScalogramView {
     range_db: f32,
     colours: ColourMap,
     show_coi: bool,
+    per_trace: bool,
     backend: Backend,
     worker: Worker<Request, Scalogram>,
     shown: Option<(Request, Scalogram)>,
@@ -271,6 +270,7 @@ impl ScalogramView {
             range_db: 40.0,
             colours: ColourMap::Viridis,
             show_coi: true,
+            per_trace: true,
             backend,
             worker: Worker::new("ede scalogram", {
                 let gpu = gpu.clone();
@@ -384,6 +384,7 @@ impl ScalogramView {
                 quantity: self.quantity,
                 per_scale: self.per_scale,
                 range_db: self.range_db,
+                per_trace: self.per_trace,
             },
             colours: self.colours,
             backend: self.backend,
@@ -454,6 +455,8 @@ impl ScalogramView {
             self.colours.picker(ui, "scalogram colours");
             ui.checkbox(&mut self.show_coi, "cone of influence");
         });
+        ui.checkbox(&mut self.per_trace, "colour range per trace")
+            .on_hover_text("off: one range for all traces (compare their sizes)");
         ui.horizontal(|ui| {
             ui.label("Run on");
             ui.add_enabled_ui(self.gpu.is_some(), |ui| {
@@ -748,16 +751,39 @@ impl ScalogramView {
             Pos2::new(rect.right() + 10.0, rect.top()),
             Vec2::new(12.0, rect.height().min(220.0)),
         );
-        let lo = match req.paint.quantity {
-            Quantity::Db => s.top as f64 - req.paint.range_db as f64,
-            _ => 0.0,
-        };
+        // Per trace, the bar is the range of the band under the pointer (the first otherwise).
+        let hovered_band = response
+            .hover_pos()
+            .map(|p| (((p.y - rect.top()) / band_h).max(0.0) as usize).min(bands - 1))
+            .filter(|_| req.paint.per_trace)
+            .unwrap_or(0);
+        let (lo, hi) = req.paint.range(&s.tops, hovered_band);
         let unit = req.paint.quantity;
-        self.colours
-            .bar(&painter, bar, (lo, s.top as f64), text, |v| match unit {
+        self.colours.bar(
+            &painter,
+            bar,
+            (lo as f64, hi as f64),
+            text,
+            |v| match unit {
                 Quantity::Db => format!("{v:.0} dB"),
                 _ => format!("{v:.3e}"),
-            });
+            },
+        );
+        if req.paint.per_trace && bands > 1 {
+            let name = browser
+                .traces
+                .spec
+                .derivations
+                .get(req.traces[hovered_band])
+                .map_or("", |d| d.label.as_str());
+            painter.text(
+                Pos2::new(bar.left(), bar.bottom() + 6.0),
+                egui::Align2::LEFT_TOP,
+                format!("range of {name}"),
+                egui::FontId::proportional(10.0),
+                text,
+            );
+        }
         // Hover: time, frequency, value (one value read back per new pixel on the GPU).
         if let Some(p) = response.hover_pos()
             && image.contains(p)
@@ -768,11 +794,7 @@ impl ScalogramView {
             let value = match (&s.texture, self.hovered) {
                 (_, Some((at, v))) if at == (col, row) => Some(v),
                 (Texture::Cpu { values, .. }, _) => values.get(row * s.width + col).copied(),
-                (Texture::Device(d), _) => d
-                    .painted
-                    .value_at(&d.gpu, col, row, &req.paint)
-                    .ok()
-                    .map(|(v, _)| v),
+                (Texture::Device(d), _) => d.painted.value_at(&d.gpu, col, row).ok(),
             };
             if let Some(v) = value {
                 self.hovered = Some(((col, row), v));
@@ -853,6 +875,7 @@ mod tests {
                 quantity: Quantity::Db,
                 per_scale: false,
                 range_db: 40.0,
+                per_trace: true,
             },
             colours: ColourMap::Viridis,
             backend: Backend::Cpu,

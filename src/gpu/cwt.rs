@@ -41,21 +41,21 @@ pub struct Painted {
 }
 
 impl Painted {
-    /// The shown value at pixel (x, row) and the top of the colour range (the largest value),
-    /// read back alone: eight bytes for a hover.
-    pub fn value_at(
-        &self,
-        ctx: &GpuContext,
-        x: usize,
-        row: usize,
-        spec: &PaintSpec,
-    ) -> Result<(f32, f32), GpuError> {
+    /// The shown value at pixel (x, row), read back alone: four bytes for a hover.
+    pub fn value_at(&self, ctx: &GpuContext, x: usize, row: usize) -> Result<f32, GpuError> {
         let at = ((row * self.width + x.min(self.width - 1)) * 4) as u64;
         let v = ctx.read_back_range(&self.values, at, 4)?;
-        let q = ctx.read_back_range(&self.qmax, 0, 4)?;
-        let q = f32::from_le_bytes([q[0], q[1], q[2], q[3]]);
-        let top = cwt::display_value(q as f64, 1.0, spec.quantity, false) as f32;
-        Ok((f32::from_le_bytes([v[0], v[1], v[2], v[3]]), top))
+        Ok(f32::from_le_bytes([v[0], v[1], v[2], v[3]]))
+    }
+
+    /// Each channel's top (the shown value of its largest mean power), as the colour ranges
+    /// use them (`PaintSpec::range`): a few bytes read back.
+    pub fn tops(&self, ctx: &GpuContext, spec: &PaintSpec) -> Result<Vec<f32>, GpuError> {
+        let bytes = ctx.read_back(&self.qmax, self.qmax.size())?;
+        Ok(bytemuck::cast_slice::<u8, f32>(&bytes)
+            .iter()
+            .map(|&q| cwt::display_value(q as f64, 1.0, spec.quantity, false) as f32)
+            .collect())
     }
 
     /// Every pixel's shown value, read back (an export of what is shown).
@@ -85,7 +85,9 @@ struct Params {
     blocks: u32,
     range_db: f32,
     omega0: f32,
-    pad: [u32; 3],
+    per_trace: u32,
+    channels: u32,
+    pad: u32,
 }
 
 /// A block of rows computed together: channels `c0..c0 + channels`, scales `j0..j0 + sj`.
@@ -532,8 +534,8 @@ impl CwtKernels {
                 wgpu::BufferUsages::COPY_SRC,
             );
             let qmax = self.init(
-                "scalogram top",
-                &[0u8; 4],
+                "scalogram tops",
+                &vec![0u8; 4 * sp.channels],
                 wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             );
             let scales32: Vec<f32> = scales.iter().map(|&s| s as f32).collect();
@@ -556,6 +558,8 @@ impl CwtKernels {
                 };
                 p.per_scale = spec.per_scale as u32;
                 p.range_db = spec.range_db;
+                p.per_trace = spec.per_trace as u32;
+                p.channels = sp.channels as u32;
                 p
             };
             let mut enc = ctx.device.create_command_encoder(&Default::default());

@@ -136,6 +136,7 @@ pub fn run(args: &CwtBenchArgs) -> anyhow::Result<()> {
         quantity: Quantity::Db,
         per_scale: false,
         range_db: 40.0,
+        per_trace: true,
     };
     let lut: [u32; 256] = std::array::from_fn(|i| u32::from_le_bytes([i as u8, 90, 200, 255]));
     let dt = 1.0 / fs;
@@ -184,8 +185,8 @@ pub fn run(args: &CwtBenchArgs) -> anyhow::Result<()> {
         cpu_mag.push(t.elapsed().as_secs_f64());
         std::hint::black_box(&mags);
         let t = Instant::now();
-        let (_, values, top) = pixel_values(&plan, &refs, &spec);
-        std::hint::black_box(colour_pixels(&values, top, &spec, &lut));
+        let (_, values, tops) = pixel_values(&plan, &refs, &spec);
+        std::hint::black_box(colour_pixels(&values, &tops, &spec, &lut));
         cpu_image.push(t.elapsed().as_secs_f64());
     }
     let interactive = Interactive {

@@ -232,6 +232,27 @@ pub struct PaintSpec {
     pub per_scale: bool,
     /// The range shown below the top, in dB (dB only).
     pub range_db: f32,
+    /// Each trace's colours span its own range (traces of other units or sizes stay
+    /// readable); otherwise one range spans them all.
+    pub per_trace: bool,
+}
+
+impl PaintSpec {
+    /// The colour range of trace `c`: from 0 (or `range_db` below the top, in dB) to its top
+    /// or the top of all.
+    pub fn range(&self, tops: &[f32], c: usize) -> (f32, f32) {
+        let top = if self.per_trace {
+            tops[c]
+        } else {
+            tops.iter().copied().fold(f32::NEG_INFINITY, f32::max)
+        };
+        let lo = if self.quantity == Quantity::Db {
+            top - self.range_db
+        } else {
+            0.0
+        };
+        (lo, top)
+    }
 }
 
 /// The samples of image column `x` of `width` over `n` samples.
@@ -240,13 +261,13 @@ pub fn column_range(x: usize, width: usize, n: usize) -> std::ops::Range<usize> 
     at(x)..at(x + 1)
 }
 
-/// Each pixel's shown value, `[signal][scale][column]`, the image width and the top of the
-/// colour range (the shown value of the largest mean power).
+/// Each pixel's shown value, `[signal][scale][column]`, the image width and each signal's top
+/// (the shown value of its largest mean power).
 pub fn pixel_values(
     plan: &CwtPlan,
     signals: &[&[f32]],
     spec: &PaintSpec,
-) -> (usize, Vec<f32>, f32) {
+) -> (usize, Vec<f32>, Vec<f32>) {
     use rayon::prelude::*;
     let width = spec.width.clamp(1, plan.n);
     let s = plan.scales.len();
@@ -267,25 +288,29 @@ pub fn pixel_values(
             }
         }
     }
-    let top = out.par_iter().copied().reduce(|| 0f32, f32::max);
-    out.par_iter_mut()
-        .for_each(|q| *q = display_value(*q as f64, 1.0, spec.quantity, false) as f32);
-    let top = display_value(top as f64, 1.0, spec.quantity, false) as f32;
-    (width, out, top)
+    let show = |q: f32| display_value(q as f64, 1.0, spec.quantity, false) as f32;
+    let tops = out
+        .chunks(s * width)
+        .map(|rows| show(rows.iter().copied().fold(0f32, f32::max)))
+        .collect();
+    out.par_iter_mut().for_each(|q| *q = show(*q));
+    (width, out, tops)
 }
 
-/// Colours shown values with `lut` (RGBA8, r in the low byte) over [0, top], or [top -
-/// range_db, top] for dB: the paint kernel's rule.
-pub fn colour_pixels(values: &[f32], top: f32, spec: &PaintSpec, lut: &[u32; 256]) -> Vec<[u8; 4]> {
-    let lo = if spec.quantity == Quantity::Db {
-        top - spec.range_db
-    } else {
-        0.0
-    };
+/// Colours shown values (signal after signal, as `pixel_values` gives them) with `lut` (RGBA8, r in the low byte) over each signal's range: the paint kernel's rule.
+pub fn colour_pixels(
+    values: &[f32],
+    tops: &[f32],
+    spec: &PaintSpec,
+    lut: &[u32; 256],
+) -> Vec<[u8; 4]> {
     use rayon::prelude::*;
+    let per_signal = values.len() / tops.len().max(1);
     values
         .par_iter()
-        .map(|&v| {
+        .enumerate()
+        .map(|(i, &v)| {
+            let (lo, top) = spec.range(tops, i / per_signal.max(1));
             let t = if top > lo {
                 ((v - lo) / (top - lo)).clamp(0.0, 1.0)
             } else {
