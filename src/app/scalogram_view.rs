@@ -237,6 +237,8 @@ pub struct ScalogramView {
     colours: ColourMap,
     show_coi: bool,
     per_trace: bool,
+    /// Height of the scalogram panel, points.
+    panel_height: f32,
     backend: Backend,
     worker: Worker<Request, Scalogram>,
     shown: Option<(Request, Scalogram)>,
@@ -271,6 +273,7 @@ impl ScalogramView {
             colours: ColourMap::Viridis,
             show_coi: true,
             per_trace: true,
+            panel_height: 330.0,
             backend,
             worker: Worker::new("ede scalogram", {
                 let gpu = gpu.clone();
@@ -457,6 +460,7 @@ impl ScalogramView {
         });
         ui.checkbox(&mut self.per_trace, "colour range per trace")
             .on_hover_text("off: one range for all traces (compare their sizes)");
+        ui.add(egui::Slider::new(&mut self.panel_height, 120.0..=900.0).text("panel height"));
         ui.horizontal(|ui| {
             ui.label("Run on");
             ui.add_enabled_ui(self.gpu.is_some(), |ui| {
@@ -834,10 +838,10 @@ impl AnalysisView for ScalogramView {
             .show(ui, |ui| {
                 egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui, browser));
             });
-        let height = ui.available_height();
+        // An exact height the view owns: egui's remembered size of a resizable panel changed
+        // with the number of frames it took to appear.
         egui::Panel::bottom("scalogram")
-            .resizable(true)
-            .default_size((height * 0.5).max(160.0))
+            .exact_size(self.panel_height)
             .show(ui, |ui| self.image_ui(ui, browser));
         browser.ui(ui);
     }
