@@ -10,7 +10,9 @@ use serde::Serialize;
 use super::Backend;
 use super::xapen::{RanOn, cpu_name};
 use crate::dsp::cwt::{self, CwtError, CwtParams, CwtPlan, PaintSpec};
-use crate::gpu::cwt::{CwtKernels, GpuCwtError, Painted};
+use crate::gpu::GpuContext;
+pub use crate::gpu::cwt::Painted;
+use crate::gpu::cwt::{CwtKernels, GpuCwtError, Spectra};
 use crate::recording::{ReadError, Recording};
 
 #[derive(Debug, thiserror::Error)]
@@ -85,42 +87,107 @@ pub struct PaintedCpu {
     pub rgba: Vec<[u8; 4]>,
     /// The value behind each pixel.
     pub values: Vec<f32>,
-    /// Each signal's top (`PaintSpec::range` makes the colour ranges of them).
-    pub tops: Vec<f32>,
 }
 
-/// Paints the scalogram of `signals` (rows: signal by signal, smallest scale first) with the
-/// colour map `lut` on the GPU when `gpu` is given, else on the CPU.
-pub fn paint(
-    signals: &[&[f32]],
-    fs: f64,
-    params: &CwtParams,
-    spec: &PaintSpec,
-    lut: &[u32; 256],
-    gpu: Option<&mut CwtKernels>,
-) -> Result<(Axes, Image), CwtJobError> {
-    let axes = Axes::new(params, fs)?;
-    let dt = 1.0 / fs;
-    let n = signals.first().map_or(0, |s| s.len());
-    let image = match gpu {
-        Some(k) => {
-            let sp = k.spectra(signals, None)?;
-            Image::Device(k.paint(&sp, dt, &axes.scales, params.omega0, spec, lut)?)
+/// A painted scalogram and what it shows.
+pub struct Painting {
+    pub axes: Axes,
+    pub image: Image,
+    pub width: usize,
+    pub height: usize,
+    /// Each signal's top (`PaintSpec::range` makes the colour ranges of them).
+    pub tops: Vec<f32>,
+    pub ran_on: RanOn,
+}
+
+/// Paints scalograms again and again, as a view does while its controls move: the signals'
+/// spectra stay on the GPU while only the wavelet or the look changes. `K` names the signals:
+/// an equal key promises equal samples.
+pub struct Painter<K> {
+    kernels: Option<CwtKernels>,
+    spectra: Option<(K, Spectra)>,
+}
+
+impl<K: PartialEq + Clone> Painter<K> {
+    pub fn new(gpu: Option<&GpuContext>) -> Self {
+        Painter {
+            kernels: gpu.map(CwtKernels::new),
+            spectra: None,
         }
-        None => {
+    }
+
+    /// The device it paints on, if any.
+    pub fn context(&self) -> Option<&GpuContext> {
+        self.kernels.as_ref().map(CwtKernels::context)
+    }
+
+    /// Paints `signals` (rows: signal by signal, smallest scale first) with the colour map
+    /// `lut`, on the GPU when there is one and `backend` asks for it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn paint(
+        &mut self,
+        key: &K,
+        signals: &[&[f32]],
+        fs: f64,
+        params: &CwtParams,
+        spec: &PaintSpec,
+        lut: &[u32; 256],
+        backend: Backend,
+    ) -> Result<Painting, CwtJobError> {
+        let axes = Axes::new(params, fs)?;
+        let dt = 1.0 / fs;
+        let n = signals.first().map_or(0, |s| s.len());
+        let Some(k) = self.kernels.as_mut().filter(|_| backend == Backend::Gpu) else {
             let plan = CwtPlan::new(n, dt, &axes.scales, params.omega0)?;
             let (width, values, tops) = cwt::pixel_values(&plan, signals, spec);
             let rgba = cwt::colour_pixels(&values, &tops, spec, lut);
-            Image::Cpu(PaintedCpu {
+            let height = values.len() / width;
+            return Ok(Painting {
+                axes,
+                image: Image::Cpu(PaintedCpu {
+                    width,
+                    height,
+                    rgba,
+                    values,
+                }),
                 width,
-                height: values.len() / width,
-                rgba,
-                values,
+                height,
                 tops,
-            })
+                ran_on: (Backend::Cpu, cpu_name()),
+            });
+        };
+        if self.spectra.as_ref().is_none_or(|(k, _)| k != key) {
+            self.spectra = None;
+            self.spectra = Some((key.clone(), k.spectra(signals, None)?));
         }
-    };
-    Ok((axes, image))
+        let (_, sp) = self.spectra.as_ref().expect("just made");
+        let painted = k.paint(sp, dt, &axes.scales, params.omega0, spec, lut)?;
+        let tops = painted.tops(k.context(), spec).map_err(GpuCwtError::from)?;
+        Ok(Painting {
+            axes,
+            width: painted.width,
+            height: painted.height,
+            image: Image::Device(painted),
+            tops,
+            ran_on: (Backend::Gpu, k.context().describe()),
+        })
+    }
+
+    /// A device image's pixels and values read back, for a device egui does not draw with.
+    pub fn read_back(&self, painted: &Painted) -> Result<PaintedCpu, CwtJobError> {
+        let k = self
+            .kernels
+            .as_ref()
+            .expect("device images come from a painter with a GPU");
+        let rgba = k.read_texture(painted).map_err(GpuCwtError::from)?;
+        let values = painted.values(k.context()).map_err(GpuCwtError::from)?;
+        Ok(PaintedCpu {
+            width: painted.width,
+            height: painted.height,
+            rgba,
+            values,
+        })
+    }
 }
 
 /// What `ede cwt` writes (the JSON fields, plus where it ran).

@@ -16,12 +16,10 @@ use super::export::{self, Format};
 use super::traces::TraceSpec;
 use super::worker::{Compute, Outcome, Progress, Worker};
 use crate::analysis::Backend;
-use crate::analysis::cwt::{self as cwt_job, Axes, Image};
-use crate::analysis::xapen::cpu_name;
+use crate::analysis::cwt::{Axes, Image, Painted, PaintedCpu, Painter};
 use crate::dsp::cwt::{CwtParams, PaintSpec, Quantity, ScaleSpec, fourier_factor, padded_len};
 use crate::gpu::GpuContext;
 use crate::gpu::context::EguiRenderer;
-use crate::gpu::cwt::{CwtKernels, Painted, Spectra};
 use crate::recording::Recording;
 
 /// At most this many samples per trace: past it, zoom in (or use `ede cwt --band-power`).
@@ -101,12 +99,12 @@ struct Scalogram {
     ran_on: String,
 }
 
-/// The worker's computation: reads the traces, keeps them (and their spectra on the GPU) while
-/// only the wavelet or the look changes, and paints.
+/// The worker's computation: reads the traces, keeps them while only the wavelet or the look
+/// changes (the painter keeps their spectra on the GPU), paints, and hands a device image to
+/// egui's renderer.
 fn compute(gpu: Option<GpuContext>) -> Compute<Request, Scalogram> {
-    let mut kernels = gpu.as_ref().map(CwtKernels::new);
+    let mut painter = Painter::new(gpu.as_ref());
     let mut samples: Option<(InputKey, Arc<Vec<Vec<f32>>>)> = None;
-    let mut spectra: Option<(InputKey, Spectra)> = None;
     Box::new(move |req: &Request, _progress: &Progress| {
         let t = Instant::now();
         let key = req.input_key();
@@ -127,86 +125,68 @@ fn compute(gpu: Option<GpuContext>) -> Compute<Request, Scalogram> {
                 }
                 let xs = Arc::new(xs);
                 samples = Some((key.clone(), xs.clone()));
-                spectra = None;
                 xs
             }
         };
-        let axes = Axes::new(&req.params, req.fs).map_err(|e| err(&e))?;
-        let lut = req.colours.packed();
-        let dt = 1.0 / req.fs;
         let refs: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
-        let on_gpu = kernels.as_mut().filter(|_| req.backend == Backend::Gpu);
-        let Some(k) = on_gpu else {
-            let (_, image) = cwt_job::paint(&refs, req.fs, &req.params, &req.paint, &lut, None)
-                .map_err(|e| err(&e))?;
-            let Image::Cpu(p) = image else {
-                unreachable!("the CPU paints on the CPU")
-            };
-            let pixels = p
+        let lut = req.colours.packed();
+        let p = painter
+            .paint(
+                &key,
+                &refs,
+                req.fs,
+                &req.params,
+                &req.paint,
+                &lut,
+                req.backend,
+            )
+            .map_err(|e| err(&e))?;
+        let on_cpu = |c: PaintedCpu| {
+            let pixels = c
                 .rgba
                 .iter()
                 .map(|c| Color32::from_rgba_unmultiplied(c[0], c[1], c[2], c[3]));
-            return Ok(Some(Scalogram {
-                texture: Texture::Cpu {
-                    handle: None,
-                    image: egui::ColorImage::new([p.width, p.height], pixels.collect()),
-                    values: p.values,
-                },
-                axes,
-                width: p.width,
-                height: p.height,
-                tops: p.tops,
-                elapsed_s: t.elapsed().as_secs_f64(),
-                ran_on: cpu_name(),
-            }));
-        };
-        if spectra.as_ref().is_none_or(|(k, _)| *k != key) {
-            spectra = Some((key.clone(), k.spectra(&refs, None).map_err(|e| err(&e))?));
-        }
-        let (_, sp) = spectra.as_ref().expect("just made");
-        let painted = k
-            .paint(sp, dt, &axes.scales, req.params.omega0, &req.paint, &lut)
-            .map_err(|e| err(&e))?;
-        let ctx = k.context().clone();
-        let (width, height) = (painted.width, painted.height);
-        let tops = painted.tops(&ctx, &req.paint).map_err(|e| err(&e))?;
-        let texture = match &ctx.renderer {
-            Some(renderer) => {
-                let view = painted.texture.create_view(&Default::default());
-                let id = renderer.write().register_native_texture(
-                    &ctx.device,
-                    &view,
-                    wgpu::FilterMode::Linear,
-                );
-                Texture::Device(Box::new(DeviceImage {
-                    id,
-                    renderer: renderer.clone(),
-                    painted,
-                    gpu: ctx.clone(),
-                }))
+            Texture::Cpu {
+                handle: None,
+                image: egui::ColorImage::new([c.width, c.height], pixels.collect()),
+                values: c.values,
             }
-            None => {
-                // A device egui does not draw with (tests): the pixels come back once.
-                let rgba = k.read_texture(&painted).map_err(|e| err(&e))?;
-                let values = painted.values(&ctx).map_err(|e| err(&e))?;
-                let pixels = rgba
-                    .iter()
-                    .map(|c| Color32::from_rgba_unmultiplied(c[0], c[1], c[2], c[3]));
-                Texture::Cpu {
-                    handle: None,
-                    image: egui::ColorImage::new([width, height], pixels.collect()),
-                    values,
+        };
+        let texture = match p.image {
+            Image::Cpu(c) => on_cpu(c),
+            Image::Device(painted) => {
+                let ctx = painter
+                    .context()
+                    .expect("device images come from a GPU")
+                    .clone();
+                match &ctx.renderer {
+                    Some(renderer) => {
+                        let view = painted.texture.create_view(&Default::default());
+                        let id = renderer.write().register_native_texture(
+                            &ctx.device,
+                            &view,
+                            wgpu::FilterMode::Linear,
+                        );
+                        Texture::Device(Box::new(DeviceImage {
+                            id,
+                            renderer: renderer.clone(),
+                            painted,
+                            gpu: ctx.clone(),
+                        }))
+                    }
+                    // A device egui does not draw with (tests): the pixels come back once.
+                    None => on_cpu(painter.read_back(&painted).map_err(|e| err(&e))?),
                 }
             }
         };
         Ok(Some(Scalogram {
             texture,
-            axes,
-            width,
-            height,
-            tops,
+            axes: p.axes,
+            width: p.width,
+            height: p.height,
+            tops: p.tops,
             elapsed_s: t.elapsed().as_secs_f64(),
-            ran_on: ctx.describe(),
+            ran_on: p.ran_on.1,
         }))
     })
 }
