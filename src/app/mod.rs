@@ -55,6 +55,27 @@ pub const VIEWS: &[ViewInfo] = &[
     },
 ];
 
+/// "Run on GPU / CPU" for an analysis view (GPU greyed out without an adapter).
+pub(crate) fn backend_picker(
+    ui: &mut egui::Ui,
+    backend: &mut crate::analysis::Backend,
+    gpu: Option<&GpuContext>,
+) {
+    use crate::analysis::Backend;
+    ui.horizontal(|ui| {
+        ui.label("Run on");
+        ui.add_enabled_ui(gpu.is_some(), |ui| {
+            ui.radio_value(backend, Backend::Gpu, "GPU");
+        })
+        .response
+        .on_disabled_hover_text("no GPU adapter");
+        ui.radio_value(backend, Backend::Cpu, "CPU");
+    });
+    if gpu.is_some_and(GpuContext::is_software) {
+        ui.small("The GPU is a software adapter: the CPU path is faster here.");
+    }
+}
+
 /// The time span of the browser's page at start.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Span {

@@ -441,15 +441,7 @@ impl ScalogramView {
         ui.checkbox(&mut self.per_trace, "colour range per trace")
             .on_hover_text("off: one range for all traces (compare their sizes)");
         ui.add(egui::Slider::new(&mut self.panel_height, 120.0..=900.0).text("panel height"));
-        ui.horizontal(|ui| {
-            ui.label("Run on");
-            ui.add_enabled_ui(self.gpu.is_some(), |ui| {
-                ui.radio_value(&mut self.backend, Backend::Gpu, "GPU");
-            })
-            .response
-            .on_disabled_hover_text("no GPU adapter");
-            ui.radio_value(&mut self.backend, Backend::Cpu, "CPU");
-        });
+        super::backend_picker(ui, &mut self.backend, self.gpu.as_ref());
         ui.separator();
         ui.label("Traces (stacked; one sampling rate)");
         egui::ScrollArea::vertical()

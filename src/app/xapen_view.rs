@@ -377,18 +377,7 @@ impl XapenView {
             EpochSource::Whole,
             "whole recording (averaged)",
         );
-        ui.horizontal(|ui| {
-            ui.label("Run on");
-            ui.add_enabled_ui(self.gpu.is_some(), |ui| {
-                ui.radio_value(&mut self.backend, Backend::Gpu, "GPU");
-            })
-            .response
-            .on_disabled_hover_text("no GPU adapter");
-            ui.radio_value(&mut self.backend, Backend::Cpu, "CPU");
-        });
-        if self.gpu.as_ref().is_some_and(GpuContext::is_software) {
-            ui.small("The GPU is a software adapter: the CPU path is faster here.");
-        }
+        super::backend_picker(ui, &mut self.backend, self.gpu.as_ref());
         ui.separator();
         ui.horizontal(|ui| {
             ui.label("Channels");
