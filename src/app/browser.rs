@@ -127,6 +127,15 @@ impl Browser {
         self.selected
     }
 
+    /// The label of trace `d` (empty for an index past the traces).
+    pub fn trace_label(&self, d: usize) -> &str {
+        self.traces
+            .spec
+            .derivations
+            .get(d)
+            .map_or("", |der| der.label.as_str())
+    }
+
     pub fn trace_labels(&self) -> Vec<String> {
         self.traces
             .spec

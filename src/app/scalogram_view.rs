@@ -493,7 +493,7 @@ impl ScalogramView {
         let labels: Vec<String> = req
             .traces
             .iter()
-            .map(|&d| browser.traces.spec.derivations[d].label.clone())
+            .map(|&d| browser.trace_label(d).to_string())
             .collect();
         let times: Vec<f64> = (0..s.width)
             .map(|x| {
@@ -680,12 +680,7 @@ impl ScalogramView {
                     Stroke::new(1.5, Color32::WHITE),
                 );
             }
-            let label = &browser
-                .traces
-                .spec
-                .derivations
-                .get(d)
-                .map_or("", |der| der.label.as_str());
+            let label = browser.trace_label(d);
             painter.text(
                 Pos2::new(full.left() + 4.0, top + 2.0),
                 egui::Align2::LEFT_TOP,
@@ -746,12 +741,7 @@ impl ScalogramView {
             },
         );
         if req.paint.per_trace && bands > 1 {
-            let name = browser
-                .traces
-                .spec
-                .derivations
-                .get(req.traces[hovered_band])
-                .map_or("", |d| d.label.as_str());
+            let name = browser.trace_label(req.traces[hovered_band]);
             painter.text(
                 Pos2::new(bar.left(), bar.bottom() + 6.0),
                 egui::Align2::LEFT_TOP,
@@ -776,12 +766,7 @@ impl ScalogramView {
                 self.hovered = Some(((col, row), v));
                 let t = t0 + ((p.x - rect.left()) / rect.width()) as f64 * (t1 - t0);
                 let band = row / scales;
-                let label = browser
-                    .traces
-                    .spec
-                    .derivations
-                    .get(req.traces[band])
-                    .map_or("", |d| d.label.as_str());
+                let label = browser.trace_label(req.traces[band]);
                 clip.line_segment(
                     [Pos2::new(p.x, rect.top()), Pos2::new(p.x, rect.bottom())],
                     Stroke::new(1.0, Color32::WHITE),
