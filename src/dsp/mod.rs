@@ -4,5 +4,7 @@
 pub mod cwt;
 pub mod decimate;
 pub mod filter;
+pub mod hermite;
 pub mod montage;
+pub mod qrs;
 pub mod xapen;

@@ -3,6 +3,7 @@
 pub mod context;
 pub mod cwt;
 pub mod fft;
+pub mod hermite;
 pub mod saxpy;
 
 pub use context::{GpuContext, GpuError};

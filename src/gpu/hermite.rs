@@ -1,0 +1,299 @@
+//! Hermite beat fits on the GPU (shaders/hermite.wgsl): the basis and its padding Gram
+//! matrices are computed on the device for each (rate, order, sigma grid), then one thread
+//! per beat and group of sigmas fits and keeps the best, and a last pass picks each beat's
+//! best over the groups and writes its coefficients. Beats are uploaded once (`GpuBeats`), so
+//! a new order or sigma range refits them without another upload.
+
+use std::collections::HashMap;
+
+use eframe::wgpu;
+use eframe::wgpu::util::DeviceExt;
+
+use super::context::{compute_pipeline, entry};
+use super::fft::grid;
+use super::{GpuContext, GpuError};
+use crate::dsp::hermite::{BeatWindow, Fits, HermiteError, HermiteParams};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GpuHermiteError {
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+    #[error(transparent)]
+    Params(#[from] HermiteError),
+    #[error("the beats were uploaded with {got} samples each; this rate needs {want}")]
+    Width { got: usize, want: usize },
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    beats: u32,
+    width: u32,
+    half: u32,
+    len: u32,
+    sigmas: u32,
+    order: u32,
+    group: u32,
+    groups: u32,
+    fs: f32,
+    pad: [u32; 3],
+}
+
+/// Aim for about this many threads per fit dispatch (the H100 holds ~270k at once): few
+/// beats get more, smaller groups of sigmas.
+const TARGET_THREADS: usize = 1 << 20;
+
+/// Beats on the device, `[2h][beats]` per chunk.
+pub struct GpuBeats {
+    pub width: usize,
+    pub beats: usize,
+    chunks: Vec<(wgpu::Buffer, usize)>,
+}
+
+struct Pipelines {
+    basis: wgpu::ComputePipeline,
+    gram: wgpu::ComputePipeline,
+    fit: wgpu::ComputePipeline,
+    select: wgpu::ComputePipeline,
+}
+
+pub struct HermiteKernels {
+    ctx: GpuContext,
+    /// Pipelines by N4 (coefficient vec4s per thread), built when first needed.
+    pipelines: HashMap<usize, Pipelines>,
+    /// Largest buffer a chunk may use; the device's binding limit unless a test lowers it.
+    pub max_buffer_bytes: u64,
+}
+
+impl HermiteKernels {
+    pub fn new(ctx: &GpuContext) -> Self {
+        let limits = ctx.device.limits();
+        HermiteKernels {
+            ctx: ctx.clone(),
+            pipelines: HashMap::new(),
+            max_buffer_bytes: limits
+                .max_storage_buffer_binding_size
+                .min(limits.max_buffer_size),
+        }
+    }
+
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    fn pipelines(&mut self, n4: usize) -> &Pipelines {
+        let dev = &self.ctx.device;
+        self.pipelines.entry(n4).or_insert_with(|| {
+            let source = format!(
+                "const N4: u32 = {n4}u;\n{}",
+                include_str!("../../shaders/hermite.wgsl")
+            );
+            let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("hermite"),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+            Pipelines {
+                basis: compute_pipeline(dev, &module, "basis_fn"),
+                gram: compute_pipeline(dev, &module, "gram_fn"),
+                fit: compute_pipeline(dev, &module, "fit"),
+                select: compute_pipeline(dev, &module, "select_best"),
+            }
+        })
+    }
+
+    /// Uploads `beats` (`[beat][width]`), beat-minor, in chunks that fit a binding.
+    pub fn upload(&self, beats: &[f32], width: usize) -> Result<GpuBeats, GpuError> {
+        let count = beats.len() / width.max(1);
+        // Per beat: its samples, and at worst 2 floats per sigma group and 2 + 4 N4 results.
+        let per_beat = (width.max(2 + 4 * 16) * 4 + 16) as u64;
+        let chunk = ((self.max_buffer_bytes / per_beat) as usize).clamp(1, 1 << 22);
+        let ctx = &self.ctx;
+        let chunks = ctx.guarded(|| {
+            (0..count)
+                .step_by(chunk)
+                .map(|first| {
+                    let n = chunk.min(count - first);
+                    let mut t = vec![0f32; n * width];
+                    for b in 0..n {
+                        for k in 0..width {
+                            t[k * n + b] = beats[(first + b) * width + k];
+                        }
+                    }
+                    let buf = ctx
+                        .device
+                        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                            label: Some("hermite beats"),
+                            contents: bytemuck::cast_slice(&t),
+                            usage: wgpu::BufferUsages::STORAGE,
+                        });
+                    (buf, n)
+                })
+                .collect()
+        })?;
+        Ok(GpuBeats {
+            width,
+            beats: count,
+            chunks,
+        })
+    }
+
+    /// The best sigma, MSE and coefficients of every uploaded beat.
+    pub fn fit(
+        &mut self,
+        beats: &GpuBeats,
+        fs: f64,
+        params: &HermiteParams,
+    ) -> Result<Fits, GpuHermiteError> {
+        let window = BeatWindow::new(fs)?;
+        let sigmas = params.sigma_grid()?;
+        if beats.width != window.width() {
+            return Err(GpuHermiteError::Width {
+                got: beats.width,
+                want: window.width(),
+            });
+        }
+        let order = params.order;
+        let n4 = order.div_ceil(4);
+        let s = sigmas.len();
+        let l = window.len();
+        let ctx = self.ctx.clone();
+        let storage = |label, bytes: usize, extra| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: (bytes as u64).max(4),
+                usage: wgpu::BufferUsages::STORAGE | extra,
+                mapped_at_creation: false,
+            })
+        };
+        let pipes = self.pipelines(n4);
+        let mut out = Fits {
+            order,
+            ..Default::default()
+        };
+        let results = ctx.guarded(|| -> Result<Vec<Vec<u8>>, GpuError> {
+            let sigma_f32: Vec<f32> = sigmas.iter().map(|&v| v as f32).collect();
+            let sigma_buf = ctx
+                .device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("hermite sigmas"),
+                    contents: bytemuck::cast_slice(&sigma_f32),
+                    usage: wgpu::BufferUsages::STORAGE,
+                });
+            let basis = storage(
+                "hermite basis",
+                s * l * n4 * 16,
+                wgpu::BufferUsages::empty(),
+            );
+            let gram = storage(
+                "hermite gram",
+                s * 4 * n4 * n4 * 16,
+                wgpu::BufferUsages::empty(),
+            );
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
+            let params_for = |chunk: usize, groups: usize| Params {
+                beats: chunk as u32,
+                width: window.width() as u32,
+                half: window.half as u32,
+                len: l as u32,
+                sigmas: s as u32,
+                order: order as u32,
+                group: s.div_ceil(groups) as u32,
+                groups: groups as u32,
+                fs: fs as f32,
+                pad: [0; 3],
+            };
+            let run = |enc: &mut wgpu::CommandEncoder,
+                       pipeline: &wgpu::ComputePipeline,
+                       params: Params,
+                       buffers: &[(u32, &wgpu::Buffer)],
+                       shape: (usize, usize)| {
+                let uniform = ctx
+                    .device
+                    .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                        label: Some("hermite params"),
+                        contents: bytemuck::bytes_of(&params),
+                        usage: wgpu::BufferUsages::UNIFORM,
+                    });
+                let mut entries = vec![entry(0, &uniform)];
+                entries.extend(buffers.iter().map(|&(b, buf)| entry(b, buf)));
+                let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("hermite"),
+                    layout: &pipeline.get_bind_group_layout(0),
+                    entries: &entries,
+                });
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, &bind, &[]);
+                let (x, y, z) = grid(shape.0, shape.1);
+                pass.dispatch_workgroups(x, y, z);
+            };
+            let p0 = params_for(0, 1);
+            run(
+                &mut enc,
+                &pipes.basis,
+                p0,
+                &[(1, &sigma_buf), (2, &basis)],
+                (l, s),
+            );
+            run(
+                &mut enc,
+                &pipes.gram,
+                p0,
+                &[(2, &basis), (3, &gram)],
+                (4 * n4 * n4, s),
+            );
+            let mut pending = Vec::new();
+            for (x, n) in &beats.chunks {
+                let n = *n;
+                let groups = TARGET_THREADS.div_ceil(n).clamp(1, s);
+                let params = params_for(n, groups);
+                // Equal groups: the last may be short, never empty.
+                let groups = s.div_ceil(params.group as usize);
+                let params = Params {
+                    groups: groups as u32,
+                    ..params
+                };
+                let partial = storage(
+                    "hermite partial",
+                    groups * n * 8,
+                    wgpu::BufferUsages::empty(),
+                );
+                let fits = storage(
+                    "hermite fits",
+                    n * (2 + 4 * n4) * 4,
+                    wgpu::BufferUsages::COPY_SRC,
+                );
+                run(
+                    &mut enc,
+                    &pipes.fit,
+                    params,
+                    &[(2, &basis), (3, &gram), (4, x), (5, &partial)],
+                    (n, groups),
+                );
+                run(
+                    &mut enc,
+                    &pipes.select,
+                    params,
+                    &[(2, &basis), (4, x), (5, &partial), (6, &fits)],
+                    (n, 1),
+                );
+                pending.push((fits, n));
+            }
+            ctx.queue.submit([enc.finish()]);
+            pending
+                .iter()
+                .map(|(fits, n)| ctx.read_back(fits, (n * (2 + 4 * n4) * 4) as u64))
+                .collect()
+        })??;
+        let stride = 2 + 4 * n4;
+        for bytes in results {
+            let v: &[f32] = bytemuck::cast_slice(&bytes);
+            for row in v.chunks_exact(stride) {
+                out.mse.push(row[0]);
+                out.sigma_index.push(row[1].to_bits());
+                out.coefficients.extend_from_slice(&row[2..2 + order]);
+            }
+        }
+        Ok(out)
+    }
+}

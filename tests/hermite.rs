@@ -1,0 +1,220 @@
+//! Hermite beat fits: the basis, the CPU fit against the definition, the GPU against both, and
+//! the QRS detector on MIT-BIH record 100.
+
+mod common;
+
+use common::Rng;
+use ede::dsp::hermite::{self, Basis, BeatWindow, HermiteParams, hermite_functions};
+use ede::dsp::qrs;
+use ede::gpu::hermite::HermiteKernels;
+
+#[test]
+fn basis_is_orthonormal_on_a_fine_grid() {
+    // 20 kHz over +-1 s: wide enough for the widest function of order 40 at sigma = 0.05 s.
+    let fs = 20_000.0;
+    let times: Vec<f64> = (-20_000..=20_000).map(|k| k as f64 / fs).collect();
+    for (order, sigma) in [(40, 0.05), (6, 0.01)] {
+        let b = hermite::sampled_basis(&times, fs, sigma, order);
+        let l = times.len();
+        for i in 0..order {
+            for j in 0..order {
+                let g: f64 = (0..l).map(|k| b[i * l + k] * b[j * l + k]).sum();
+                let want = if i == j { 1.0 } else { 0.0 };
+                assert!((g - want).abs() < 1e-9, "order {order} <{i},{j}> = {g}");
+            }
+        }
+    }
+}
+
+#[test]
+fn recurrence_matches_the_direct_formula() {
+    // phi_n = e^(-u^2/2) H_n(u) / sqrt(2^n n! sqrt(pi)), H_n from its explicit recurrence.
+    for &u in &[-4.5, -1.3, 0.0, 0.7, 2.2, 5.9] {
+        let mut psi = [0.0; 12];
+        hermite_functions(u, &mut psi);
+        let mut h = [1.0, 2.0 * u];
+        let mut fact = 1.0;
+        for n in 0..12 {
+            let hn = match n {
+                0 => 1.0,
+                1 => 2.0 * u,
+                _ => {
+                    let next = 2.0 * u * h[1] - 2.0 * (n - 1) as f64 * h[0];
+                    h = [h[1], next];
+                    next
+                }
+            };
+            if n > 0 {
+                fact *= n as f64;
+            }
+            let direct = (-u * u / 2.0f64).exp() * hn
+                / (2f64.powi(n as i32) * fact * std::f64::consts::PI.sqrt()).sqrt();
+            assert!(
+                (psi[n] - direct).abs() <= 1e-12 * direct.abs().max(1e-3),
+                "n {n} u {u}: {} vs {direct}",
+                psi[n]
+            );
+        }
+    }
+    // Far out in the tail the functions vanish instead of overflowing.
+    let mut psi = [0.0; 64];
+    hermite_functions(80.0, &mut psi);
+    assert!(psi.iter().all(|v| v.is_finite() && v.abs() < 1e-300));
+}
+
+#[test]
+fn parameters_are_checked() {
+    let bad = [
+        HermiteParams {
+            order: 0,
+            ..Default::default()
+        },
+        HermiteParams {
+            order: 65,
+            ..Default::default()
+        },
+        HermiteParams {
+            sigmas: 0,
+            ..Default::default()
+        },
+        HermiteParams {
+            sigma_min: Some(0.05),
+            sigma_max: Some(0.01),
+            ..Default::default()
+        },
+        HermiteParams {
+            sigma_min: Some(-1.0),
+            ..Default::default()
+        },
+        HermiteParams {
+            sigma_max: Some(f64::NAN),
+            ..Default::default()
+        },
+    ];
+    for p in bad {
+        assert!(p.sigma_grid().is_err(), "{p:?}");
+    }
+    let grid = HermiteParams {
+        order: 30,
+        ..Default::default()
+    }
+    .sigma_grid()
+    .unwrap();
+    assert_eq!(grid.len(), 100);
+    let max = 0.2 / 59f64.sqrt();
+    assert!((grid[99] - max).abs() < 1e-15 && (grid[0] - max / 10.0).abs() < 1e-15);
+    assert_eq!(BeatWindow::new(360.0).unwrap().len(), 144);
+    assert_eq!(BeatWindow::new(250.0).unwrap().width(), 50);
+    assert!(BeatWindow::new(2.0).is_err());
+}
+
+/// Random beats: a QRS-like bump of random width, sign and place, plus noise.
+fn random_beats(rng: &mut Rng, beats: usize, width: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(beats * width);
+    for _ in 0..beats {
+        let w = 2.0 + 8.0 * rng.next();
+        let c = width as f64 / 2.0 + 6.0 * (rng.next() - 0.5);
+        let a = 2.0 * (rng.next() - 0.3);
+        for k in 0..width {
+            let t = (k as f64 - c) / w;
+            out.push((a * (1.0 - t * t) * (-t * t / 2.0).exp() + 0.05 * (rng.next() - 0.5)) as f32);
+        }
+    }
+    out
+}
+
+#[test]
+fn fast_fit_matches_the_reference() {
+    let mut rng = Rng(0x9e3779b97f4a7c15);
+    for (fs, order, sigmas) in [
+        (360.0, 6, 100),
+        (360.0, 30, 40),
+        (250.0, 13, 17),
+        (500.0, 1, 5),
+    ] {
+        let params = HermiteParams {
+            order,
+            sigmas,
+            ..Default::default()
+        };
+        let basis = Basis::new(fs, &params).unwrap();
+        let w = basis.window.width();
+        let beats = random_beats(&mut rng, 70, w);
+        let fits = basis.fit(&beats, None).unwrap();
+        assert_eq!(fits.len(), 70);
+        for i in 0..70 {
+            let (s, mse, c) = hermite::reference(fs, &params, &beats[i * w..(i + 1) * w]);
+            assert_eq!(
+                fits.sigma_index[i] as usize, s,
+                "fs {fs} N {order} beat {i}"
+            );
+            let rel = (fits.mse[i] as f64 - mse).abs() / mse;
+            assert!(rel < 1e-4, "beat {i}: {} vs {mse}", fits.mse[i]);
+            for (a, b) in fits.coefficients_of(i).iter().zip(&c) {
+                assert!((*a as f64 - b).abs() < 1e-5 * (1.0 + b.abs()));
+            }
+        }
+    }
+}
+
+fn gpu() -> Option<HermiteKernels> {
+    match ede::gpu::GpuContext::headless() {
+        Ok(c) => Some(HermiteKernels::new(&c)),
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("note: {e}; GPU Hermite tests skipped outside CI");
+            None
+        }
+        Err(e) => panic!("CI must have a (software) adapter: {e}"),
+    }
+}
+
+/// GPU fits against the reference: the same best sigma, MSE within 1e-4, coefficients close.
+fn assert_gpu_matches(fs: f64, params: &HermiteParams, beats: &[f32], gpu: &mut HermiteKernels) {
+    let w = BeatWindow::new(fs).unwrap().width();
+    let up = gpu.upload(beats, w).unwrap();
+    let fits = gpu.fit(&up, fs, params).unwrap();
+    assert_eq!(fits.len(), beats.len() / w);
+    for i in 0..fits.len() {
+        let (s, mse, c) = hermite::reference(fs, params, &beats[i * w..(i + 1) * w]);
+        assert_eq!(
+            fits.sigma_index[i] as usize, s,
+            "fs {fs} {params:?} beat {i}"
+        );
+        let rel = (fits.mse[i] as f64 - mse).abs() / mse;
+        assert!(rel < 1e-4, "beat {i}: {} vs {mse}", fits.mse[i]);
+        for (a, b) in fits.coefficients_of(i).iter().zip(&c) {
+            assert!((*a as f64 - b).abs() < 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+        }
+    }
+}
+
+#[test]
+fn gpu_fit_matches_the_reference() {
+    let Some(mut gpu) = gpu() else { return };
+    let mut rng = Rng(0x51ed2701);
+    for (fs, order, sigmas) in [
+        (360.0, 6, 100),
+        (360.0, 30, 40),
+        (250.0, 13, 17),
+        (1000.0, 40, 9),
+        (500.0, 1, 5),
+    ] {
+        let params = HermiteParams {
+            order,
+            sigmas,
+            ..Default::default()
+        };
+        let w = BeatWindow::new(fs).unwrap().width();
+        let beats = random_beats(&mut rng, 50, w);
+        assert_gpu_matches(fs, &params, &beats, &mut gpu);
+    }
+    // Chunks: a binding limit that holds only a few beats splits the upload.
+    let params = HermiteParams {
+        order: 10,
+        sigmas: 20,
+        ..Default::default()
+    };
+    let beats = random_beats(&mut rng, 37, 72);
+    gpu.max_buffer_bytes = 8 * 4 * (72 + 16);
+    assert_gpu_matches(360.0, &params, &beats, &mut gpu);
+}
