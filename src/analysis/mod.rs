@@ -2,6 +2,7 @@
 //! out. The GUI and the CLI call this, never `dsp` or `gpu` directly.
 
 pub mod cwt;
+pub mod hermite;
 pub mod xapen;
 
 use serde::{Deserialize, Serialize};

@@ -330,7 +330,18 @@ impl Recording {
             .collect()
     }
 
-    /// Index of the signal labelled `label` (case-insensitive, surrounding spaces ignored).
+    /// The sample of signal `signal` nearest to time `t` (seconds from the start), following
+    /// the segments; `None` in a gap or outside the recording.
+    pub fn sample_at(&self, signal: usize, t: f64) -> Option<usize> {
+        let fs = self.signals.get(signal)?.fs;
+        self.signal_segments(signal)
+            .into_iter()
+            .find_map(|(start, first, n)| {
+                let k = ((t - start) * fs).round();
+                (k >= 0.0 && (k as usize) < n).then(|| first + k as usize)
+            })
+    }
+
     /// The sampling rate most signals share (0 without signals): analyses that need one rate
     /// default to these signals.
     pub fn most_common_rate(&self) -> f64 {
@@ -347,6 +358,7 @@ impl Recording {
             .map_or(0.0, |(f, _)| f)
     }
 
+    /// Index of the signal labelled `label` (case-insensitive, surrounding spaces ignored).
     pub fn signal_index(&self, label: &str) -> Option<usize> {
         let want = label.trim();
         self.signals
