@@ -15,6 +15,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Export(args)) => ede::cli::export::run(args),
         Some(Command::Xapen(args)) => ede::cli::xapen::run(args),
         Some(Command::Cwt(args)) => ede::cli::cwt::run(args),
+        Some(Command::Hermite(args)) => ede::cli::hermite::run(args),
         Some(Command::Bench(cmd)) => ede::cli::bench::run(cmd),
         None => cli
             .gui

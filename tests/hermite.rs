@@ -4,8 +4,8 @@
 mod common;
 
 use common::Rng;
-use ede::dsp::hermite::{self, Basis, BeatWindow, HermiteParams, hermite_functions};
 use ede::analysis::hermite::{BeatSource, EcgBeats, EcgFilter, beat_label};
+use ede::dsp::hermite::{self, Basis, BeatWindow, HermiteParams, hermite_functions};
 use ede::dsp::qrs;
 use ede::gpu::hermite::HermiteKernels;
 
@@ -240,13 +240,25 @@ fn detector_finds_record_100s_beats() {
         let beats = EcgBeats::prepare(&rec, 0, filter, true).unwrap();
         assert_eq!(beats.source, BeatSource::Detector);
         let all: Vec<usize> = {
-            let mut v: Vec<usize> = beats.samples.iter().copied().chain(beats.skipped.iter().map(|s| s.sample)).collect();
+            let mut v: Vec<usize> = beats
+                .samples
+                .iter()
+                .copied()
+                .chain(beats.skipped.iter().map(|s| s.sample))
+                .collect();
             v.sort();
             v
         };
         let m = qrs::BeatMatch::new(&all, &reference, (0.15 * fs).round() as usize);
-        eprintln!("{filter:?}: {m:?} Se {:.4} +P {:.4}", m.sensitivity(), m.positive_predictivity());
-        assert!(m.sensitivity() >= 0.995 && m.positive_predictivity() >= 0.995, "{m:?}");
+        eprintln!(
+            "{filter:?}: {m:?} Se {:.4} +P {:.4}",
+            m.sensitivity(),
+            m.positive_predictivity()
+        );
+        assert!(
+            m.sensitivity() >= 0.995 && m.positive_predictivity() >= 0.995,
+            "{m:?}"
+        );
         // Detected beats take the labels of the annotations they match.
         let labelled = beats.labels.iter().filter(|l| l.is_some()).count();
         assert!(labelled as f64 >= 0.995 * beats.len() as f64);
@@ -255,7 +267,12 @@ fn detector_finds_record_100s_beats() {
 
 /// MSE of the reference at sigma `grid[k]` alone.
 fn reference_mse_at(fs: f64, params: &HermiteParams, sigma: f64, beat: &[f32]) -> f64 {
-    let one = HermiteParams { sigmas: 1, sigma_min: Some(sigma), sigma_max: Some(sigma), ..*params };
+    let one = HermiteParams {
+        sigmas: 1,
+        sigma_min: Some(sigma),
+        sigma_max: Some(sigma),
+        ..*params
+    };
     hermite::reference(fs, &one, beat).1
 }
 
@@ -274,16 +291,25 @@ fn record_100_cpu_gpu_and_reference_agree() {
     let fs = beats.fs;
     let mut gpu = gpu();
     for order in [6, 30] {
-        let params = HermiteParams { order, ..Default::default() };
+        let params = HermiteParams {
+            order,
+            ..Default::default()
+        };
         let grid = params.sigma_grid().unwrap();
-        let reference: Vec<(usize, f64, Vec<f64>)> =
-            (0..beats.len()).map(|i| hermite::reference(fs, &params, beats.window_of(i))).collect();
-        let cpu = Basis::new(fs, &params).unwrap().fit(&beats.windows, None).unwrap();
+        let reference: Vec<(usize, f64, Vec<f64>)> = (0..beats.len())
+            .map(|i| hermite::reference(fs, &params, beats.window_of(i)))
+            .collect();
+        let cpu = Basis::new(fs, &params)
+            .unwrap()
+            .fit(&beats.windows, None)
+            .unwrap();
         let gpu_fits = gpu.as_mut().map(|g| {
             let up = g.upload(&beats.windows, beats.window.width()).unwrap();
             g.fit(&up, fs, &params).unwrap()
         });
-        for (name, fits) in std::iter::once(("cpu", &cpu)).chain(gpu_fits.iter().map(|f| ("gpu", f))) {
+        for (name, fits) in
+            std::iter::once(("cpu", &cpu)).chain(gpu_fits.iter().map(|f| ("gpu", f)))
+        {
             let (mut worst, mut near_ties) = (0f64, 0);
             for (i, (s, mse, _)) in reference.iter().enumerate() {
                 let got = fits.sigma_index[i] as usize;
@@ -291,14 +317,21 @@ fn record_100_cpu_gpu_and_reference_agree() {
                 if got != *s {
                     let at_got = reference_mse_at(fs, &params, grid[got], beats.window_of(i));
                     let gap = (at_got - mse) / mse;
-                    eprintln!("{name} N {order} beat {i}: sigma {got} vs {s}, true MSE gap {gap:.1e}");
+                    eprintln!(
+                        "{name} N {order} beat {i}: sigma {got} vs {s}, true MSE gap {gap:.1e}"
+                    );
                     assert!(gap < 1e-5, "{name} N {order} beat {i}: a real difference");
                     near_ties += 1;
                 }
             }
-            eprintln!("{name} N {order}: worst relative MSE error {worst:.1e}, {near_ties} near-ties");
+            eprintln!(
+                "{name} N {order}: worst relative MSE error {worst:.1e}, {near_ties} near-ties"
+            );
             assert!(worst < 1e-4, "{name} N {order}: {worst}");
-            assert!(near_ties * 1000 <= beats.len(), "{name} N {order}: {near_ties} near-ties");
+            assert!(
+                near_ties * 1000 <= beats.len(),
+                "{name} N {order}: {near_ties} near-ties"
+            );
             if order == 6 {
                 assert_eq!(near_ties, 0, "{name}: at N = 6 f32 resolves every beat");
             }

@@ -246,7 +246,9 @@ impl<K: PartialEq + Clone> Fitter<K> {
             }
             None => {
                 let basis = Basis::new(fs, params)?;
-                let fits = basis.fit(windows, cancel).ok_or(HermiteJobError::Cancelled)?;
+                let fits = basis
+                    .fit(windows, cancel)
+                    .ok_or(HermiteJobError::Cancelled)?;
                 Ok((fits, (Backend::Cpu, cpu_name())))
             }
         }

@@ -105,7 +105,7 @@ pub fn run(args: &CwtArgs) -> anyhow::Result<()> {
         match &args.band_power {
             Some(out) => {
                 let out = if several {
-                    out.join(out_name(path))
+                    out.join(super::out_name(path, "band-power.csv"))
                 } else {
                     out.clone()
                 };
@@ -280,11 +280,4 @@ fn band_power(
         out.display()
     );
     Ok(())
-}
-
-fn out_name(path: &Path) -> String {
-    let stem = path
-        .file_stem()
-        .map_or("recording".into(), |s| s.to_string_lossy());
-    format!("{stem}.band-power.csv")
 }

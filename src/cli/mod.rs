@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod cwt;
 pub mod export;
+pub mod hermite;
 pub mod info;
 pub mod xapen;
 
@@ -105,6 +106,8 @@ pub enum Command {
     Xapen(xapen::XapenArgs),
     /// Morlet wavelet scalograms of a channel, or band power in blocks of whole recordings.
     Cwt(cwt::CwtArgs),
+    /// Hermite-function fits of every QRS complex of an ECG channel.
+    Hermite(hermite::HermiteArgs),
     /// Run a benchmark and write its figures as JSON.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -188,6 +191,14 @@ pub fn study<R: serde::Serialize>(
         anyhow::bail!("{failed} of {total} recording(s) failed");
     }
     Ok(())
+}
+
+/// The file a study writes for `path` into an output folder: its stem and `suffix`.
+pub fn out_name(path: &Path, suffix: &str) -> String {
+    let stem = path
+        .file_stem()
+        .map_or("recording".into(), |s| s.to_string_lossy());
+    format!("{stem}.{suffix}")
 }
 
 /// Pretty JSON to `out`, or to standard output.

@@ -121,7 +121,10 @@ pub fn run(args: &XapenArgs) -> anyhow::Result<()> {
         }
         match &args.out_dir {
             Some(dir) => {
-                super::write_json(&report, Some(&dir.join(out_name(path))))?;
+                super::write_json(
+                    &report,
+                    Some(&dir.join(super::out_name(path, "xapen.json"))),
+                )?;
                 Ok(None)
             }
             None => Ok(Some(report)),
@@ -138,11 +141,4 @@ fn one(
     let job = job_for(&rec, args)?;
     let report = xapen::run(&rec, &job, gpu, None, None)?;
     report.context("cancelled")
-}
-
-fn out_name(path: &Path) -> String {
-    let stem = path
-        .file_stem()
-        .map_or("recording".into(), |s| s.to_string_lossy());
-    format!("{stem}.xapen.json")
 }

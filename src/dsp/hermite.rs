@@ -230,7 +230,7 @@ pub struct Basis {
 }
 
 /// Beats fitted per block: large enough for efficient products, small enough to stay in cache.
-const BLOCK: usize = 64;
+const BLOCK: usize = 128;
 
 impl Basis {
     pub fn new(fs: f64, params: &HermiteParams) -> Result<Self, HermiteError> {
@@ -248,7 +248,7 @@ impl Basis {
         for (s, b) in per_sigma.iter().enumerate() {
             for n in 0..order {
                 for k in 0..w {
-                    inner[k * sn + s * order + n] = b[n * l + h + k] as f32;
+                    inner[k * sn + s * order + n] = normal_f32(b[n * l + h + k]);
                 }
             }
             let pad = |k: usize| k < h || k >= h + w;
@@ -258,7 +258,7 @@ impl Basis {
                         .filter(|&k| pad(k))
                         .map(|k| b[i * l + k] * b[j * l + k])
                         .sum();
-                    pad_gram[(s * order + i) * order + j] = g as f32;
+                    pad_gram[(s * order + i) * order + j] = normal_f32(g);
                 }
             }
         }
@@ -326,8 +326,10 @@ impl Basis {
         }
         let mut best = vec![(f32::INFINITY, 0u32); nb];
         let mut resid = vec![0f32; nb * w];
+        let mut cg = vec![0f32; nb * order];
         for s in 0..self.sigmas.len() {
             resid.copy_from_slice(x);
+            let cs = unsafe { c.as_ptr().add(s * order) };
             // R = X - C_s B_s^T over the signal samples.
             unsafe {
                 matrixmultiply::sgemm(
@@ -335,7 +337,7 @@ impl Basis {
                     order,
                     w,
                     -1.0,
-                    c.as_ptr().add(s * order),
+                    cs,
                     sn as isize,
                     1,
                     self.inner.as_ptr().add(s * order),
@@ -347,11 +349,30 @@ impl Basis {
                     1,
                 );
             }
+            // C_s G_pad, for the padding's share c^T G_pad c.
             let gram = &self.pad_gram[s * order * order..(s + 1) * order * order];
+            unsafe {
+                matrixmultiply::sgemm(
+                    nb,
+                    order,
+                    order,
+                    1.0,
+                    cs,
+                    sn as isize,
+                    1,
+                    gram.as_ptr(),
+                    order as isize,
+                    1,
+                    0.0,
+                    cg.as_mut_ptr(),
+                    order as isize,
+                    1,
+                );
+            }
             for (i, b) in best.iter_mut().enumerate() {
                 let r = &resid[i * w..(i + 1) * w];
                 let ci = &c[i * sn + s * order..i * sn + (s + 1) * order];
-                let mse = r.iter().map(|v| v * v).sum::<f32>() + quadratic(gram, ci);
+                let mse = dot(r, r) + dot(&cg[i * order..(i + 1) * order], ci);
                 // Strictly less: a tie keeps the smaller sigma.
                 if mse < b.0 {
                     *b = (mse, s as u32);
@@ -375,12 +396,25 @@ impl Basis {
     }
 }
 
-/// c^T G c.
-fn quadratic(g: &[f32], c: &[f32]) -> f32 {
-    let n = c.len();
-    (0..n)
-        .map(|i| c[i] * (0..n).map(|j| g[i * n + j] * c[j]).sum::<f32>())
-        .sum()
+/// `v` as f32, with values too small for a normal f32 as zero: subnormal operands slow the
+/// products many times over, and values below 1e-30 change no fit.
+fn normal_f32(v: f64) -> f32 {
+    if v.abs() < 1e-30 { 0.0 } else { v as f32 }
+}
+
+/// a . b, in eight independent sums so that it vectorizes.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = (a8.remainder().iter().zip(b8.remainder()))
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in a8.zip(b8) {
+        for k in 0..8 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
 }
 
 /// The padded window: h zeros, the 2h signal samples, h zeros.

@@ -2,6 +2,7 @@
 //! tables).
 
 pub mod cwt;
+pub mod hermite;
 pub mod io;
 pub mod xapen;
 
@@ -15,6 +16,8 @@ pub enum BenchCommand {
     Xapen(xapen::XapenBenchArgs),
     /// Morlet scalograms: interactive recompute, CPU path and whole-recording band power.
     Cwt(cwt::CwtBenchArgs),
+    /// Hermite beat fits: 1e5 beats at N = 6..30, interactive refits, fidelity, detector.
+    Hermite(hermite::HermiteBenchArgs),
 }
 
 pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
@@ -22,6 +25,7 @@ pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Io(args) => io::run(args),
         BenchCommand::Xapen(args) => xapen::run(args),
         BenchCommand::Cwt(args) => cwt::run(args),
+        BenchCommand::Hermite(args) => hermite::run(args),
     }
 }
 
