@@ -1,8 +1,14 @@
 // Hermite beat fits (issue 7; Gil et al. 2016): the paper's kernel_phi is `basis` (+ `gram`),
 // its kernel_Hermite is `fit` + `select`. Definitions: src/dsp/hermite.rs.
 //
-// The host prepends `const N4: u32 = ...;`: coefficients are held as N4 vec4s (N <= 4 N4,
-// functions n >= N are zero), so a thread keeps a beat's coefficients in registers.
+// The host (gpu/hermite.rs, `unrolled`) prepends `const N4: u32 = ...;` and, unrolled over
+// the N4 vec4s that hold a beat's coefficients (N <= 4 N4, functions n >= N are zero):
+//   struct Coef { q0: vec4<f32>, ... }       one beat's coefficients, in registers
+//   fn coefficients(beat, s) -> Coef         c_n = sum over the signal samples of x_k b_n(t_k)
+//   fn mse_at(beat, s) -> f32                the residual sample by sample over the signal
+//                                            part, plus c^T G_pad c for the padding
+//   fn write_coefficients(o, c)              c into fits[o ..]
+// (Loops over an array of vec4 were left in local memory by the driver at N = 30: 10x slower.)
 //
 // Bindings (one group; each entry point uses some):
 //   0 uniform Params
@@ -105,48 +111,6 @@ fn gram_fn(@builtin(global_invocation_id) id: vec3<u32>) {
     gram[(s * 4u * N4 + i) * N4 + q] = acc;
 }
 
-// c_n = sum over the signal samples of x_k b_n(t_k) (the padding is zero).
-fn coefficients(beat: u32, s: u32) -> array<vec4<f32>, N4> {
-    var c: array<vec4<f32>, N4>;
-    let b0 = (s * p.len + p.half) * N4;
-    for (var k = 0u; k < p.width; k++) {
-        let xk = vec4<f32>(x[k * p.beats + beat]);
-        let b = b0 + k * N4;
-        for (var q = 0u; q < N4; q++) {
-            c[q] = fma(xk, basis[b + q], c[q]);
-        }
-    }
-    return c;
-}
-
-// The residual sample by sample over the signal part, plus c^T G_pad c for the padding.
-fn mse_at(beat: u32, s: u32) -> f32 {
-    let c = coefficients(beat, s);
-    var acc = 0.0;
-    let b0 = (s * p.len + p.half) * N4;
-    for (var k = 0u; k < p.width; k++) {
-        let b = b0 + k * N4;
-        var y = vec4<f32>(0.0);
-        for (var q = 0u; q < N4; q++) {
-            y = fma(c[q], basis[b + q], y);
-        }
-        let r = x[k * p.beats + beat] - (y.x + y.y + y.z + y.w);
-        acc = fma(r, r, acc);
-    }
-    let g0 = s * 4u * N4 * N4;
-    for (var qi = 0u; qi < N4; qi++) {
-        for (var lane = 0u; lane < 4u; lane++) {
-            let row = g0 + (qi * 4u + lane) * N4;
-            var gi = vec4<f32>(0.0);
-            for (var q = 0u; q < N4; q++) {
-                gi = fma(gram[row + q], c[q], gi);
-            }
-            acc = fma(c[qi][lane], gi.x + gi.y + gi.z + gi.w, acc);
-        }
-    }
-    return acc;
-}
-
 @compute @workgroup_size(256)
 fn fit(@builtin(global_invocation_id) id: vec3<u32>) {
     let beat = id.x;
@@ -183,13 +147,8 @@ fn select_best(@builtin(global_invocation_id) id: vec3<u32>) {
             best_s = bitcast<u32>(v.y);
         }
     }
-    let c = coefficients(beat, best_s);
     let o = beat * (2u + 4u * N4);
     fits[o] = best;
     fits[o + 1u] = bitcast<f32>(best_s);
-    for (var q = 0u; q < N4; q++) {
-        for (var lane = 0u; lane < 4u; lane++) {
-            fits[o + 2u + q * 4u + lane] = c[q][lane];
-        }
-    }
+    write_coefficients(o + 2u, coefficients(beat, best_s));
 }

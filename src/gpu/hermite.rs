@@ -85,7 +85,8 @@ impl HermiteKernels {
         let dev = &self.ctx.device;
         self.pipelines.entry(n4).or_insert_with(|| {
             let source = format!(
-                "const N4: u32 = {n4}u;\n{}",
+                "{}\n{}",
+                unrolled(n4),
                 include_str!("../../shaders/hermite.wgsl")
             );
             let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -296,4 +297,75 @@ impl HermiteKernels {
         }
         Ok(out)
     }
+}
+
+/// The shader's per-beat functions for coefficients held in `n4` vec4 registers, unrolled
+/// (see the header of shaders/hermite.wgsl).
+fn unrolled(n4: usize) -> String {
+    let qs = |f: &dyn Fn(usize) -> String, sep: &str| (0..n4).map(f).collect::<Vec<_>>().join(sep);
+    let fields = qs(&|q| format!("q{q}: vec4<f32>"), ", ");
+    let accumulate = qs(
+        &|q| format!("        c.q{q} = fma(xk, basis[b + {q}u], c.q{q});"),
+        "\n",
+    );
+    let reconstruct = qs(&|q| format!("fma(c.q{q}, basis[b + {q}u], "), "");
+    let close = ")".repeat(n4);
+    let pad_rows = (0..4 * n4)
+        .map(|i| {
+            let row = qs(
+                &|q| format!("dot(gram[g0 + {}u], c.q{q})", i * n4 + q),
+                " + ",
+            );
+            let lane = ["x", "y", "z", "w"][i % 4];
+            format!("    acc = fma(c.q{}.{lane}, {row}, acc);", i / 4)
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let write = qs(
+        &|q| {
+            (0..4)
+                .map(|lane| {
+                    let comp = ["x", "y", "z", "w"][lane];
+                    format!("    fits[o + {}u] = c.q{q}.{comp};", 4 * q + lane)
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        },
+        "\n",
+    );
+    format!(
+        "const N4: u32 = {n4}u;
+struct Coef {{ {fields} }}
+
+fn coefficients(beat: u32, s: u32) -> Coef {{
+    var c: Coef;
+    let b0 = (s * p.len + p.half) * N4;
+    for (var k = 0u; k < p.width; k++) {{
+        let xk = vec4<f32>(x[k * p.beats + beat]);
+        let b = b0 + k * N4;
+{accumulate}
+    }}
+    return c;
+}}
+
+fn mse_at(beat: u32, s: u32) -> f32 {{
+    let c = coefficients(beat, s);
+    var acc = 0.0;
+    let b0 = (s * p.len + p.half) * N4;
+    for (var k = 0u; k < p.width; k++) {{
+        let b = b0 + k * N4;
+        let y = {reconstruct}vec4<f32>(0.0){close};
+        let r = x[k * p.beats + beat] - (y.x + y.y + y.z + y.w);
+        acc = fma(r, r, acc);
+    }}
+    let g0 = s * 4u * N4 * N4;
+{pad_rows}
+    return acc;
+}}
+
+fn write_coefficients(o: u32, c: Coef) {{
+{write}
+}}
+"
+    )
 }
