@@ -1,6 +1,7 @@
 //! UI tests on the wgpu renderer (lavapipe in CI): a snapshot of the browser on the demo, and
 //! navigation that must move the visible time span.
 
+use ede::app::hermite_view::HermiteView;
 use ede::app::scalogram_view::ScalogramView;
 use ede::app::xapen_view::XapenView;
 use ede::app::{EdeApp, Settings};
@@ -422,4 +423,160 @@ fn scalogram_stacks_several_traces() {
             .threshold(2.0)
             .max_failed_pixels(3000),
     );
+}
+
+/// Steps until the beat explorer shows the fits for its current settings.
+fn settle_beats(h: &mut Harness<'_, EdeApp>) {
+    let t = std::time::Instant::now();
+    while t.elapsed().as_secs() < 120 {
+        h.step();
+        if h.state().ready() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    h.run_steps(2);
+}
+
+/// N changes in three consecutive frames, as a slider drag does: the fits shown in the end
+/// are the newest N's, and equal to the CPU fit of the same beats.
+fn drag_order_shows_the_newest_fits(mut h: Harness<'_, EdeApp>) {
+    settle(&mut h);
+    assert!(h.state_mut().show_view("beats"));
+    settle_beats(&mut h);
+    {
+        let view = h.state().view_ref::<HermiteView>().unwrap();
+        assert_eq!(view.error(), None);
+        let (order, fits, labels) = view.shown().expect("fits");
+        assert_eq!(order, 6);
+        // The demo has no beat annotations: the detector found its ECG's beats.
+        assert!(fits.len() > 100, "{}", fits.len());
+        assert!(labels.iter().all(|l| l.is_none()));
+    }
+    for n in [8, 12, 20] {
+        h.state_mut()
+            .view_mut::<HermiteView>()
+            .unwrap()
+            .set_order(n);
+        h.step();
+    }
+    settle_beats(&mut h);
+    let view = h.state().view_ref::<HermiteView>().unwrap();
+    let (order, fits, _) = view.shown().unwrap();
+    assert_eq!(order, 20);
+    assert_eq!(fits.coefficients.len(), fits.len() * 20);
+    let rec = ede::recording::demo::demo_recording();
+    let ecg = ede::analysis::hermite::default_ecg_channel(&rec).unwrap();
+    let beats = ede::analysis::hermite::EcgBeats::prepare(
+        &rec,
+        ecg,
+        ede::analysis::hermite::EcgFilter::Default,
+        false,
+    )
+    .unwrap();
+    let params = ede::dsp::hermite::HermiteParams {
+        order: 20,
+        ..Default::default()
+    };
+    let cpu = ede::dsp::hermite::Basis::new(beats.fs, &params)
+        .unwrap()
+        .fit(&beats.windows, None)
+        .unwrap();
+    assert_eq!(cpu.len(), fits.len());
+    for i in 0..fits.len() {
+        assert!(
+            (cpu.mse[i] - fits.mse[i]).abs() <= 1e-4 * cpu.mse[i].max(1e-12),
+            "beat {i}"
+        );
+    }
+}
+
+#[test]
+fn beats_follow_the_order_on_the_cpu() {
+    drag_order_shows_the_newest_fits(harness(EdeApp::new(None, None, Settings::default(), None)));
+}
+
+#[test]
+fn beats_follow_the_order_on_the_gpu() {
+    let Ok(ctx) = ede::gpu::GpuContext::headless() else {
+        assert!(std::env::var_os("CI").is_none(), "CI must have an adapter");
+        return;
+    };
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), Some(ctx)));
+    h.state_mut()
+        .view_mut::<HermiteView>()
+        .unwrap()
+        .set_backend(ede::analysis::Backend::Gpu);
+    drag_order_shows_the_newest_fits(h);
+}
+
+/// On record 100 (annotated): next/previous step through beats of one label, and the browser
+/// follows the selected beat.
+#[test]
+fn beat_explorer_steps_by_label_and_moves_the_browser() {
+    let Some(path) = common_data("ecg/mitdb/100.hea") else {
+        return;
+    };
+    let mut h = harness(EdeApp::new(Some(path), None, Settings::default(), None));
+    settle(&mut h);
+    assert!(h.state_mut().show_view("beats"));
+    settle_beats(&mut h);
+    let labels: Vec<Option<String>> = {
+        let view = h.state().view_ref::<HermiteView>().unwrap();
+        view.shown().unwrap().2.to_vec()
+    };
+    let first_v = labels
+        .iter()
+        .position(|l| l.as_deref() == Some("V"))
+        .expect("a V beat");
+    h.state_mut()
+        .view_mut::<HermiteView>()
+        .unwrap()
+        .select(first_v);
+    h.run_steps(2);
+    let in_view = |h: &Harness<'_, EdeApp>| {
+        let t = h
+            .state()
+            .view_ref::<HermiteView>()
+            .unwrap()
+            .selected_time()
+            .unwrap();
+        let (t0, t1) = h.state().browser.visible_span();
+        t0 < t && t < t1
+    };
+    assert!(in_view(&h));
+    let view = h.state_mut().view_mut::<HermiteView>().unwrap();
+    // Record 100 has a single V beat: no next or previous one.
+    assert!(!view.step_same_label(true) && !view.step_same_label(false));
+    assert_eq!(view.selected(), first_v);
+    // Its A beats: next goes to the next A.
+    let a: Vec<usize> = (0..labels.len())
+        .filter(|&i| labels[i].as_deref() == Some("A"))
+        .collect();
+    view.select(a[0]);
+    assert!(view.step_same_label(true));
+    assert_eq!(view.selected(), a[1]);
+    assert!(view.step_same_label(false));
+    assert_eq!(view.selected(), a[0]);
+    h.run_steps(2);
+    assert!(in_view(&h));
+    h.snapshot_options(
+        "beats_record_100",
+        &SnapshotOptions::new()
+            .threshold(2.0)
+            .max_failed_pixels(3000),
+    );
+}
+
+fn common_data(rel: &str) -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("EDE_DATA")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
+    let p = dir.join(rel);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("note: {} is absent; test skipped", p.display());
+        None
+    }
 }

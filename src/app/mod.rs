@@ -5,6 +5,7 @@
 pub mod browser;
 pub mod colormap;
 pub mod export;
+pub mod hermite_view;
 pub mod scalogram_view;
 pub mod traces;
 pub mod worker;
@@ -52,6 +53,11 @@ pub const VIEWS: &[ViewInfo] = &[
         id: "scalogram",
         title: "Scalogram",
         make: |rec, gpu| Box::new(scalogram_view::ScalogramView::new(rec, gpu)),
+    },
+    ViewInfo {
+        id: "beats",
+        title: "Beats",
+        make: |rec, gpu| Box::new(hermite_view::HermiteView::new(rec, gpu)),
     },
 ];
 

@@ -39,7 +39,7 @@ pub struct GuiArgs {
     /// Render the window after the first complete frame, save it as PNG and exit.
     #[arg(long, value_name = "PNG")]
     pub screenshot: Option<PathBuf>,
-    /// Which view to show: browser, xapen or scalogram.
+    /// Which view to show: browser, xapen, scalogram or beats.
     #[arg(long, default_value = "browser")]
     pub view: String,
     /// Window size for the screenshot, WIDTHxHEIGHT.

@@ -115,7 +115,7 @@ pub struct BeatWindow {
 impl BeatWindow {
     pub fn new(fs: f64) -> Result<Self, HermiteError> {
         let half = (HALF_WINDOW_S * fs).round();
-        if !(fs.is_finite() && half >= 1.0 && half < 1e6) {
+        if !(fs.is_finite() && (1.0..1e6).contains(&half)) {
             return Err(HermiteError::Rate(fs));
         }
         Ok(BeatWindow {
@@ -129,6 +129,7 @@ impl BeatWindow {
     }
 
     /// Samples with the padding (4h).
+    #[allow(clippy::len_without_is_empty)] // a window is never empty (h >= 1)
     pub fn len(&self) -> usize {
         4 * self.half
     }
@@ -157,7 +158,7 @@ pub fn hermite_functions(u: f64, out: &mut [f64]) {
     const BIG: f64 = 1e100;
     let mut log_scale = -0.5 * u * u;
     let (mut prev, mut cur) = (0.0, std::f64::consts::PI.powf(-0.25));
-    for n in 0..out.len() {
+    for (n, value) in out.iter_mut().enumerate() {
         if n > 0 {
             let next =
                 (2.0 / n as f64).sqrt() * u * cur - ((n - 1) as f64 / n as f64).sqrt() * prev;
@@ -169,7 +170,7 @@ pub fn hermite_functions(u: f64, out: &mut [f64]) {
             prev /= BIG;
             log_scale += BIG.ln();
         }
-        out[n] = cur * log_scale.exp();
+        *value = cur * log_scale.exp();
     }
 }
 
