@@ -41,7 +41,19 @@ pub fn write_edf(
     annotations: &[(f64, &str)],
 ) {
     let records = signals[0].digital.len() / signals[0].samples_per_record;
-    let ann_bytes = 120usize;
+    // Each annotation goes into the TAL of the record holding its onset (as writers do).
+    let records_f = records.max(1);
+    let record_of = |t: f64| ((t / record_duration).floor().max(0.0) as usize).min(records_f - 1);
+    let tal_bytes = |r: usize| {
+        let mut n = 0;
+        for (t, text) in annotations {
+            if record_of(*t) == r {
+                n += format!("+{t}\x14{text}\x14\0").len();
+            }
+        }
+        n
+    };
+    let ann_bytes = 120usize.max((0..records_f).map(|r| 40 + tal_bytes(r)).max().unwrap_or(0));
     let bps = if bdf { 3 } else { 2 };
     let ann_spr = ann_bytes.div_ceil(bps);
     let ns = signals.len() + usize::from(plus.is_some());
@@ -146,8 +158,8 @@ pub fn write_edf(
         if plus.is_some() {
             let onset = onsets.map(|o| o[r]).unwrap_or(r as f64 * record_duration);
             let mut tal = format!("+{onset}\x14\x14\0").into_bytes();
-            if r == 0 {
-                for (t, text) in annotations {
+            for (t, text) in annotations {
+                if record_of(*t) == r {
                     tal.extend(format!("+{t}\x14{text}\x14\0").as_bytes());
                 }
             }
