@@ -141,6 +141,8 @@ pub struct HermiteView {
     selected: usize,
     /// Move the browser to the selected beat in the next frame.
     follow: bool,
+    /// Select the first beat in the browser's window in the next frame (new beats arrived).
+    pick_visible: bool,
     panel_rect: Rect,
     png_request: Option<std::path::PathBuf>,
 }
@@ -173,6 +175,7 @@ impl HermiteView {
             error: None,
             selected: 0,
             follow: false,
+            pick_visible: false,
             panel_rect: Rect::NOTHING,
             png_request: None,
         }
@@ -269,6 +272,7 @@ impl HermiteView {
                 });
                 if !same_beats {
                     self.selected = 0;
+                    self.pick_visible = true;
                 }
                 self.selected = self.selected.min(output.fits.len().saturating_sub(1));
                 self.shown = Some((request, output));
@@ -470,6 +474,14 @@ impl HermiteView {
 
     fn panel(&mut self, ui: &mut egui::Ui, browser: &mut Browser) {
         self.panel_rect = ui.max_rect();
+        if let (true, Some((_, s))) = (self.pick_visible, &self.shown) {
+            let t0 = browser.visible_span().0;
+            self.selected = s
+                .times
+                .partition_point(|&t| t < t0)
+                .min(s.fits.len().saturating_sub(1));
+            self.pick_visible = false;
+        }
         let Some((req, s)) = &self.shown else {
             ui.centered_and_justified(|ui| ui.label("fitting…"));
             return;
@@ -579,9 +591,10 @@ impl HermiteView {
         let (_, s) = self.shown.as_ref()?;
         let point = |i: usize| -> [f64; 2] {
             match self.scatter {
+                // MSE spans decades between beats: its logarithm spreads them out.
                 ScatterAxes::SigmaMse => [
                     s.sigmas[s.fits.sigma_index[i] as usize] * 1e3,
-                    s.fits.mse[i] as f64,
+                    (s.fits.mse[i] as f64).max(1e-30).log10(),
                 ],
                 ScatterAxes::Coefficients(a, b) => {
                     let c = s.fits.coefficients_of(i);
@@ -590,7 +603,7 @@ impl HermiteView {
             }
         };
         let (xl, yl) = match self.scatter {
-            ScatterAxes::SigmaMse => ("σ (ms)".to_string(), "MSE".to_string()),
+            ScatterAxes::SigmaMse => ("σ (ms)".to_string(), "log10 MSE".to_string()),
             ScatterAxes::Coefficients(a, b) => (format!("c{a}"), format!("c{b}")),
         };
         let n = s.fits.len();
