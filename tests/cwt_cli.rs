@@ -3,9 +3,7 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{TestSignal, write_edf};
+use common::{TestSignal, ede, write_edf};
 use ede::dsp::cwt::{CwtPlan, cone_of_influence};
 
 fn tone_signals() -> Vec<TestSignal> {
@@ -26,14 +24,6 @@ fn tone_signals() -> Vec<TestSignal> {
             digital_max: 32767,
         })
         .collect()
-}
-
-fn ede(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ede"))
-        .args(args)
-        .env("WGPU_BACKEND", "vulkan")
-        .output()
-        .unwrap()
 }
 
 #[test]

@@ -3,18 +3,8 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{Rng, TestSignal, write_edf};
+use common::{Rng, TestSignal, ede, write_edf};
 use ede::dsp::hermite::{self, BeatWindow, HermiteParams};
-
-fn ede(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ede"))
-        .args(args)
-        .env("WGPU_BACKEND", "vulkan")
-        .output()
-        .unwrap()
-}
 
 /// A synthetic lead-II ECG at 250 Hz (mV, 5 uV steps) with beats every 0.7-0.9 s, and the R
 /// peaks' samples.

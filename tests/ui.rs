@@ -1,6 +1,8 @@
 //! UI tests on the wgpu renderer (lavapipe in CI): a snapshot of the browser on the demo, and
 //! navigation that must move the visible time span.
 
+mod common;
+
 use ede::app::hermite_view::HermiteView;
 use ede::app::scalogram_view::ScalogramView;
 use ede::app::xapen_view::XapenView;
@@ -267,8 +269,8 @@ fn annotation_filter_and_next_jump_to_matches() {
     assert_eq!(h.state().browser.visible_span(), (t0, t1));
 }
 
-/// Steps until the scalogram shows the image for its current settings.
-fn settle_scalogram(h: &mut Harness<'_, EdeApp>) {
+/// Steps until the view shown shows what its current settings ask for.
+fn settle_view(h: &mut Harness<'_, EdeApp>) {
     let t = std::time::Instant::now();
     while t.elapsed().as_secs() < 120 {
         h.step();
@@ -285,7 +287,7 @@ fn settle_scalogram(h: &mut Harness<'_, EdeApp>) {
 fn drag_omega0_shows_the_newest_image(mut h: Harness<'_, EdeApp>) {
     settle(&mut h);
     assert!(h.state_mut().show_view("scalogram"));
-    settle_scalogram(&mut h);
+    settle_view(&mut h);
     let first = {
         let view = h.state().view_ref::<ScalogramView>().unwrap();
         assert_eq!(view.error(), None);
@@ -300,7 +302,7 @@ fn drag_omega0_shows_the_newest_image(mut h: Harness<'_, EdeApp>) {
             .set_omega0(w);
         h.step();
     }
-    settle_scalogram(&mut h);
+    settle_view(&mut h);
     let view = h.state().view_ref::<ScalogramView>().unwrap();
     let (params, image) = view.shown().unwrap();
     assert_eq!(params.omega0, 8.0);
@@ -336,7 +338,7 @@ fn scalogram_snapshot_of_the_demo() {
     let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
     settle(&mut h);
     assert!(h.state_mut().show_view("scalogram"));
-    settle_scalogram(&mut h);
+    settle_view(&mut h);
     h.snapshot_options(
         "scalogram_demo",
         &SnapshotOptions::new()
@@ -407,7 +409,7 @@ fn scalogram_stacks_several_traces() {
         .view_mut::<ScalogramView>()
         .unwrap()
         .set_traces(vec![0, 8, 19]);
-    settle_scalogram(&mut h);
+    settle_view(&mut h);
     let view = h.state().view_ref::<ScalogramView>().unwrap();
     assert_eq!(view.error(), None);
     let (params, image) = view.shown().unwrap();
@@ -425,25 +427,12 @@ fn scalogram_stacks_several_traces() {
     );
 }
 
-/// Steps until the beat explorer shows the fits for its current settings.
-fn settle_beats(h: &mut Harness<'_, EdeApp>) {
-    let t = std::time::Instant::now();
-    while t.elapsed().as_secs() < 120 {
-        h.step();
-        if h.state().ready() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    h.run_steps(2);
-}
-
 /// N changes in three consecutive frames, as a slider drag does: the fits shown in the end
 /// are the newest N's, and equal to the CPU fit of the same beats.
 fn drag_order_shows_the_newest_fits(mut h: Harness<'_, EdeApp>) {
     settle(&mut h);
     assert!(h.state_mut().show_view("beats"));
-    settle_beats(&mut h);
+    settle_view(&mut h);
     {
         let view = h.state().view_ref::<HermiteView>().unwrap();
         assert_eq!(view.error(), None);
@@ -460,7 +449,7 @@ fn drag_order_shows_the_newest_fits(mut h: Harness<'_, EdeApp>) {
             .set_order(n);
         h.step();
     }
-    settle_beats(&mut h);
+    settle_view(&mut h);
     let view = h.state().view_ref::<HermiteView>().unwrap();
     let (order, fits, _) = view.shown().unwrap();
     assert_eq!(order, 20);
@@ -514,13 +503,14 @@ fn beats_follow_the_order_on_the_gpu() {
 /// follows the selected beat.
 #[test]
 fn beat_explorer_steps_by_label_and_moves_the_browser() {
-    let Some(path) = common_data("ecg/mitdb/100.hea") else {
+    let Some(data) = common::shared_data() else {
         return;
     };
+    let path = data.join("ecg/mitdb/100.hea");
     let mut h = harness(EdeApp::new(Some(path), None, Settings::default(), None));
     settle(&mut h);
     assert!(h.state_mut().show_view("beats"));
-    settle_beats(&mut h);
+    settle_view(&mut h);
     let labels: Vec<Option<String>> = {
         let view = h.state().view_ref::<HermiteView>().unwrap();
         view.shown().unwrap().2.to_vec()
@@ -568,15 +558,44 @@ fn beat_explorer_steps_by_label_and_moves_the_browser() {
     );
 }
 
-fn common_data(rel: &str) -> Option<std::path::PathBuf> {
-    let dir = std::env::var_os("EDE_DATA")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"));
-    let p = dir.join(rel);
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("note: {} is absent; test skipped", p.display());
-        None
-    }
+/// The Nihon Kohden EDF+D export (referential channels, offsets of hundreds of uV): each trace
+/// stays in its lane, and Fit scales every channel to its own range in the window.
+#[test]
+fn nihon_kohden_traces_keep_their_lanes_and_fit() {
+    let Some(data) = common::shared_data() else {
+        return;
+    };
+    let path = data.join("edf/nihonkohden_MB0400FU.edf");
+    let mut h = harness(EdeApp::new(Some(path), None, Settings::default(), None));
+    settle(&mut h);
+    assert!(!h.state().browser.settings.overlap);
+    h.snapshot_options(
+        "nihonkohden_lanes",
+        &SnapshotOptions::new()
+            .threshold(2.0)
+            .max_failed_pixels(3000),
+    );
+    let traces = h.state().browser.traces.spec.derivations.len();
+    let before: Vec<f32> = (0..traces)
+        .map(|d| h.state().browser.lane_scale(d))
+        .collect();
+    h.state_mut().browser.request_fit();
+    h.run_steps(3);
+    let after: Vec<f32> = (0..traces)
+        .map(|d| h.state().browser.lane_scale(d))
+        .collect();
+    let changed = before.iter().zip(&after).filter(|(a, b)| a != b).count();
+    assert!(changed > traces / 2, "{before:?} {after:?}");
+    // Each channel its own scale: not one factor for all.
+    let ratios: Vec<f32> = before.iter().zip(&after).map(|(a, b)| b / a).collect();
+    let (lo, hi) = ratios
+        .iter()
+        .fold((f32::MAX, 0f32), |(l, u), &r| (l.min(r), u.max(r)));
+    assert!(hi > 1.5 * lo, "{ratios:?}");
+    h.snapshot_options(
+        "nihonkohden_fit",
+        &SnapshotOptions::new()
+            .threshold(2.0)
+            .max_failed_pixels(3000),
+    );
 }

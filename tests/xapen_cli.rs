@@ -2,9 +2,7 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::{TestSignal, write_edf};
+use common::{TestSignal, ede, write_edf};
 use ede::dsp::xapen::{Correction, reference};
 
 fn signals(seed: u64) -> Vec<TestSignal> {
@@ -31,13 +29,6 @@ fn signals(seed: u64) -> Vec<TestSignal> {
             digital_max: 32767,
         })
         .collect()
-}
-
-fn ede(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ede"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 #[test]

@@ -31,6 +31,8 @@ pub struct BrowserSettings {
     /// Multiplies every channel's amplitude.
     pub gain: f32,
     pub show_annotations: bool,
+    /// Let traces leave their lanes (off: each is clipped to its own lane).
+    pub overlap: bool,
 }
 
 impl Default for BrowserSettings {
@@ -41,6 +43,7 @@ impl Default for BrowserSettings {
             span_s: 10.0,
             gain: 1.0,
             show_annotations: true,
+            overlap: false,
         }
     }
 }
@@ -53,6 +56,8 @@ pub struct Browser {
     pub t0: f64,
     /// Per-trace amplitude multiplier on top of the unit's default scale.
     channel_gain: Vec<f32>,
+    /// Fit every shown trace to its lane from the next screen's values.
+    fit_requested: bool,
     hidden: HashSet<usize>,
     selected: Option<usize>,
     /// A time range (seconds) chosen with shift+drag, for analyses of a stretch.
@@ -66,6 +71,8 @@ pub struct Browser {
     annotation_matches: (String, Vec<usize>),
     /// Where the traces were drawn last frame (views align their time axes with it).
     pub plot_rect: Rect,
+    /// Size of the recording's file: large files get a memory figure in the status line.
+    file_bytes: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -99,6 +106,7 @@ impl Browser {
             traces,
             t0: 0.0,
             channel_gain: vec![1.0; n],
+            fit_requested: false,
             hidden: HashSet::new(),
             selected: None,
             selection: None,
@@ -107,7 +115,11 @@ impl Browser {
             annotation_filter: String::new(),
             annotation_matches: (String::new(), (0..n_annotations).collect()),
             plot_rect: Rect::NOTHING,
+            file_bytes: 0,
         };
+        b.file_bytes = (b.rec.path.as_ref())
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map_or(0, |m| m.len());
         b.settings.span_s = b.settings.span_s.clamp(0.1, b.total_s().max(1.0));
         b
     }
@@ -259,6 +271,15 @@ impl Browser {
         if ui.button("Amplitude +").clicked() {
             self.settings.gain *= 1.25;
         }
+        if ui
+            .button("Fit")
+            .on_hover_text("scale each channel to its own range in this window (F)")
+            .clicked()
+        {
+            self.fit_requested = true;
+        }
+        ui.toggle_value(&mut self.settings.overlap, "Overlap")
+            .on_hover_text("let traces leave their lanes (off: each is clipped to its own)");
         ui.toggle_value(&mut self.settings.show_annotations, "Annotations");
         if before != (self.settings.montage, self.settings.filter) {
             self.rebuild();
@@ -299,6 +320,18 @@ impl Browser {
                     .desired_width(140.0)
                     .text("building overview"),
             );
+        }
+        if self.file_bytes > 64 << 20
+            && let Some(m) = ProcessMemory::now()
+        {
+            ui.separator();
+            ui.label(format!("memory {} MB", m.own >> 20))
+                .on_hover_text(format!(
+                    "{} MB of ede's own, plus {} MB of the file's pages the system keeps cached \
+                 (handed back after the overview; reclaimed whenever memory is needed)",
+                    m.own >> 20,
+                    m.file_pages >> 20
+                ));
         }
         if !rec.warnings.is_empty() {
             ui.separator();
@@ -437,6 +470,9 @@ impl Browser {
             if i.key_pressed(egui::Key::Escape) {
                 self.selection = None;
             }
+            if i.key_pressed(egui::Key::F) && !i.modifiers.any() {
+                self.fit_requested = true;
+            }
         });
         if response.hovered() {
             let (scroll, zoom, ctrl, pointer) = ui.input(|i| {
@@ -513,6 +549,9 @@ impl Browser {
             .filter(|i| !self.hidden.contains(i))
             .collect();
         let row_h = plot.height() / visible.len().max(1) as f32;
+        if std::mem::take(&mut self.fit_requested) {
+            self.fit(&screen, &visible);
+        }
         self.draw_time_grid(&painter, plot, full);
         let annotation_labels = self.draw_annotations(&painter, plot);
         let mut mesh = egui::Mesh::default();
@@ -530,8 +569,7 @@ impl Browser {
             } else {
                 Color32::from_rgb(0, 110, 60)
             };
-            let scale = default_scale(&sig.unit, sig.physical_max - sig.physical_min)
-                / (self.settings.gain * self.channel_gain[d]);
+            let scale = self.lane_scale(d);
             let cols = &screen.columns[d];
             let baseline = screen.baselines[d];
             let px_per_unit = row_h / scale;
@@ -553,11 +591,12 @@ impl Browser {
                     center - (v[0] - baseline) * px_per_unit,
                 ));
                 let x = plot.left() + c as f32 * col_w;
-                // Clip to the slot and a half either side, so one wild channel cannot cover all.
-                let (slot_top, slot_bottom) = (
-                    (center - 1.5 * row_h).max(plot.top()),
-                    (center + 1.5 * row_h).min(plot.bottom()),
-                );
+                // Each trace keeps to its lane unless overlapping is asked for.
+                let (slot_top, slot_bottom) = if self.settings.overlap {
+                    (plot.top(), plot.bottom())
+                } else {
+                    (center - row_h / 2.0, center + row_h / 2.0)
+                };
                 let top = lo.clamp(slot_top, slot_bottom);
                 let bottom = hi.clamp(slot_top, slot_bottom).max(top + 1.0 / ppp);
                 mesh.add_colored_rect(
@@ -614,6 +653,44 @@ impl Browser {
             Stroke::new(1.0, Color32::from_gray(170)),
             egui::StrokeKind::Outside,
         );
+    }
+
+    /// Sets each shown trace's gain so that its deflections in `screen` (the 99th percentile
+    /// of the columns' distances from its baseline, so one spike does not flatten the rest)
+    /// fill 45 % of the lane each side of its centre. Flat traces keep their gain.
+    fn fit(&mut self, screen: &Screen, visible: &[usize]) {
+        for &d in visible {
+            let base = screen.baselines[d];
+            let mut extents: Vec<f32> = screen.columns[d]
+                .iter()
+                .filter(|v| v[0].is_finite() && v[1].is_finite())
+                .map(|v| (v[1] - base).max(base - v[0]))
+                .collect();
+            if extents.is_empty() {
+                continue;
+            }
+            let k = ((extents.len() - 1) as f32 * 0.99).round() as usize;
+            let (_, &mut extent, _) = extents.select_nth_unstable_by(k, f32::total_cmp);
+            if !(extent.is_finite() && extent > 0.0) {
+                continue;
+            }
+            let sig = &self.rec.signals[self.traces.spec.derivations[d].plus];
+            let unit_scale = default_scale(&sig.unit, sig.physical_max - sig.physical_min);
+            // px_per_unit = row_h / scale and extent * px_per_unit = 0.45 row_h.
+            self.channel_gain[d] = unit_scale * 0.45 / (extent * self.settings.gain);
+        }
+    }
+
+    /// The amplitude of one lane of trace `d` (physical units), gains applied.
+    pub fn lane_scale(&self, d: usize) -> f32 {
+        let sig = &self.rec.signals[self.traces.spec.derivations[d].plus];
+        default_scale(&sig.unit, sig.physical_max - sig.physical_min)
+            / (self.settings.gain * self.channel_gain[d])
+    }
+
+    /// Asks for "Fit" at the next frame (as the button and the F key do).
+    pub fn request_fit(&mut self) {
+        self.fit_requested = true;
     }
 
     fn screen(&mut self, columns: usize) -> Arc<Screen> {
@@ -829,4 +906,34 @@ fn fmt_amp(v: f32) -> String {
 
 fn hz(v: Option<f32>) -> String {
     v.map(|f| format!("{f} Hz")).unwrap_or_else(|| "off".into())
+}
+
+/// The process's resident memory, split as `top` does not: its own (heap, stacks) and the
+/// pages of mapped files, which the system may take back at any time.
+struct ProcessMemory {
+    own: u64,
+    file_pages: u64,
+}
+
+impl ProcessMemory {
+    /// From /proc/self/status, read at most once a second (the status line draws every frame).
+    fn now() -> Option<Self> {
+        use std::sync::Mutex;
+        use std::time::Instant;
+        static LAST: Mutex<Option<(Instant, u64, u64)>> = Mutex::new(None);
+        let mut last = LAST.lock().ok()?;
+        if last.is_none_or(|(t, _, _)| t.elapsed().as_secs_f64() > 1.0) {
+            let text = std::fs::read_to_string("/proc/self/status").ok()?;
+            let kb = |key: &str| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                    .map(|k| k * 1024)
+            };
+            let own = kb("RssAnon:")? + kb("RssShmem:").unwrap_or(0);
+            *last = Some((Instant::now(), own, kb("RssFile:")?));
+        }
+        let (_, own, file_pages) = (*last)?;
+        Some(ProcessMemory { own, file_pages })
+    }
 }

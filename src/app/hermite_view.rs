@@ -149,10 +149,7 @@ pub struct HermiteView {
 
 impl HermiteView {
     pub fn new(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Self {
-        let backend = match &gpu {
-            Some(g) if !g.is_software() => Backend::Gpu,
-            _ => Backend::Cpu,
-        };
+        let backend = super::default_backend(gpu.as_ref());
         HermiteView {
             signal: default_ecg_channel(&rec),
             filter: EcgFilter::Default,

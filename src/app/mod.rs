@@ -61,6 +61,16 @@ pub const VIEWS: &[ViewInfo] = &[
     },
 ];
 
+/// Where a view runs at first: the GPU, unless there is none or it is a software adapter
+/// (lavapipe), which is correct but slower than the CPU paths.
+pub(crate) fn default_backend(gpu: Option<&GpuContext>) -> crate::analysis::Backend {
+    use crate::analysis::Backend;
+    match gpu {
+        Some(g) if !g.is_software() => Backend::Gpu,
+        _ => Backend::Cpu,
+    }
+}
+
 /// "Run on GPU / CPU" for an analysis view (GPU greyed out without an adapter).
 pub(crate) fn backend_picker(
     ui: &mut egui::Ui,

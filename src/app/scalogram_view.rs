@@ -231,11 +231,7 @@ pub struct ScalogramView {
 
 impl ScalogramView {
     pub fn new(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Self {
-        // A software adapter (lavapipe) is correct but slower than the CPU path.
-        let backend = match &gpu {
-            Some(g) if !g.is_software() => Backend::Gpu,
-            _ => Backend::Cpu,
-        };
+        let backend = super::default_backend(gpu.as_ref());
         ScalogramView {
             rec,
             traces: Vec::new(),

@@ -118,6 +118,8 @@ impl Traces {
                     && let Ok(mut slot) = slot.lock()
                 {
                     *slot = Some(Arc::new(p));
+                    // The pass touched every page of the file; the pyramids replace them.
+                    spec.rec.release_pages();
                 }
             })
             .ok();

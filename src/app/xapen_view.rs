@@ -178,11 +178,7 @@ impl XapenView {
         } else {
             rec.signals.iter().map(|s| s.fs == fs).collect()
         };
-        // A software adapter (lavapipe) is correct but far slower than the CPU path.
-        let backend = match &gpu {
-            Some(g) if !g.is_software() => Backend::Gpu,
-            _ => Backend::Cpu,
-        };
+        let backend = super::default_backend(gpu.as_ref());
         XapenView {
             rec,
             selected,

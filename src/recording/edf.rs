@@ -83,6 +83,10 @@ impl SampleSource for EdfSource {
         }
         Ok(())
     }
+
+    fn release_pages(&self) {
+        super::release_mapped_pages(&self.map);
+    }
 }
 
 /// Reads header fields, turning what EDF forbids but files contain into warnings.

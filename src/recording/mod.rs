@@ -128,6 +128,23 @@ pub struct Segment {
 /// `start..start + out.len()` of data signal `signal`; the caller keeps the range in bounds.
 pub trait SampleSource: Send + Sync {
     fn read(&self, signal: usize, start: usize, out: &mut [f32]) -> Result<(), ReadError>;
+
+    /// Hands the file pages read so far back to the system (the file stays readable: pages
+    /// come back from it when read again). Sources in memory have nothing to hand back.
+    fn release_pages(&self) {}
+}
+
+/// Drops the resident pages of a read-only file mapping: after a pass over a whole file (the
+/// overview), they count in the process's resident size until the system needs the memory,
+/// which reads like a leak to whoever looks at `top`.
+pub(crate) fn release_mapped_pages(map: &memmap2::Mmap) {
+    #[cfg(unix)]
+    // SAFETY: the mapping is shared and read-only, so dropping its pages loses nothing: a
+    // later read faults them in from the file again (MADV_DONTNEED only loses data of private
+    // or written mappings). Other threads reading it meanwhile see the same bytes.
+    unsafe {
+        let _ = map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed);
+    }
 }
 
 /// An opened recording: headers, annotations and a handle to decode samples.
@@ -294,6 +311,11 @@ impl Recording {
         let mut out = vec![0.0; n];
         self.read(signal, 0, &mut out)?;
         Ok(out)
+    }
+
+    /// Hands the file pages read so far back to the system (after the overview's full pass).
+    pub fn release_pages(&self) {
+        self.source.release_pages();
     }
 
     /// Time in seconds of sample `k` of signal `signal`, following the segments.

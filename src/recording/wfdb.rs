@@ -149,6 +149,14 @@ impl SampleSource for WfdbSource {
         }
         Ok(())
     }
+
+    fn release_pages(&self) {
+        for f in &self.files {
+            if let Some(map) = &f.map {
+                super::release_mapped_pages(map);
+            }
+        }
+    }
 }
 
 struct SignalSpec {

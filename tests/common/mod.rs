@@ -19,6 +19,15 @@ pub fn shared_data() -> Option<PathBuf> {
     }
 }
 
+/// Runs the `ede` binary with `args` (on Vulkan, lavapipe where there is no GPU).
+pub fn ede(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ede"))
+        .args(args)
+        .env("WGPU_BACKEND", "vulkan")
+        .output()
+        .unwrap()
+}
+
 pub struct TestSignal {
     pub label: &'static str,
     pub samples_per_record: usize,
