@@ -61,6 +61,18 @@ pub const VIEWS: &[ViewInfo] = &[
     },
 ];
 
+/// The window icon, assets/icon.png (compiled in).
+pub fn window_icon() -> Arc<egui::IconData> {
+    let image = image::load_from_memory(include_bytes!("../../assets/icon.png"))
+        .expect("assets/icon.png is a valid PNG")
+        .into_rgba8();
+    Arc::new(egui::IconData {
+        width: image.width(),
+        height: image.height(),
+        rgba: image.into_raw(),
+    })
+}
+
 /// Where a view runs at first: the GPU, unless there is none or it is a software adapter
 /// (lavapipe), which is correct but slower than the CPU paths.
 pub(crate) fn default_backend(gpu: Option<&GpuContext>) -> crate::analysis::Backend {
@@ -560,6 +572,7 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
         viewport: egui::ViewportBuilder::default()
             .with_inner_size([w, h])
             .with_title("ede")
+            .with_icon(window_icon())
             .with_drag_and_drop(true),
         renderer: eframe::Renderer::Wgpu,
         persist_window: args.screenshot.is_none(),
@@ -597,4 +610,14 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
         }),
     )
     .map_err(|e| anyhow::anyhow!("the window could not start: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_window_icon_decodes() {
+        let icon = super::window_icon();
+        assert_eq!((icon.width, icon.height), (128, 128));
+        assert_eq!(icon.rgba.len(), 128 * 128 * 4);
+    }
 }
