@@ -599,3 +599,78 @@ fn nihon_kohden_traces_keep_their_lanes_and_fit() {
             .max_failed_pixels(3000),
     );
 }
+
+/// Measure on the demo: the cursor reads a trace's value, ctrl+click twice measures time and
+/// amplitude between two points, and a selection's statistics equal the samples' own.
+#[test]
+fn cursor_two_point_measure_and_selection_statistics() {
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    let plot = h.state().browser.plot_rect;
+    let ctrl_click = |h: &mut Harness<'_, EdeApp>, x: f32| {
+        let pos = egui::pos2(x, plot.top() + 5.0);
+        h.event(egui::Event::PointerMoved(pos));
+        h.step();
+        for pressed in [true, false] {
+            h.event(egui::Event::PointerButton {
+                pos,
+                button: egui::PointerButton::Primary,
+                pressed,
+                modifiers: egui::Modifiers::CTRL,
+            });
+            h.step();
+        }
+        h.run_steps(2);
+    };
+    let x_at = |t: f64| plot.left() + (t / 10.0) as f32 * plot.width();
+    ctrl_click(&mut h, x_at(2.0));
+    ctrl_click(&mut h, x_at(4.5));
+    let b = &h.state().browser;
+    assert_eq!(b.measure.len(), 2);
+    let (pa, pb) = (b.measure[0], b.measure[1]);
+    assert_eq!((pa.trace, pb.trace), (0, 0), "the top trace, Fp1");
+    let m = b.measurement().unwrap();
+    assert!((m.dt - 2.5).abs() < 0.05, "{m:?}");
+    assert!((m.hz - 1.0 / m.dt).abs() < 1e-9);
+    // The values are the recording's samples at those times.
+    let rec = ede::recording::demo::demo_recording();
+    let sample = |t: f64| {
+        let k = rec.sample_at(0, t).unwrap();
+        let mut v = [0f32];
+        rec.read(0, k, &mut v).unwrap();
+        v[0]
+    };
+    assert_eq!(pa.value, sample(pa.t));
+    assert_eq!(m.dv, Some(sample(pb.t) - sample(pa.t)));
+    // A third point starts a new measurement.
+    ctrl_click(&mut h, x_at(6.0));
+    assert_eq!(h.state().browser.measure.len(), 1);
+
+    let browser = &mut h.state_mut().browser;
+    browser.selection = Some((1.0, 3.0));
+    let stats = browser.selection_stats().unwrap().to_vec();
+    assert_eq!(stats.len(), rec.signals.len());
+    for (s, (sig, info)) in stats.iter().zip(rec.signals.iter().enumerate()) {
+        let (k0, k1) = (
+            rec.sample_at(sig, 1.0).unwrap(),
+            rec.sample_at(sig, 3.0).unwrap(),
+        );
+        let mut x = vec![0f32; k1 - k0 + 1];
+        rec.read(sig, k0, &mut x).unwrap();
+        let want = ede::dsp::stats::Summary::of(&x).unwrap();
+        assert_eq!(s.summary, Some(want), "{}", info.label);
+        assert_eq!(s.label, info.label);
+    }
+    browser.show_stats = true;
+    browser.measure.clear();
+    h.run_steps(1);
+    ctrl_click(&mut h, x_at(2.0));
+    ctrl_click(&mut h, x_at(4.5));
+    h.get_by_label("Selection statistics");
+    h.snapshot_options(
+        "measure_demo",
+        &SnapshotOptions::new()
+            .threshold(2.0)
+            .max_failed_pixels(3000),
+    );
+}

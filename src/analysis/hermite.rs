@@ -11,6 +11,7 @@ use super::xapen::{RanOn, cpu_name};
 use crate::dsp::filter::condition_ecg;
 use crate::dsp::hermite::{Basis, BeatWindow, Fits, HermiteError, HermiteParams};
 use crate::dsp::qrs;
+pub use crate::dsp::stats::mean_sd;
 use crate::gpu::GpuContext;
 use crate::gpu::hermite::{GpuBeats, GpuHermiteError, HermiteKernels};
 use crate::recording::{ReadError, Recording};
@@ -349,15 +350,4 @@ impl HermiteReport {
         }
         out
     }
-}
-
-/// Mean and SD (ddof = 0); zeros for no values.
-pub fn mean_sd(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
-    let n = values.clone().count();
-    if n == 0 {
-        return (0.0, 0.0);
-    }
-    let mean = values.clone().sum::<f64>() / n as f64;
-    let var = values.map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
-    (mean, var.sqrt())
 }

@@ -7,4 +7,5 @@ pub mod filter;
 pub mod hermite;
 pub mod montage;
 pub mod qrs;
+pub mod stats;
 pub mod xapen;
