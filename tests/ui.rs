@@ -674,3 +674,35 @@ fn cursor_two_point_measure_and_selection_statistics() {
             .max_failed_pixels(3000),
     );
 }
+
+/// A channel's own filter (its label's context menu) changes that trace only, survives a
+/// change of the Filter menu, and the status line names the filters.
+#[test]
+fn a_channel_filter_changes_that_trace_only() {
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    let screen = |h: &Harness<'_, EdeApp>| h.state().browser.traces.screen(0.0, 10.0, 400).columns;
+    let before = screen(&h);
+    let lowpass = ede::dsp::filter::DisplayFilter {
+        lowpass: Some(15.0),
+        ..Default::default()
+    };
+    h.state_mut().browser.set_channel_filter(2, Some(lowpass));
+    h.run_steps(2);
+    let after = screen(&h);
+    assert_ne!(after[2], before[2], "the filtered trace changed");
+    for d in (0..before.len()).filter(|&d| d != 2) {
+        assert_eq!(after[d], before[d], "trace {d} unchanged");
+    }
+    h.get_by_label("no filter (1 channel(s) their own)");
+    // The Filter menu's choice applies to the others; trace 2 keeps its own.
+    h.state_mut().browser.settings.filter.notch = Some(50.0);
+    h.state_mut().browser.set_channel_filter(3, None);
+    let spec = h.state().browser.traces.spec.clone();
+    assert_eq!(spec.filter_of(2), lowpass);
+    h.run_steps(2);
+    h.get_by_label("notch 50 Hz (1 channel(s) their own)");
+    h.state_mut().browser.set_channel_filter(2, None);
+    h.run_steps(2);
+    h.get_by_label("notch 50 Hz");
+}

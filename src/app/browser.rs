@@ -3,7 +3,7 @@
 //! EDFbrowser-like navigation (PageUp/PageDown, arrows, wheel, ctrl+wheel or pinch to zoom,
 //! up/down for amplitude, click a label to select, right-click to hide).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use eframe::egui::{self, Color32, Pos2, Rect, Sense, Stroke, Vec2};
@@ -203,13 +203,25 @@ impl Browser {
         self.rec.time_span_s()
     }
 
-    fn rebuild(&mut self) {
-        self.traces = Traces::new(
+    /// New traces for the settings; a new montage also resets what belongs to its traces
+    /// (gains, hidden traces, their own filters, the selected trace).
+    fn rebuild(&mut self, montage_changed: bool) {
+        let own = if montage_changed {
+            HashMap::new()
+        } else {
+            self.traces.spec.channel_filters.clone()
+        };
+        self.traces = Traces::with_channel_filters(
             self.rec.clone(),
             self.settings.montage,
             self.settings.filter,
+            own,
         );
         self.settings.montage = self.traces.spec.montage;
+        if !montage_changed {
+            self.cache = None;
+            return;
+        }
         self.channel_gain = vec![1.0; self.traces.spec.derivations.len()];
         self.hidden.clear();
         self.selected = None;
@@ -257,21 +269,9 @@ impl Browser {
             }
         });
         ui.menu_button("Filter", |ui| {
-            let f = &mut self.settings.filter;
-            ui.label("High-pass");
-            for hp in [None, Some(0.1), Some(0.5), Some(1.0), Some(5.0)] {
-                ui.radio_value(&mut f.highpass, hp, hz(hp));
-            }
+            ui.label("Every channel (right-click a channel's label for its own)");
             ui.separator();
-            ui.label("Low-pass");
-            for lp in [None, Some(15.0), Some(35.0), Some(70.0)] {
-                ui.radio_value(&mut f.lowpass, lp, hz(lp));
-            }
-            ui.separator();
-            ui.label("Notch");
-            for n in [None, Some(50.0), Some(60.0)] {
-                ui.radio_value(&mut f.notch, n, hz(n));
-            }
+            filter_choices(ui, &mut self.settings.filter);
         });
         ui.menu_button("Channels", |ui| {
             for (i, label) in self.trace_labels().iter().enumerate() {
@@ -324,7 +324,7 @@ impl Browser {
             .on_hover_text("let traces leave their lanes (off: each is clipped to its own)");
         ui.toggle_value(&mut self.settings.show_annotations, "Annotations");
         if before != (self.settings.montage, self.settings.filter) {
-            self.rebuild();
+            self.rebuild(before.0 != self.settings.montage);
         }
     }
 
@@ -345,6 +345,22 @@ impl Browser {
         ));
         ui.separator();
         ui.label(self.traces.spec.montage.name());
+        ui.separator();
+        let own = &self.traces.spec.channel_filters;
+        let text = match own.len() {
+            0 => describe_filter(&self.settings.filter),
+            n => format!(
+                "{} ({n} channel(s) their own)",
+                describe_filter(&self.settings.filter)
+            ),
+        };
+        let details: Vec<String> = (own.iter())
+            .map(|(&d, f)| format!("{}: {}", self.trace_label(d), describe_filter(f)))
+            .collect();
+        let label = ui.label(text);
+        if !details.is_empty() {
+            label.on_hover_text(details.join("\n"));
+        }
         if let Some((a, b)) = self.selection {
             ui.separator();
             ui.label(format!(
@@ -694,13 +710,34 @@ impl Browser {
             if r.clicked() {
                 self.selected = if selected { None } else { Some(d) };
             }
-            if r.secondary_clicked() {
-                self.hidden.insert(d);
-            }
-            r.on_hover_text(format!(
-                "{} · {} Hz · {}\nclick: select (shift+↑/↓ scales it) · right-click: hide",
+            let r = r.on_hover_text(format!(
+                "{} · {} Hz · {}\nclick: select (shift+↑/↓ scales it) · right-click: hide, \
+                 this channel's filters",
                 der.label, sig.fs, sig.unit
             ));
+            let mut own = self.traces.spec.channel_filters.get(&d).copied();
+            let before = own;
+            r.context_menu(|ui| {
+                if ui.button("Hide").clicked() {
+                    self.hidden.insert(d);
+                    ui.close();
+                }
+                ui.separator();
+                let mut custom = own.is_some();
+                ui.checkbox(&mut custom, "own filters")
+                    .on_hover_text("off: the Filter menu's, as every channel");
+                own = match (custom, own) {
+                    (false, _) => None,
+                    (true, None) => Some(self.settings.filter),
+                    (true, Some(f)) => Some(f),
+                };
+                if let Some(f) = own.as_mut() {
+                    filter_choices(ui, f);
+                }
+            });
+            if own != before {
+                self.set_channel_filter(d, own);
+            }
         }
         painter.add(egui::Shape::mesh(mesh));
         // Labels go over the traces so that a large deflection cannot hide them.
@@ -745,6 +782,22 @@ impl Browser {
         let sig = &self.rec.signals[self.traces.spec.derivations[d].plus];
         default_scale(&sig.unit, sig.physical_max - sig.physical_min)
             / (self.settings.gain * self.channel_gain[d])
+    }
+
+    /// Gives trace `d` its own display filter (`None`: the Filter menu's again).
+    pub fn set_channel_filter(&mut self, d: usize, filter: Option<DisplayFilter>) {
+        let mut own = self.traces.spec.channel_filters.clone();
+        match filter {
+            Some(f) => own.insert(d, f),
+            None => own.remove(&d),
+        };
+        self.traces = Traces::with_channel_filters(
+            self.rec.clone(),
+            self.settings.montage,
+            self.settings.filter,
+            own,
+        );
+        self.cache = None;
     }
 
     /// The unit of trace `d`.
@@ -1184,6 +1237,37 @@ fn fmt_value(v: f32) -> String {
         format!("{:.*}", 3 - a.log10().floor() as usize, v)
     } else {
         format!("{v:.4}")
+    }
+}
+
+/// High-pass, low-pass and notch choices, as in the Filter menu.
+fn filter_choices(ui: &mut egui::Ui, f: &mut DisplayFilter) {
+    ui.label("High-pass");
+    for hp in [None, Some(0.1), Some(0.5), Some(1.0), Some(5.0)] {
+        ui.radio_value(&mut f.highpass, hp, hz(hp));
+    }
+    ui.separator();
+    ui.label("Low-pass");
+    for lp in [None, Some(15.0), Some(35.0), Some(70.0)] {
+        ui.radio_value(&mut f.lowpass, lp, hz(lp));
+    }
+    ui.separator();
+    ui.label("Notch");
+    for n in [None, Some(50.0), Some(60.0)] {
+        ui.radio_value(&mut f.notch, n, hz(n));
+    }
+}
+
+/// "HP 0.5 Hz · LP 35 Hz · notch 50 Hz", or "no filter".
+pub fn describe_filter(f: &DisplayFilter) -> String {
+    let parts: Vec<String> = [("HP", f.highpass), ("LP", f.lowpass), ("notch", f.notch)]
+        .iter()
+        .filter_map(|(name, v)| v.map(|v| format!("{name} {v} Hz")))
+        .collect();
+    if parts.is_empty() {
+        "no filter".into()
+    } else {
+        parts.join(" · ")
     }
 }
 

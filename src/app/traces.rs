@@ -22,7 +22,10 @@ pub struct TraceSpec {
     pub rec: Arc<Recording>,
     pub montage: MontageKind,
     pub derivations: Vec<Derivation>,
+    /// The display filter of every trace without its own.
     pub filter: DisplayFilter,
+    /// Traces' own filters, by derivation index.
+    pub channel_filters: HashMap<usize, DisplayFilter>,
 }
 
 pub struct Traces {
@@ -58,12 +61,26 @@ impl Traces {
     /// Applies `montage` (falling back to "as recorded" when the recording lacks its
     /// electrodes) and starts building the overview pyramids in the background.
     pub fn new(rec: Arc<Recording>, montage: MontageKind, filter: DisplayFilter) -> Self {
+        Self::with_channel_filters(rec, montage, filter, HashMap::new())
+    }
+
+    /// As `new`, with some traces filtered their own way (`channel_filters` by derivation
+    /// index; ignored when the montage falls back).
+    pub fn with_channel_filters(
+        rec: Arc<Recording>,
+        montage: MontageKind,
+        filter: DisplayFilter,
+        mut channel_filters: HashMap<usize, DisplayFilter>,
+    ) -> Self {
         let (montage, derivations) = match montage::derivations(&rec, montage) {
             Some(d) => (montage, d),
-            None => (
-                MontageKind::AsRecorded,
-                montage::derivations(&rec, MontageKind::AsRecorded).unwrap_or_default(),
-            ),
+            None => {
+                channel_filters.clear();
+                (
+                    MontageKind::AsRecorded,
+                    montage::derivations(&rec, MontageKind::AsRecorded).unwrap_or_default(),
+                )
+            }
         };
         let total_samples: usize = derivations
             .iter()
@@ -75,6 +92,7 @@ impl Traces {
                 montage,
                 derivations,
                 filter,
+                channel_filters,
             }),
             pyramids: Arc::new(Mutex::new(None)),
             progress: Arc::new(AtomicUsize::new(0)),
@@ -145,7 +163,7 @@ impl TraceSpec {
             let mut builders: Vec<_> = group.iter().map(|_| MinMaxPyramid::builder(n)).collect();
             let mut chains: Vec<_> = group
                 .iter()
-                .map(|&d| self.filter.build(self.fs(d)))
+                .map(|&d| self.filter_of(d).build(self.fs(d)))
                 .collect();
             let mut k = 0;
             while k < n {
@@ -182,6 +200,11 @@ impl TraceSpec {
             }
         }
         groups.into_iter().map(|(_, g)| g).collect()
+    }
+
+    /// The display filter trace `d` is drawn with.
+    pub fn filter_of(&self, d: usize) -> DisplayFilter {
+        self.channel_filters.get(&d).copied().unwrap_or(self.filter)
     }
 
     pub fn fs(&self, d: usize) -> f64 {
@@ -312,12 +335,15 @@ impl TraceSpec {
                 // Decode the window (plus the filter's warm-up) and reduce per column.
                 let s = first.floor().max(seg_first as f64) as usize;
                 let e = ((first + ncols as f64 * spp).ceil() as usize + 1).min(seg_first + seg_n);
-                let warm = ((self.filter.warm_up_s() * fs) as usize).min(s - seg_first);
+                let warm_s = (group.iter())
+                    .map(|&d| self.filter_of(d).warm_up_s())
+                    .fold(0.0, f64::max);
+                let warm = ((warm_s * fs) as usize).min(s - seg_first);
                 let Ok(mut data) = self.derive(&group, s - warm, e - s + warm) else {
                     continue;
                 };
                 for (&d, x) in group.iter().zip(data.iter_mut()) {
-                    self.filter.build(fs).run(x);
+                    self.filter_of(d).build(fs).run(x);
                     let cols = decimate::raw_columns(&x[warm..], spp, ncols);
                     out[d][c0..c1].copy_from_slice(&cols);
                 }

@@ -205,6 +205,13 @@ mod tests {
         };
         assert!(gain_at(&notch, 50.0) < 0.05);
         assert!((gain_at(&notch, 10.0) - 1.0).abs() < 0.02);
+        // The pass band: 10 Hz either side of the notch within 5 %.
+        assert!(gain_at(&notch, 40.0) > 0.95 && gain_at(&notch, 60.0) > 0.95);
+        let notch60 = DisplayFilter {
+            notch: Some(60.0),
+            ..Default::default()
+        };
+        assert!(gain_at(&notch60, 60.0) < 0.05 && gain_at(&notch60, 50.0) > 0.95);
     }
 
     #[test]
