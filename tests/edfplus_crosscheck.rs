@@ -130,3 +130,91 @@ fn shared_edf_plus_c_files_read_the_same() {
     }
     assert!(checked >= 5, "only {checked} files compared");
 }
+
+/// A copy saved with new annotations: ede reads back the same signals (every sample equal)
+/// and exactly the annotations given; for EDF+C the edfplus crate reads the copy the same.
+fn round_trip(original: &Path, expect: Format) {
+    use ede::recording::Annotation;
+    use ede::recording::edf_write::write_with_annotations;
+    let rec = Recording::open(original, &OpenOptions::default()).unwrap();
+    let mut events = rec.annotations.clone();
+    events.push(Annotation {
+        onset: 1.25,
+        duration: 0.0,
+        text: "spike".into(),
+    });
+    events.push(Annotation {
+        onset: 2.5,
+        duration: 1.75,
+        text: "artifact, movement".into(),
+    });
+    events.push(Annotation {
+        onset: rec.duration_s() - 0.5,
+        duration: 0.0,
+        text: "Ende ä".into(),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join(original.file_name().unwrap());
+    write_with_annotations(&rec, &copy, &events).unwrap();
+    let back = Recording::open(&copy, &OpenOptions::default()).unwrap();
+    assert_eq!(back.format, expect, "{}", original.display());
+    assert_eq!(back.start, rec.start);
+    assert_eq!(back.segments, rec.segments);
+    assert_eq!(back.signals.len(), rec.signals.len());
+    for (i, (a, b)) in rec.signals.iter().zip(&back.signals).enumerate() {
+        assert_eq!(
+            (&a.label, &a.unit, a.fs, a.samples),
+            (&b.label, &b.unit, b.fs, b.samples)
+        );
+        assert_eq!(
+            rec.read_all(i).unwrap(),
+            back.read_all(i).unwrap(),
+            "{}",
+            a.label
+        );
+    }
+    let mut want = events.clone();
+    want.sort_by(|a, b| a.onset.total_cmp(&b.onset));
+    assert_eq!(back.annotations.len(), want.len());
+    for (g, w) in back.annotations.iter().zip(&want) {
+        assert!((g.onset - w.onset).abs() < 1e-6, "{g:?} vs {w:?}");
+        assert!(
+            (g.duration - w.duration).abs() < 1e-6 && g.text == w.text,
+            "{g:?} vs {w:?}"
+        );
+    }
+    if expect == Format::EdfPlusC {
+        compare(&copy);
+    }
+    // The original is untouched, and it cannot be the target.
+    assert!(write_with_annotations(&rec, original, &events).is_err());
+    assert_eq!(
+        Recording::open(original, &OpenOptions::default())
+            .unwrap()
+            .annotations,
+        rec.annotations
+    );
+}
+
+#[test]
+fn copies_with_new_annotations_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain.edf");
+    common::write_edf(
+        &plain,
+        false,
+        None,
+        1.0,
+        &common::two_signals(6, false),
+        None,
+        &[],
+    );
+    round_trip(&plain, Format::EdfPlusC);
+    let Some(data) = common::shared_data() else {
+        return;
+    };
+    round_trip(&data.join("edf/test_generator_2.edf"), Format::EdfPlusC);
+    round_trip(&data.join("bdf/test_generator_2.bdf"), Format::BdfPlusC);
+    round_trip(&data.join("edf/nihonkohden_MB0400FU.edf"), Format::EdfPlusD);
+    round_trip(&data.join("edf/subsecond_starttime.edf"), Format::EdfPlusC);
+}
