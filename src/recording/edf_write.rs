@@ -120,8 +120,9 @@ fn render(
     let t0 = header_offset(src, rec);
     let mut onsets = vec![0.0; records];
     for s in &rec.segments {
-        for r in s.first_record..(s.first_record + s.records).min(records) {
-            onsets[r] = t0 + s.start_s + (r - s.first_record) as f64 * duration;
+        let end = (s.first_record + s.records).min(records);
+        for (k, onset) in onsets[s.first_record.min(end)..end].iter_mut().enumerate() {
+            *onset = t0 + s.start_s + k as f64 * duration;
         }
     }
     // Each annotation goes with the record holding its onset (the first or last at the ends).
