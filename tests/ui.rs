@@ -238,7 +238,11 @@ fn annotation_filter_and_next_jump_to_matches() {
         .collect();
     let total = h.state().browser.rec.annotations.len();
     assert!(onsets.len() >= 2 && onsets.len() < total);
-    let field = h.get_by_role(egui::accesskit::Role::TextInput);
+    // The filter field: the last text field of the panel (the event editor's come first).
+    let field = h
+        .get_all_by_role(egui::accesskit::Role::TextInput)
+        .last()
+        .expect("the filter field");
     field.focus();
     field.type_text("eYeS");
     h.run_steps(2);
@@ -705,4 +709,146 @@ fn a_channel_filter_changes_that_trace_only() {
     h.state_mut().browser.set_channel_filter(2, None);
     h.run_steps(2);
     h.get_by_label("notch 50 Hz");
+}
+
+/// Events on an EDF+ file: a key adds one at the cursor, double-click adds the first label,
+/// alt+drag moves the selected one, Delete removes it, ctrl+Z undoes and ctrl+shift+Z redoes;
+/// the events are saved into a copy (EDF+) and as a TSV, and the original is untouched.
+#[test]
+fn events_added_moved_deleted_undone_and_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rec.edf");
+    common::write_edf(
+        &file,
+        false,
+        Some('C'),
+        1.0,
+        &common::two_signals(20, false),
+        None,
+        &[(3.0, "lights off")],
+    );
+    // Frames of 1/60 s (the default quarter second is longer than a double-click may take).
+    let mut h = Harness::builder()
+        .with_size(egui::vec2(1280.0, 800.0))
+        .with_step_dt(1.0 / 60.0)
+        .wgpu()
+        .build_ui_state(
+            |ui, app: &mut EdeApp| app.ui(ui),
+            EdeApp::new(Some(file.clone()), None, Settings::default(), None),
+        );
+    settle(&mut h);
+    let plot = h.state().browser.plot_rect;
+    let x_at = |t: f64| plot.left() + (t / 10.0) as f32 * plot.width();
+    let hover = |h: &mut Harness<'_, EdeApp>, t: f64| {
+        h.event(egui::Event::PointerMoved(egui::pos2(
+            x_at(t),
+            plot.center().y,
+        )));
+        h.step();
+    };
+    let texts = |h: &Harness<'_, EdeApp>| -> Vec<(f64, String)> {
+        let e = &h.state().browser.events;
+        // Whole seconds: a pointer lands within a few pixels of where it was sent.
+        e.list()
+            .iter()
+            .map(|a| (a.onset.round(), a.text.clone()))
+            .collect()
+    };
+    // Key 2 at 5 s: the second label.
+    hover(&mut h, 5.0);
+    h.key_press(egui::Key::Num2);
+    h.run_steps(2);
+    assert_eq!(
+        texts(&h),
+        [(3.0, "lights off".into()), (5.0, "sharp wave".into())]
+    );
+    assert_eq!(h.state().browser.events.selected, Some(1));
+    // Double-click at 7 s: the first label.
+    hover(&mut h, 7.0);
+    let pos = egui::pos2(x_at(7.0), plot.center().y);
+    for _ in 0..2 {
+        for pressed in [true, false] {
+            h.event(egui::Event::PointerButton {
+                pos,
+                button: egui::PointerButton::Primary,
+                pressed,
+                modifiers: Default::default(),
+            });
+            h.step();
+        }
+    }
+    h.run_steps(2);
+    assert_eq!(texts(&h)[2], (7.0, "spike".into()));
+    // Alt+drag moves the selected event (at 7 s) 2 s earlier.
+    let to = egui::pos2(x_at(5.0) + 1.0, plot.center().y);
+    h.event(egui::Event::ModifiersChanged(egui::Modifiers::ALT));
+    h.event(egui::Event::PointerButton {
+        pos,
+        button: egui::PointerButton::Primary,
+        pressed: true,
+        modifiers: egui::Modifiers::ALT,
+    });
+    h.step();
+    for k in 1..=10 {
+        h.event(egui::Event::PointerMoved(
+            pos + (to - pos) * (k as f32 / 10.0),
+        ));
+        h.step();
+    }
+    h.event(egui::Event::PointerButton {
+        pos: to,
+        button: egui::PointerButton::Primary,
+        pressed: false,
+        modifiers: egui::Modifiers::ALT,
+    });
+    h.event(egui::Event::ModifiersChanged(Default::default()));
+    h.run_steps(2);
+    let moved = texts(&h);
+    assert!(moved.contains(&(5.0, "spike".into())), "{moved:?}");
+    assert_eq!(h.state().browser.t0, 0.0, "a move does not pan");
+    // Delete removes the selected event; ctrl+Z brings it back, ctrl+shift+Z removes it again.
+    h.key_press(egui::Key::Delete);
+    h.run_steps(2);
+    assert_eq!(texts(&h).len(), 2);
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Z);
+    h.run_steps(2);
+    assert_eq!(texts(&h).len(), 3);
+    h.key_press_modifiers(
+        egui::Modifiers::COMMAND | egui::Modifiers::SHIFT,
+        egui::Key::Z,
+    );
+    h.run_steps(2);
+    assert_eq!(texts(&h).len(), 2);
+    // Undo twice more: the move is one step, then the spike is gone... back to the drag's end.
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Z);
+    h.key_press_modifiers(egui::Modifiers::COMMAND, egui::Key::Z);
+    h.run_steps(2);
+    assert!(
+        texts(&h).contains(&(7.0, "spike".into())),
+        "{:?}",
+        texts(&h)
+    );
+
+    // Save: a copy with the events, and a TSV.
+    let copy = dir.path().join("rec_events.edf");
+    let tsv = dir.path().join("rec_events.tsv");
+    let state = h.state_mut();
+    let rec = state.browser.rec.clone();
+    state.browser.events.save_copy(&rec, &copy).unwrap();
+    state.browser.events.save_tsv(&tsv).unwrap();
+    let want = h.state().browser.events.list().to_vec();
+    let back = ede::recording::Recording::open(&copy, &Default::default()).unwrap();
+    assert_eq!(back.annotations.len(), want.len());
+    for (g, w) in back.annotations.iter().zip(&want) {
+        assert!(
+            (g.onset - w.onset).abs() < 1e-6 && g.text == w.text,
+            "{g:?} vs {w:?}"
+        );
+    }
+    let table = std::fs::read_to_string(&tsv).unwrap();
+    assert_eq!(table.lines().count(), want.len() + 1);
+    assert!(table.contains("\tspike\n"));
+    let original = ede::recording::Recording::open(&file, &Default::default()).unwrap();
+    assert_eq!(original.annotations.len(), 1);
+    assert!(!h.state().browser.events.unsaved);
 }

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use eframe::egui::{self, Color32, Pos2, Rect, Sense, Stroke, Vec2};
 use serde::{Deserialize, Serialize};
 
+use super::events::{EventAction, Events};
 use super::traces::{Screen, Traces};
 use crate::dsp::filter::DisplayFilter;
 use crate::dsp::montage::MontageKind;
-use crate::recording::Recording;
+use crate::recording::{Annotation, Recording};
 
 const LABEL_WIDTH: f32 = 110.0;
 const AXIS_HEIGHT: f32 = 38.0;
@@ -68,7 +69,13 @@ pub struct Browser {
     /// The annotation list's filter text, and the indices of the annotations matching the
     /// filter they were computed for.
     annotation_filter: String,
-    annotation_matches: (String, Vec<usize>),
+    annotation_matches: (String, u64, Vec<usize>),
+    /// The annotations as the reviewer edits them (the recording keeps the originals).
+    pub events: Events,
+    /// The last save's outcome, shown above the annotation list.
+    pub message: Option<Result<String, String>>,
+    /// Where an alt+drag of the selected event started: (pointer time, event onset).
+    moving: Option<(f64, f64)>,
     /// Where the traces were drawn last frame (views align their time axes with it).
     pub plot_rect: Rect,
     /// Size of the recording's file: large files get a memory figure in the status line.
@@ -140,7 +147,7 @@ impl Browser {
         let n = traces.spec.derivations.len();
         let n_annotations = rec.annotations.len();
         let mut b = Self {
-            rec,
+            rec: rec.clone(),
             settings,
             traces,
             t0: 0.0,
@@ -152,7 +159,10 @@ impl Browser {
             selecting_from: None,
             cache: None,
             annotation_filter: String::new(),
-            annotation_matches: (String::new(), (0..n_annotations).collect()),
+            annotation_matches: (String::new(), 0, (0..n_annotations).collect()),
+            events: Events::new(rec.annotations.clone()),
+            message: None,
+            moving: None,
             plot_rect: Rect::NOTHING,
             file_bytes: 0,
             measure: Vec::new(),
@@ -436,12 +446,13 @@ impl Browser {
     /// Recomputes which annotations contain the filter text (any case) when it changed.
     fn refresh_annotation_matches(&mut self) {
         let filter = self.annotation_filter.trim().to_lowercase();
-        if self.annotation_matches.0 != filter {
-            let matches = (self.rec.annotations.iter().enumerate())
+        let version = self.events.version;
+        if (&self.annotation_matches.0, self.annotation_matches.1) != (&filter, version) {
+            let matches = (self.events.list().iter().enumerate())
                 .filter(|(_, a)| filter.is_empty() || a.text.to_lowercase().contains(&filter))
                 .map(|(k, _)| k)
                 .collect();
-            self.annotation_matches = (filter, matches);
+            self.annotation_matches = (filter, version, matches);
         }
     }
 
@@ -452,9 +463,31 @@ impl Browser {
     }
 
     fn annotation_list(&mut self, ui: &mut egui::Ui) {
+        match self.events.editor_ui(ui, &self.rec) {
+            Some(EventAction::Jump(t)) => self.jump_to(t),
+            Some(EventAction::SaveCopy(p)) => {
+                let r = self.events.save_copy(&self.rec, &p);
+                self.message = Some(r.map(|()| format!("saved {}", p.display())));
+            }
+            Some(EventAction::SaveTsv(p)) => {
+                let r = self.events.save_tsv(&p);
+                self.message = Some(r.map(|()| format!("saved {}", p.display())));
+            }
+            None => {}
+        }
+        match &self.message {
+            Some(Ok(m)) => {
+                ui.small(m);
+            }
+            Some(Err(e)) => {
+                ui.colored_label(ui.visuals().error_fg_color, e);
+            }
+            None => {}
+        }
+        ui.separator();
         self.refresh_annotation_matches();
-        let total = self.rec.annotations.len();
-        let shown = self.annotation_matches.1.len();
+        let total = self.events.list().len();
+        let shown = self.annotation_matches.2.len();
         if shown == total {
             ui.heading(format!("Annotations ({total})"));
         } else {
@@ -469,7 +502,7 @@ impl Browser {
             // The list above was made with the old text: show the new one's next frame.
             ui.ctx().request_repaint();
         }
-        let (annotations, matches) = (&self.rec.annotations, &self.annotation_matches.1);
+        let (annotations, matches) = (self.events.list(), &self.annotation_matches.2);
         let onsets = || matches.iter().map(|&k| annotations[k].onset);
         // Previous/next matching annotation relative to where a jump puts one.
         let here = self.t0 + 0.1 * self.settings.span_s;
@@ -484,18 +517,24 @@ impl Browser {
         });
         ui.separator();
         let (t0, t1) = (self.t0, self.t0 + self.settings.span_s);
+        let mut select = None;
         egui::ScrollArea::vertical().show_rows(ui, 18.0, matches.len(), |ui, rows| {
             for &k in &matches[rows] {
                 let a = &annotations[k];
                 let visible = a.onset >= t0 && a.onset < t1;
                 let text = format!("{}  {}", format_time(a.onset), a.text);
-                if ui.selectable_label(visible, text).clicked() {
+                let chosen = self.events.selected == Some(k);
+                if ui.selectable_label(visible || chosen, text).clicked() {
                     jump = Some(a.onset);
+                    select = Some(k);
                 }
             }
         });
         if let Some(t) = jump {
             self.jump_to(t);
+        }
+        if select.is_some() {
+            self.events.selected = select;
         }
     }
 
@@ -547,6 +586,21 @@ impl Browser {
             if i.key_pressed(egui::Key::F) && !i.modifiers.any() {
                 self.fit_requested = true;
             }
+            if i.modifiers.command && i.key_pressed(egui::Key::Z) {
+                if i.modifiers.shift {
+                    self.events.redo();
+                } else {
+                    self.events.undo();
+                }
+            }
+            if i.modifiers.command && i.key_pressed(egui::Key::Y) {
+                self.events.redo();
+            }
+            if (i.key_pressed(egui::Key::Delete) || i.key_pressed(egui::Key::Backspace))
+                && let Some(k) = self.events.selected
+            {
+                self.events.delete(k);
+            }
         });
         if response.hovered() {
             let (scroll, zoom, ctrl, pointer) = ui.input(|i| {
@@ -569,11 +623,70 @@ impl Browser {
                 }
             }
         }
-        // Shift+drag selects a time range; a plain drag pans.
+        // Shift+drag selects a time range; alt+drag moves the selected event; a plain drag pans.
         let (t0, total) = (self.t0, self.total_s());
         let time_at =
             |x: f32| (t0 + ((x - plot.left()) / plot.width()) as f64 * span).clamp(0.0, total);
+        // Events: double-click adds one with the first label, keys 1-9 their labels.
+        let latest = ui.input(|i| i.pointer.latest_pos());
+        if let Some(p) = latest.filter(|p| plot.contains(*p) && response.contains_pointer()) {
+            let t = time_at(p.x);
+            let mut add = None;
+            if response.double_clicked() {
+                add = Some(self.events.shortcut(1).unwrap_or_else(|| "event".into()));
+            }
+            let typing = ui.ctx().egui_wants_keyboard_input();
+            const KEYS: [egui::Key; 9] = [
+                egui::Key::Num1,
+                egui::Key::Num2,
+                egui::Key::Num3,
+                egui::Key::Num4,
+                egui::Key::Num5,
+                egui::Key::Num6,
+                egui::Key::Num7,
+                egui::Key::Num8,
+                egui::Key::Num9,
+            ];
+            for (k, key) in KEYS.iter().enumerate() {
+                if !typing && ui.input(|i| i.key_pressed(*key) && !i.modifiers.any()) {
+                    add = add.or(self.events.shortcut(k + 1));
+                }
+            }
+            if let Some(text) = add {
+                self.events.add(Annotation {
+                    onset: t,
+                    duration: 0.0,
+                    text,
+                });
+            }
+        }
         let pointer = response.interact_pointer_pos();
+        let alt = ui.input(|i| i.modifiers.alt);
+        if response.drag_started()
+            && alt
+            && let (Some(k), Some(p)) = (self.events.selected, pointer)
+            && let Some(a) = self.events.list().get(k)
+        {
+            self.moving = Some((time_at(p.x), a.onset));
+            self.events.checkpoint();
+        }
+        if let (Some((from, onset)), Some(p), Some(k)) =
+            (self.moving, pointer, self.events.selected)
+        {
+            if response.dragged()
+                && let Some(a) = self.events.list().get(k)
+            {
+                let moved = Annotation {
+                    onset: (onset + time_at(p.x) - from).clamp(0.0, total),
+                    ..a.clone()
+                };
+                self.events.set_quietly(k, moved);
+            }
+            if response.drag_stopped() {
+                self.moving = None;
+            }
+            return;
+        }
         if response.drag_started() && ui.input(|i| i.modifiers.shift) {
             self.selecting_from = pointer.map(|p| time_at(p.x));
         }
@@ -1114,10 +1227,8 @@ impl Browser {
             );
         }
         let color = Color32::from_rgb(30, 120, 200);
-        let visible: Vec<_> = self
-            .rec
-            .annotations
-            .iter()
+        let chosen = self.events.selected.and_then(|i| self.events.list().get(i));
+        let visible: Vec<_> = (self.events.list().iter())
             .filter(|a| a.onset + a.duration >= t0 && a.onset <= t1)
             .collect();
         // Dense markers (the beats of an ECG seen over minutes) would hide the traces: they
@@ -1147,7 +1258,12 @@ impl Browser {
             if x < plot.left() {
                 continue;
             }
-            if x.round() != last_column {
+            if chosen.is_some_and(|c| std::ptr::eq(c, a)) {
+                painter.line_segment(
+                    [Pos2::new(x, plot.top()), Pos2::new(x, plot.bottom())],
+                    Stroke::new(2.5, Color32::from_rgb(220, 60, 140)),
+                );
+            } else if x.round() != last_column {
                 last_column = x.round();
                 painter.line_segment(
                     [Pos2::new(x, plot.top()), Pos2::new(x, marker_bottom)],

@@ -4,6 +4,7 @@
 
 pub mod browser;
 pub mod colormap;
+pub mod events;
 pub mod export;
 pub mod hermite_view;
 pub mod scalogram_view;
