@@ -218,3 +218,90 @@ fn copies_with_new_annotations_round_trip() {
     round_trip(&data.join("edf/nihonkohden_MB0400FU.edf"), Format::EdfPlusD);
     round_trip(&data.join("edf/subsecond_starttime.edf"), Format::EdfPlusC);
 }
+
+/// A clip (the records covering a window, some signals) as EDF+: its samples equal the
+/// source's bit for bit, it starts at the clip's time, and it keeps the annotations inside,
+/// counted from its start.
+fn clip_round_trip(original: &Path, window: (f64, f64), signals: Vec<usize>) {
+    use ede::recording::Annotation;
+    use ede::recording::edf_write::{Clip, write_clip};
+    let rec = Recording::open(original, &OpenOptions::default()).unwrap();
+    let mut events = rec.annotations.clone();
+    events.push(Annotation {
+        onset: window.0 + 0.5,
+        duration: 0.25,
+        text: "inside".into(),
+    });
+    events.push(Annotation {
+        onset: window.1 + 30.0,
+        duration: 0.0,
+        text: "after".into(),
+    });
+    let clip = Clip::covering(&rec, window, signals.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("clip.edf");
+    write_clip(&rec, &out, &events, Some(&clip)).unwrap();
+    let back = Recording::open(&out, &OpenOptions::default()).unwrap();
+    let d = rec.record_duration;
+    let clip_start = clip.records.start as f64 * d;
+    assert!(clip_start <= window.0 && window.0 < clip_start + d);
+    assert!(clip.records.end as f64 * d >= window.1.min(rec.duration_s()));
+    let expected_start = rec.start + chrono::Duration::milliseconds((clip_start * 1e3) as i64);
+    assert_eq!(back.start, expected_start);
+    assert_eq!(back.signals.len(), signals.len());
+    for (k, &j) in signals.iter().enumerate() {
+        let (a, b) = (&rec.signals[j], &back.signals[k]);
+        assert_eq!((&a.label, a.fs), (&b.label, b.fs));
+        let spr = a.samples_per_record;
+        let mut want = vec![0f32; clip.records.len() * spr];
+        rec.read(j, clip.records.start * spr, &mut want).unwrap();
+        let got = back.read_all(k).unwrap();
+        assert_eq!(
+            got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{}",
+            a.label
+        );
+    }
+    let clip_end = clip_start + clip.records.len() as f64 * d;
+    let inside: Vec<(f64, String)> = events
+        .iter()
+        .filter(|a| a.onset + a.duration >= clip_start && a.onset < clip_end)
+        .map(|a| (a.onset - clip_start, a.text.clone()))
+        .collect();
+    let got: Vec<(f64, String)> = back
+        .annotations
+        .iter()
+        .map(|a| (a.onset, a.text.clone()))
+        .collect();
+    assert_eq!(got.len(), inside.len(), "{got:?} vs {inside:?}");
+    for (g, w) in got.iter().zip(&inside) {
+        assert!((g.0 - w.0).abs() < 1e-6 && g.1 == w.1, "{g:?} vs {w:?}");
+    }
+    assert!(got.iter().any(|a| a.1 == "inside") && !got.iter().any(|a| a.1 == "after"));
+    compare(&out);
+}
+
+#[test]
+fn clips_of_the_visible_window_equal_the_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain.edf");
+    common::write_edf(
+        &plain,
+        false,
+        None,
+        1.0,
+        &common::two_signals(30, false),
+        None,
+        &[],
+    );
+    clip_round_trip(&plain, (10.3, 15.2), vec![1]);
+    let Some(data) = common::shared_data() else {
+        return;
+    };
+    clip_round_trip(
+        &data.join("edf/test_generator_2.edf"),
+        (100.3, 110.2),
+        vec![1, 3, 10],
+    );
+}

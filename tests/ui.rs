@@ -852,3 +852,46 @@ fn events_added_moved_deleted_undone_and_saved() {
     assert_eq!(original.annotations.len(), 1);
     assert!(!h.state().browser.events.unsaved);
 }
+
+/// File > Export the window as EDF+: the shown channels of the records under the window, bit
+/// for bit, with the events inside.
+#[test]
+fn the_visible_window_exports_as_an_edf_plus_clip() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rec.edf");
+    common::write_edf(
+        &file,
+        false,
+        Some('C'),
+        1.0,
+        &common::two_signals(40, false),
+        None,
+        &[(12.5, "inside"), (30.0, "outside")],
+    );
+    let mut h = harness(EdeApp::new(
+        Some(file.clone()),
+        None,
+        Settings::default(),
+        None,
+    ));
+    settle(&mut h);
+    h.state_mut().browser.show(10.0, Some(5.0));
+    h.run_steps(2);
+    assert_eq!(h.state().browser.shown_signals(), [0, 1]);
+    let out = dir.path().join("clip.edf");
+    h.state().browser.export_visible_clip(&out).unwrap();
+    let rec = ede::recording::Recording::open(&file, &Default::default()).unwrap();
+    let clip = ede::recording::Recording::open(&out, &Default::default()).unwrap();
+    assert_eq!(clip.records, 5);
+    for s in 0..2 {
+        let mut want = vec![0f32; 500];
+        rec.read(s, 1000, &mut want).unwrap();
+        assert_eq!(clip.read_all(s).unwrap(), want);
+    }
+    let texts: Vec<(f64, &str)> = clip
+        .annotations
+        .iter()
+        .map(|a| (a.onset, a.text.as_str()))
+        .collect();
+    assert_eq!(texts, [(2.5, "inside")]);
+}

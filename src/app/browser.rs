@@ -913,6 +913,32 @@ impl Browser {
         self.cache = None;
     }
 
+    /// The recording's signals behind the shown traces (each trace's electrode and, for a
+    /// bipolar montage, its reference), in recording order.
+    pub fn shown_signals(&self) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        for (d, der) in self.traces.spec.derivations.iter().enumerate() {
+            if self.hidden.contains(&d) {
+                continue;
+            }
+            out.push(der.plus);
+            if let crate::dsp::montage::Reference::Channel(r) = der.reference {
+                out.push(r);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Writes the visible window (the whole data records covering it) of the shown traces'
+    /// signals, with the events inside it, as EDF+/BDF+ at `path`.
+    pub fn export_visible_clip(&self, path: &std::path::Path) -> Result<(), String> {
+        use crate::recording::edf_write::{Clip, write_clip};
+        let clip = Clip::covering(&self.rec, self.visible_span(), self.shown_signals());
+        write_clip(&self.rec, path, self.events.list(), Some(&clip)).map_err(|e| e.to_string())
+    }
+
     /// The unit of trace `d`.
     fn trace_unit(&self, d: usize) -> &str {
         self.rec.signals[self.traces.spec.derivations[d].plus]

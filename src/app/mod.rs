@@ -322,6 +322,48 @@ impl EdeApp {
                             self.open(p);
                         }
                     });
+                    let from_edf = self.browser.rec.path.is_some()
+                        && matches!(
+                            self.browser.rec.format,
+                            crate::recording::Format::Edf
+                                | crate::recording::Format::EdfPlusC
+                                | crate::recording::Format::EdfPlusD
+                                | crate::recording::Format::Bdf
+                                | crate::recording::Format::BdfPlusC
+                                | crate::recording::Format::BdfPlusD
+                        );
+                    if ui
+                        .add_enabled(from_edf, egui::Button::new("Export the window as EDF+…"))
+                        .on_hover_text(
+                            "the shown channels, the data records covering the window, \
+                             samples as recorded, with the events inside",
+                        )
+                        .on_disabled_hover_text("for recordings opened from EDF or BDF files")
+                        .clicked()
+                    {
+                        ui.close();
+                        let bdf = matches!(
+                            self.browser.rec.format,
+                            crate::recording::Format::Bdf
+                                | crate::recording::Format::BdfPlusC
+                                | crate::recording::Format::BdfPlusD
+                        );
+                        let ext = if bdf { "bdf" } else { "edf" };
+                        let (t0, _) = self.browser.visible_span();
+                        let name =
+                            format!("{}_clip_{:.0}s.{ext}", self.browser.rec.display_name(), t0);
+                        if let Some(p) = rfd::FileDialog::new()
+                            .set_file_name(name)
+                            .add_filter(ext, &[ext])
+                            .save_file()
+                        {
+                            self.browser.message = Some(
+                                self.browser
+                                    .export_visible_clip(&p)
+                                    .map(|()| format!("saved {}", p.display())),
+                            );
+                        }
+                    }
                     if ui.button("Demo recording").clicked() {
                         ui.close();
                         self.show(crate::recording::demo::demo_recording());

@@ -8,6 +8,8 @@
 use std::io::Write;
 use std::path::Path;
 
+use chrono::Timelike;
+
 use super::{Annotation, Format, ReadError, Recording};
 
 const FIXED_HEADER: usize = 256;
@@ -15,12 +17,56 @@ const PER_SIGNAL_HEADER: usize = 256;
 /// The per-signal header fields: (offset per signal within the block, width).
 const SIGNAL_FIELDS: [usize; 10] = [16, 80, 8, 8, 8, 8, 8, 80, 8, 32];
 
+/// A part of a recording to write: whole data records (so every sample is copied as it was)
+/// and some of its signals (indices in `Recording::signals`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clip {
+    pub records: std::ops::Range<usize>,
+    pub signals: Vec<usize>,
+}
+
+impl Clip {
+    /// The records covering `t0..t1` seconds (from the recording's start) of `signals`.
+    pub fn covering(rec: &Recording, (t0, t1): (f64, f64), signals: Vec<usize>) -> Self {
+        let d = rec.record_duration.max(1e-9);
+        let onset = |r: usize| {
+            (rec.segments.iter())
+                .rev()
+                .find(|s| s.first_record <= r)
+                .map_or(r as f64 * d, |s| {
+                    s.start_s + (r - s.first_record) as f64 * d
+                })
+        };
+        let first = (0..rec.records)
+            .find(|&r| onset(r) + d > t0)
+            .unwrap_or(rec.records);
+        let end = (first..rec.records)
+            .find(|&r| onset(r) >= t1)
+            .unwrap_or(rec.records);
+        Clip {
+            records: first..end.max(first + 1).min(rec.records),
+            signals,
+        }
+    }
+}
+
 /// Writes `rec` (opened from an EDF or BDF file) to `out` with `annotations` (onsets in seconds
 /// from the recording's start, as ede reads them).
 pub fn write_with_annotations(
     rec: &Recording,
     out: &Path,
     annotations: &[Annotation],
+) -> Result<(), ReadError> {
+    write_clip(rec, out, annotations, None)
+}
+
+/// As `write_with_annotations`, of a `clip` only: its start becomes the file's start time, and
+/// only the annotations that overlap it are written, their onsets counted from its start.
+pub fn write_clip(
+    rec: &Recording,
+    out: &Path,
+    annotations: &[Annotation],
+    clip: Option<&Clip>,
 ) -> Result<(), ReadError> {
     let src = rec.path.as_deref().ok_or_else(|| {
         ReadError::invalid(out, "only a recording opened from a file can be copied")
@@ -42,7 +88,8 @@ pub fn write_with_annotations(
         ));
     }
     let data = std::fs::read(src).map_err(|e| ReadError::io(src, e))?;
-    let bytes = render(&data, rec, bdf, annotations).map_err(|m| ReadError::invalid(src, m))?;
+    let bytes =
+        render(&data, rec, bdf, annotations, clip).map_err(|m| ReadError::invalid(src, m))?;
     let partial = out.with_extension("partial");
     let written = std::fs::File::create(&partial)
         .and_then(|mut f| f.write_all(&bytes).and_then(|()| f.sync_all()))
@@ -78,6 +125,7 @@ fn render(
     rec: &Recording,
     bdf: bool,
     annotations: &[Annotation],
+    clip: Option<&Clip>,
 ) -> Result<Vec<u8>, String> {
     if src.len() < FIXED_HEADER {
         return Err("the file is shorter than an EDF header".into());
@@ -105,32 +153,77 @@ fn render(
         .collect();
     let is_annotation =
         |i: usize| field(src, FIXED_HEADER + offset_of(0) + i * 16, 16) == annotation_label;
-    let keep: Vec<usize> = (0..ns).filter(|&i| !is_annotation(i)).collect();
+    // The reader's signals are the header's, less annotation signals and empty ones.
+    let data_signals: Vec<usize> = (0..ns)
+        .filter(|&i| !is_annotation(i) && spr[i] > 0)
+        .collect();
+    let keep: Vec<usize> = match clip {
+        None => (0..ns).filter(|&i| !is_annotation(i)).collect(),
+        Some(c) => (c.signals.iter())
+            .map(|&j| data_signals.get(j).copied().ok_or("no such signal"))
+            .collect::<Result<_, _>>()?,
+    };
+    if keep.is_empty() {
+        return Err("choose at least one signal".into());
+    }
     let record_in = spr.iter().sum::<usize>() * bps;
-    let records = rec.records;
-    if record_in == 0 || src.len() < header_len + records * record_in {
+    let all_records = rec.records;
+    if record_in == 0 || src.len() < header_len + all_records * record_in {
         return Err("the data records are missing or truncated".into());
     }
+    let range = clip.map_or(0..all_records, |c| c.records.clone());
+    if range.is_empty() || range.end > all_records {
+        return Err("the clip holds no whole data record".into());
+    }
+    let records = range.len();
     let duration = rec.record_duration;
     if duration <= 0.0 {
         return Err("records of zero duration carry no samples to copy".into());
     }
     // Record onsets relative to the header's start time: the recording's sub-second start
     // offset, plus each record's place in its segment.
-    let t0 = header_offset(src, rec);
-    let mut onsets = vec![0.0; records];
+    let mut all_onsets = vec![0.0; all_records];
     for s in &rec.segments {
-        let end = (s.first_record + s.records).min(records);
-        for (k, onset) in onsets[s.first_record.min(end)..end].iter_mut().enumerate() {
-            *onset = t0 + s.start_s + k as f64 * duration;
+        let end = (s.first_record + s.records).min(all_records);
+        for (k, onset) in all_onsets[s.first_record.min(end)..end]
+            .iter_mut()
+            .enumerate()
+        {
+            *onset = s.start_s + k as f64 * duration;
         }
     }
+    // Seconds from the written header's start time to the recording's start: the sub-second
+    // start of the original, or for a clip the fraction of a second its first record starts at
+    // (the header then says the clip's whole second).
+    let (header_start, t0, shift) = match clip {
+        None => (None, header_offset(src, rec), 0.0),
+        Some(_) => {
+            let begin = rec.start
+                + chrono::Duration::nanoseconds((all_onsets[range.start] * 1e9).round() as i64);
+            let whole = begin.with_nanosecond(0).unwrap_or(begin);
+            let frac = (begin - whole).num_nanoseconds().unwrap_or(0) as f64 / 1e9;
+            (Some(whole), frac, all_onsets[range.start])
+        }
+    };
+    let onsets: Vec<f64> = all_onsets[range.clone()]
+        .iter()
+        .map(|o| o - shift + t0)
+        .collect();
+    let clip_end = shift + records as f64 * duration;
+    let annotations: Vec<Annotation> = annotations
+        .iter()
+        .filter(|a| clip.is_none() || (a.onset + a.duration >= shift && a.onset < clip_end))
+        .map(|a| Annotation {
+            onset: a.onset - shift,
+            ..a.clone()
+        })
+        .collect();
     // Each annotation goes with the record holding its onset (the first or last at the ends).
     let mut tals: Vec<Vec<u8>> = onsets
         .iter()
         .map(|o| format!("{}\x14\x14\0", signed(*o)).into_bytes())
         .collect();
-    for a in annotations {
+    for a in &annotations {
         let r = onsets
             .partition_point(|&o| o <= a.onset + t0 + 1e-9)
             .saturating_sub(1)
@@ -157,8 +250,16 @@ fn render(
 
     let ns_out = keep.len() + 1;
     let mut out = Vec::with_capacity(src.len() + records * ann_spr * bps);
-    // Fixed header: everything copied except the header size, the reserved field and ns.
-    out.extend_from_slice(&src[..184]);
+    // Fixed header: everything copied except the start (for a clip), the header size, the
+    // reserved field, the number of records and ns.
+    out.extend_from_slice(&src[..168]);
+    match header_start {
+        Some(t) => {
+            out.extend(padded(&t.format("%d.%m.%y").to_string(), 8));
+            out.extend(padded(&t.format("%H.%M.%S").to_string(), 8));
+        }
+        None => out.extend_from_slice(&src[168..184]),
+    }
     out.extend(padded(
         &(FIXED_HEADER + ns_out * PER_SIGNAL_HEADER).to_string(),
         8,
@@ -204,7 +305,7 @@ fn render(
         offsets.push(at);
         at += n * bps;
     }
-    for (r, tal) in tals.iter().enumerate() {
+    for (tal, r) in tals.iter().zip(range) {
         let record = &src[header_len + r * record_in..header_len + (r + 1) * record_in];
         for &i in &keep {
             out.extend_from_slice(&record[offsets[i]..offsets[i] + spr[i] * bps]);
