@@ -147,11 +147,9 @@ pub struct EdeApp {
     settings: Settings,
     error: Option<String>,
     gpu_status: String,
-    screenshot: Option<PathBuf>,
-    frames: u32,
-    shot_requested: bool,
+    /// A PNG of the page being taken (the File menu's, or `--screenshot`'s).
+    page_png: Option<PagePng>,
     styled: bool,
-    shot_taken: Arc<std::sync::Mutex<bool>>,
     /// A file dialog open on its own thread (the window keeps drawing meanwhile).
     dialog: Option<(
         std::sync::mpsc::Receiver<Option<PathBuf>>,
@@ -201,11 +199,8 @@ impl EdeApp {
             settings,
             error,
             gpu_status,
-            screenshot: None,
-            frames: 0,
-            shot_requested: false,
+            page_png: None,
             styled: false,
-            shot_taken: Arc::new(std::sync::Mutex::new(false)),
             dialog: None,
             path_field: None,
         };
@@ -364,6 +359,26 @@ impl EdeApp {
                             );
                         }
                     }
+                    ui.menu_button("Save the page as PNG", |ui| {
+                        let sizes = [
+                            ("at the window's size…", None),
+                            ("1920 x 1080…", Some([1920, 1080])),
+                            ("2560 x 1440…", Some([2560, 1440])),
+                            ("3840 x 2160…", Some([3840, 2160])),
+                        ];
+                        for (label, size) in sizes {
+                            if ui.button(label).clicked() {
+                                ui.close();
+                                if let Some(p) = rfd::FileDialog::new()
+                                    .set_file_name("page.png")
+                                    .add_filter("png", &["png"])
+                                    .save_file()
+                                {
+                                    self.page_png = Some(PagePng::new(p, size, false));
+                                }
+                            }
+                        }
+                    });
                     if ui.button("Demo recording").clicked() {
                         ui.close();
                         self.show(crate::recording::demo::demo_recording());
@@ -556,33 +571,94 @@ impl eframe::App for EdeApp {
                 }),
             ));
         }
-        if let Some(path) = self.screenshot.clone() {
-            self.frames += 1;
-            let taken = self.shot_taken.lock().map(|t| *t).unwrap_or(true);
-            if taken {
-                ctx.send_viewport_cmd(egui::ViewportCommand::Close);
-            } else if self.frames >= 3 && self.ready() && !self.shot_requested {
-                self.shot_requested = true;
-                let done = self.shot_taken.clone();
-                let repaint = ctx.clone();
-                ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(
-                    egui::ScreenshotCallback::new(move |image| {
-                        if let Err(e) = save_png(&image, &path) {
-                            eprintln!("ede: {e}");
-                        }
-                        if let Ok(mut d) = done.lock() {
-                            *d = true;
-                        }
-                        repaint.request_repaint();
-                    }),
-                ));
-            }
-            ctx.request_repaint();
-        }
+        self.page_png_frame(&ctx);
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
         eframe::set_value(storage, eframe::APP_KEY, &self.settings);
+    }
+}
+
+/// A PNG of the whole window, at its size or resized for the shot (and back after); for
+/// `--screenshot`, the app closes once it is written.
+struct PagePng {
+    path: PathBuf,
+    /// Pixels.
+    size: Option<[u32; 2]>,
+    close_after: bool,
+    /// The window's size (points) before a resize, to go back to.
+    restore: Option<egui::Vec2>,
+    frames: u32,
+    requested: bool,
+    result: Arc<std::sync::Mutex<Option<Result<(), String>>>>,
+}
+
+impl PagePng {
+    fn new(path: PathBuf, size: Option<[u32; 2]>, close_after: bool) -> Self {
+        PagePng {
+            path,
+            size,
+            close_after,
+            restore: None,
+            frames: 0,
+            requested: false,
+            result: Arc::new(std::sync::Mutex::new(None)),
+        }
+    }
+}
+
+impl EdeApp {
+    /// Advances a page PNG: resize if asked, wait until the view is ready, take it, and then
+    /// restore the size (or close, for `--screenshot`).
+    fn page_png_frame(&mut self, ctx: &egui::Context) {
+        let ready = self.ready();
+        let Some(job) = self.page_png.as_mut() else {
+            return;
+        };
+        ctx.request_repaint();
+        job.frames += 1;
+        let finished = job.result.lock().ok().and_then(|r| r.clone());
+        if let Some(result) = finished {
+            if job.close_after {
+                ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+                return;
+            }
+            if let Some(size) = job.restore {
+                ctx.send_viewport_cmd(egui::ViewportCommand::InnerSize(size));
+            }
+            let path = job.path.display().to_string();
+            self.browser.message = Some(result.map(|()| format!("saved {path}")));
+            self.page_png = None;
+            return;
+        }
+        if job.frames == 1
+            && let Some([w, h]) = job.size
+        {
+            let ppp = ctx.pixels_per_point();
+            job.restore = ctx.input(|i| i.viewport().inner_rect.map(|r| r.size()));
+            ctx.send_viewport_cmd(egui::ViewportCommand::InnerSize(egui::vec2(
+                w as f32 / ppp,
+                h as f32 / ppp,
+            )));
+        }
+        // A resized window takes a few frames to settle.
+        let wait = if job.size.is_some() { 8 } else { 3 };
+        if !job.requested && job.frames >= wait && ready {
+            job.requested = true;
+            let (path, result, repaint) = (job.path.clone(), job.result.clone(), ctx.clone());
+            ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(
+                egui::ScreenshotCallback::new(move |image| {
+                    let saved = save_png(&image, &path).map_err(|e| e.to_string());
+                    if let Err(e) = &saved {
+                        eprintln!("ede: {e}");
+                    }
+                    if let Ok(mut r) = result.lock() {
+                        *r = Some(saved);
+                    }
+                    repaint.request_repaint();
+                }),
+            ));
+        }
     }
 }
 
@@ -647,7 +723,7 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
                 };
                 app.browser.show(args.start.unwrap_or(t0), span);
             }
-            app.screenshot = screenshot;
+            app.page_png = screenshot.map(|p| PagePng::new(p, None, true));
             app.show_view(&args.view);
             Ok(Box::new(app))
         }),
