@@ -768,6 +768,19 @@ fn events_added_moved_deleted_undone_and_saved() {
         [(3.0, "lights off".into()), (5.0, "sharp wave".into())]
     );
     assert_eq!(h.state().browser.events.selected, Some(1));
+    // Edit its text in the panel.
+    let text_field = || {
+        egui_kittest::kittest::By::new()
+            .role(egui::accesskit::Role::TextInput)
+            .value("sharp wave")
+    };
+    h.get(text_field()).focus();
+    h.key_press(egui::Key::End);
+    h.get(text_field()).type_text(" (left)");
+    h.run_steps(2);
+    h.key_press(egui::Key::Escape);
+    h.run_steps(2);
+    assert_eq!(texts(&h)[1], (5.0, "sharp wave (left)".into()));
     // Double-click at 7 s: the first label.
     hover(&mut h, 7.0);
     let pos = egui::pos2(x_at(7.0), plot.center().y);
