@@ -79,6 +79,8 @@ pub struct EcgBeats {
     pub ecg: Vec<f32>,
     /// Fiducial sample of each fitted beat, increasing.
     pub samples: Vec<usize>,
+    /// Each fitted beat's time in seconds from the recording's start (across EDF+D gaps).
+    pub times: Vec<f64>,
     pub labels: Vec<Option<String>>,
     /// `[beat][2h]`: each fitted beat's window, without the zero padding.
     pub windows: Vec<f32>,
@@ -156,6 +158,7 @@ impl EcgBeats {
             source,
             window,
             samples: Vec::with_capacity(beats.len()),
+            times: Vec::with_capacity(beats.len()),
             labels: Vec::with_capacity(beats.len()),
             windows: Vec::with_capacity(beats.len() * window.width()),
             skipped: Vec::new(),
@@ -177,6 +180,7 @@ impl EcgBeats {
             match reason {
                 None => {
                     out.samples.push(sample);
+                    out.times.push(rec.sample_time(signal, sample));
                     out.labels.push(label);
                 }
                 Some(reason) => out.skipped.push(SkippedBeat {
@@ -260,6 +264,8 @@ impl<K: PartialEq + Clone> Fitter<K> {
 #[derive(Debug, Clone, Serialize)]
 pub struct BeatFit {
     pub sample: usize,
+    /// Seconds from the recording's start.
+    pub time_s: f64,
     pub label: Option<String>,
     /// Seconds.
     pub sigma: f64,
@@ -302,6 +308,7 @@ impl HermiteReport {
         let rows: Vec<BeatFit> = (0..fits.len())
             .map(|i| BeatFit {
                 sample: beats.samples[i],
+                time_s: beats.times[i],
                 label: beats.labels[i].clone(),
                 sigma: sigmas[fits.sigma_index[i] as usize],
                 mse: fits.mse[i] as f64,
@@ -338,7 +345,7 @@ impl HermiteReport {
             out += &format!(
                 "{},{},{},{},{}",
                 b.sample,
-                b.sample as f64 / self.fs,
+                b.time_s,
                 b.label.as_deref().unwrap_or(""),
                 b.sigma,
                 b.mse

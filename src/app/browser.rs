@@ -221,21 +221,13 @@ impl Browser {
         } else {
             self.traces.spec.channel_filters.clone()
         };
-        self.traces = Traces::with_channel_filters(
-            self.rec.clone(),
-            self.settings.montage,
-            self.settings.filter,
-            own,
-        );
-        self.settings.montage = self.traces.spec.montage;
+        self.new_traces(own);
         if !montage_changed {
-            self.cache = None;
             return;
         }
         self.channel_gain = vec![1.0; self.traces.spec.derivations.len()];
         self.hidden.clear();
         self.selected = None;
-        self.cache = None;
     }
 
     fn clamp_view(&mut self) {
@@ -904,12 +896,18 @@ impl Browser {
             Some(f) => own.insert(d, f),
             None => own.remove(&d),
         };
+        self.new_traces(own);
+    }
+
+    /// Traces for the current montage and filters, with `own` filters for some of them.
+    fn new_traces(&mut self, own: HashMap<usize, DisplayFilter>) {
         self.traces = Traces::with_channel_filters(
             self.rec.clone(),
             self.settings.montage,
             self.settings.filter,
             own,
         );
+        self.settings.montage = self.traces.spec.montage;
         self.cache = None;
     }
 

@@ -176,15 +176,7 @@ impl Events {
                     .as_deref()
                     .and_then(Path::file_stem)
                     .map_or("recording".into(), |s| s.to_string_lossy().to_string());
-                let copy_ext = match rec.format {
-                    crate::recording::Format::Bdf
-                    | crate::recording::Format::BdfPlusC
-                    | crate::recording::Format::BdfPlusD => Some("bdf"),
-                    crate::recording::Format::Edf
-                    | crate::recording::Format::EdfPlusC
-                    | crate::recording::Format::EdfPlusD => Some("edf"),
-                    _ => None,
-                };
+                let copy_ext = rec.format.edf_family();
                 if let Some(ext) = copy_ext
                     && ui.button("a copy with these events (EDF+/BDF+)…").clicked()
                 {
@@ -225,7 +217,6 @@ impl Events {
             changed |= r.changed();
             if ui.button("Delete").clicked() {
                 self.delete(i);
-                action = None;
             }
         });
         if i >= self.list.len() || self.selected != Some(i) {

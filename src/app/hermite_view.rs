@@ -39,8 +39,8 @@ struct BeatFits {
     beats: Arc<EcgBeats>,
     fits: Fits,
     sigmas: Vec<f64>,
-    /// Each fitted beat's time in seconds from the recording start.
-    times: Arc<Vec<f64>>,
+    /// The beats by label, the commonest label first (the scatter draws rare ones on top).
+    groups: Arc<LabelGroups>,
     elapsed_s: f64,
     ran_on: String,
 }
@@ -48,23 +48,19 @@ struct BeatFits {
 fn compute(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Compute<Request, BeatFits> {
     let mut on_gpu = gpu.as_ref().map(|g| Fitter::<BeatsKey>::new(Some(g)));
     let mut on_cpu = Fitter::<BeatsKey>::new(None);
-    let mut cached: Option<(BeatsKey, Arc<EcgBeats>, Arc<Vec<f64>>)> = None;
+    let mut cached: Option<(BeatsKey, Arc<EcgBeats>, Arc<LabelGroups>)> = None;
     Box::new(move |req: &Request, progress: &Progress| {
         let t = Instant::now();
         let key = (req.signal, req.filter, req.detector);
-        let (beats, times) = match &cached {
-            Some((k, b, times)) if *k == key => (b.clone(), times.clone()),
+        let (beats, groups) = match &cached {
+            Some((k, b, g)) if *k == key => (b.clone(), g.clone()),
             _ => {
                 let b = EcgBeats::prepare(&rec, req.signal, req.filter, req.detector)
                     .map_err(|e| e.to_string())?;
-                let times: Vec<f64> = b
-                    .samples
-                    .iter()
-                    .map(|&s| rec.sample_time(req.signal, s))
-                    .collect();
-                let (b, times) = (Arc::new(b), Arc::new(times));
-                cached = Some((key, b.clone(), times.clone()));
-                (b, times)
+                let g = Arc::new(by_label(&b.labels));
+                let b = Arc::new(b);
+                cached = Some((key, b.clone(), g.clone()));
+                (b, g)
             }
         };
         if progress.cancelled() {
@@ -90,11 +86,27 @@ fn compute(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Compute<Request, Bea
             beats,
             fits,
             sigmas,
-            times,
+            groups,
             elapsed_s: t.elapsed().as_secs_f64(),
             ran_on,
         }))
     })
+}
+
+/// Beat indices by label.
+type LabelGroups = Vec<(Option<String>, Vec<usize>)>;
+
+/// Beat indices by label, the commonest label first.
+fn by_label(labels: &[Option<String>]) -> LabelGroups {
+    let mut groups: LabelGroups = Vec::new();
+    for (i, l) in labels.iter().enumerate() {
+        match groups.iter_mut().find(|(g, _)| g == l) {
+            Some((_, v)) => v.push(i),
+            None => groups.push((l.clone(), vec![i])),
+        }
+    }
+    groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
+    groups
 }
 
 /// What the scatter plots.
@@ -208,7 +220,7 @@ impl HermiteView {
     /// The selected beat's time, seconds from the recording start.
     pub fn selected_time(&self) -> Option<f64> {
         let (_, s) = self.shown.as_ref()?;
-        s.times.get(self.selected).copied()
+        s.beats.times.get(self.selected).copied()
     }
 
     /// Selects beat `i` and moves the browser to it.
@@ -437,15 +449,15 @@ impl HermiteView {
             return;
         }
         let (t0, t1) = browser.visible_span();
-        let first = s.times.partition_point(|&t| t < t0);
-        let last = s.times.partition_point(|&t| t <= t1);
+        let first = s.beats.times.partition_point(|&t| t < t0);
+        let last = s.beats.times.partition_point(|&t| t <= t1);
         if last - first > 400 {
             return; // too many to read: zoom in
         }
         let painter = ui.painter_at(plot);
         let font = egui::FontId::proportional(11.0);
         for i in first..last {
-            let x = plot.left() + ((s.times[i] - t0) / (t1 - t0)) as f32 * plot.width();
+            let x = plot.left() + ((s.beats.times[i] - t0) / (t1 - t0)) as f32 * plot.width();
             let label = s.beats.labels[i].as_deref();
             let colour = label_colour(label);
             // A tick and the label at the bottom (the browser writes annotations at the top);
@@ -474,6 +486,7 @@ impl HermiteView {
         if let (true, Some((_, s))) = (self.pick_visible, &self.shown) {
             let t0 = browser.visible_span().0;
             self.selected = s
+                .beats
                 .times
                 .partition_point(|&t| t < t0)
                 .min(s.fits.len().saturating_sub(1));
@@ -511,7 +524,7 @@ impl HermiteView {
                 i + 1,
                 s.fits.len(),
                 label.as_deref().unwrap_or("none"),
-                s.times[i],
+                s.beats.times[i],
                 sigma * 1e3,
                 s.fits.mse[i],
             ));
@@ -578,7 +591,10 @@ impl HermiteView {
             self.follow = false;
             if let Some((_, s)) = &self.shown {
                 let span = browser.settings.span_s;
-                browser.show((s.times[self.selected] - span / 2.0).max(0.0), Some(span));
+                browser.show(
+                    (s.beats.times[self.selected] - span / 2.0).max(0.0),
+                    Some(span),
+                );
             }
         }
     }
@@ -624,20 +640,9 @@ impl HermiteView {
                         p.points(Points::new("", pts).color(c).radius(2.0));
                     }
                 } else {
-                    let mut labels: Vec<Option<&str>> =
-                        s.beats.labels.iter().map(|l| l.as_deref()).collect();
-                    labels.sort();
-                    labels.dedup();
-                    // The commonest label first, so rare beats are drawn on top of it.
-                    let count = |l: Option<&str>| {
-                        s.beats.labels.iter().filter(|m| m.as_deref() == l).count()
-                    };
-                    labels.sort_by_key(|&l| std::cmp::Reverse(count(l)));
-                    for l in labels {
-                        let pts: Vec<[f64; 2]> = (0..n)
-                            .filter(|&i| s.beats.labels[i].as_deref() == l)
-                            .map(point)
-                            .collect();
+                    for (label, beats) in s.groups.iter() {
+                        let pts: Vec<[f64; 2]> = beats.iter().map(|&i| point(i)).collect();
+                        let l = label.as_deref();
                         let name = format!("{} ({})", l.unwrap_or("unlabelled"), pts.len());
                         p.points(Points::new(name, pts).color(label_colour(l)).radius(2.0));
                     }

@@ -317,16 +317,8 @@ impl EdeApp {
                             self.open(p);
                         }
                     });
-                    let from_edf = self.browser.rec.path.is_some()
-                        && matches!(
-                            self.browser.rec.format,
-                            crate::recording::Format::Edf
-                                | crate::recording::Format::EdfPlusC
-                                | crate::recording::Format::EdfPlusD
-                                | crate::recording::Format::Bdf
-                                | crate::recording::Format::BdfPlusC
-                                | crate::recording::Format::BdfPlusD
-                        );
+                    let family = self.browser.rec.format.edf_family();
+                    let from_edf = self.browser.rec.path.is_some() && family.is_some();
                     if ui
                         .add_enabled(from_edf, egui::Button::new("Export the window as EDF+…"))
                         .on_hover_text(
@@ -337,13 +329,7 @@ impl EdeApp {
                         .clicked()
                     {
                         ui.close();
-                        let bdf = matches!(
-                            self.browser.rec.format,
-                            crate::recording::Format::Bdf
-                                | crate::recording::Format::BdfPlusC
-                                | crate::recording::Format::BdfPlusD
-                        );
-                        let ext = if bdf { "bdf" } else { "edf" };
+                        let ext = family.unwrap_or("edf");
                         let (t0, _) = self.browser.visible_span();
                         let name =
                             format!("{}_clip_{:.0}s.{ext}", self.browser.rec.display_name(), t0);

@@ -71,13 +71,15 @@ pub fn write_clip(
     let src = rec.path.as_deref().ok_or_else(|| {
         ReadError::invalid(out, "only a recording opened from a file can be copied")
     })?;
-    let bdf = match rec.format {
-        Format::Edf | Format::EdfPlusC | Format::EdfPlusD => false,
-        Format::Bdf | Format::BdfPlusC | Format::BdfPlusD => true,
-        other => {
+    let bdf = match rec.format.edf_family() {
+        Some(ext) => ext == "bdf",
+        None => {
             return Err(ReadError::invalid(
                 out,
-                format!("{other} recordings are saved with their events as a TSV file instead"),
+                format!(
+                    "{} recordings are saved with their events as a TSV file instead",
+                    rec.format
+                ),
             ));
         }
     };

@@ -70,6 +70,18 @@ pub enum Format {
     Demo,
 }
 
+impl Format {
+    /// The file extension of the EDF family this format belongs to ("edf" for EDF/EDF+,
+    /// "bdf" for BDF/BDF+), or `None` for other formats: what `edf_write` can copy.
+    pub fn edf_family(self) -> Option<&'static str> {
+        match self {
+            Format::Edf | Format::EdfPlusC | Format::EdfPlusD => Some("edf"),
+            Format::Bdf | Format::BdfPlusC | Format::BdfPlusD => Some("bdf"),
+            Format::Wfdb | Format::Csv | Format::Demo => None,
+        }
+    }
+}
+
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = match self {
