@@ -5,6 +5,7 @@ pub mod cwt;
 pub mod decimate;
 pub mod filter;
 pub mod hermite;
+pub mod ica;
 pub mod montage;
 pub mod qrs;
 pub mod stats;

@@ -1,0 +1,278 @@
+//! FastICA on the CPU: each iteration is one pass over the whitened data computing both
+//! expectations of the fixed-point update, E{g(W z) z^T} and E{g'(W z)}, as two f32 matrix
+//! products per block of samples (blocks in parallel), with the nonlinearity in between from
+//! a vectorizable exp. The small r x r algebra (update, decorrelation, convergence) is f64.
+
+use nalgebra::DMatrix;
+use rayon::prelude::*;
+
+use super::{
+    Approach, Contrast, FastIcaParams, Ica, IcaError, Observations, Whitening, random_rotation,
+    symmetric_decorrelation,
+};
+
+/// Samples per block of the data pass: large enough for the matrix products to run near
+/// their peak, small enough that two cores share the work of a 5000-sample window.
+const BLOCK: usize = 1024;
+
+/// FastICA of `x`. `warm` is a previous unmixing matrix over the same channels (r x n); it
+/// replaces the random start when its shape fits this data's whitening.
+pub fn fastica(
+    x: &Observations,
+    p: &FastIcaParams,
+    warm: Option<&DMatrix<f64>>,
+) -> Result<Ica, IcaError> {
+    p.validate()?;
+    let wh = Whitening::of(x)?;
+    let r = wh.z.rows;
+    let w0 = warm
+        .and_then(|w| wh.rotation_from(w))
+        .unwrap_or_else(|| random_rotation(r, p.seed));
+    let (w, iterations, converged) = match p.approach {
+        Approach::Symmetric => symmetric(&wh.z, p, w0),
+        Approach::Deflation => deflation(&wh.z, p, w0),
+    };
+    Ok(wh.finish(&w, iterations, converged))
+}
+
+/// Symmetric FastICA from the rotation `w`: returns the rotation, iterations and convergence.
+pub fn symmetric(
+    z: &Observations,
+    p: &FastIcaParams,
+    mut w: DMatrix<f64>,
+) -> (DMatrix<f64>, usize, bool) {
+    for it in 1..=p.max_iter {
+        let next = update(&w, z, p.contrast);
+        let Some(next) = symmetric_decorrelation(&next) else {
+            return (w, it, false);
+        };
+        let change = max_angle_change(&next, &w);
+        w = next;
+        if change < p.tol {
+            return (w, it, true);
+        }
+    }
+    (w, p.max_iter, false)
+}
+
+/// One fixed-point step for every row of `w`: E{z g(w^T z)} - E{g'(w^T z)} w.
+pub fn update(w: &DMatrix<f64>, z: &Observations, contrast: Contrast) -> DMatrix<f64> {
+    let (gz, gp) = expectations(w, z, contrast);
+    let mut next = gz;
+    for i in 0..w.nrows() {
+        for j in 0..w.ncols() {
+            next[(i, j)] -= gp[i] * w[(i, j)];
+        }
+    }
+    next
+}
+
+/// max_i | 1 - |<w_i, v_i>| |: the thesis's convergence measure (rows are unit vectors).
+pub fn max_angle_change(w: &DMatrix<f64>, previous: &DMatrix<f64>) -> f64 {
+    (0..w.nrows())
+        .map(|i| (1.0 - w.row(i).dot(&previous.row(i)).abs()).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Deflation FastICA: one unit vector at a time, Gram-Schmidt against those found. Row i of
+/// `w0` starts component i.
+pub fn deflation(
+    z: &Observations,
+    p: &FastIcaParams,
+    w0: DMatrix<f64>,
+) -> (DMatrix<f64>, usize, bool) {
+    let r = z.rows;
+    let mut w = DMatrix::<f64>::zeros(r, r);
+    let mut most = 0;
+    let mut all_converged = true;
+    for c in 0..r {
+        let mut v = orthonormal_to(&w, c, w0.row(c).transpose());
+        let mut converged = false;
+        let mut it = 0;
+        while it < p.max_iter {
+            it += 1;
+            let next = update(&DMatrix::from_row_slice(1, r, v.as_slice()), z, p.contrast)
+                .row(0)
+                .transpose();
+            let next = orthonormal_to(&w, c, next);
+            let change = (1.0 - next.dot(&v).abs()).abs();
+            v = next;
+            if change < p.tol {
+                converged = true;
+                break;
+            }
+        }
+        most = most.max(it);
+        all_converged &= converged;
+        w.row_mut(c).copy_from(&v.transpose());
+    }
+    (w, most, all_converged)
+}
+
+/// `v` minus its projections on the first `found` rows of `w`, normalized (a fresh unit
+/// direction orthogonal to them if nothing is left).
+fn orthonormal_to(
+    w: &DMatrix<f64>,
+    found: usize,
+    mut v: nalgebra::DVector<f64>,
+) -> nalgebra::DVector<f64> {
+    for k in 0..found {
+        let wk = w.row(k).transpose();
+        v -= &wk * wk.dot(&v);
+    }
+    let norm = v.norm();
+    if norm > 1e-12 {
+        return v / norm;
+    }
+    let mut e = nalgebra::DVector::zeros(v.len());
+    for i in 0..v.len() {
+        e.fill(0.0);
+        e[i] = 1.0;
+        let mut u = e.clone();
+        for k in 0..found {
+            let wk = w.row(k).transpose();
+            u -= &wk * wk.dot(&u);
+        }
+        if u.norm() > 0.5 {
+            return u.normalize();
+        }
+    }
+    e
+}
+
+/// E{g(W z) z^T} (m x r) and E{g'(W z)} (m) over the samples of `z`.
+pub fn expectations(
+    w: &DMatrix<f64>,
+    z: &Observations,
+    contrast: Contrast,
+) -> (DMatrix<f64>, Vec<f64>) {
+    let (m, r, t) = (w.nrows(), z.rows, z.cols);
+    assert_eq!(w.ncols(), r, "unmixing width");
+    let wf: Vec<f32> = w.transpose().as_slice().iter().map(|&v| v as f32).collect();
+    let blocks: Vec<usize> = (0..t).step_by(BLOCK).collect();
+    let (gz, gp) = blocks
+        .par_iter()
+        .map(|&c0| {
+            let len = BLOCK.min(t - c0);
+            let mut y = vec![0.0f32; m * len];
+            let mut gz = vec![0.0f32; m * r];
+            // SAFETY: `wf` is m x r row-major; the block of `z` is r x len starting at column
+            // c0 with row stride t (c0 + len <= t); `y` is m x len.
+            unsafe {
+                matrixmultiply::sgemm(
+                    m,
+                    r,
+                    len,
+                    1.0,
+                    wf.as_ptr(),
+                    r as isize,
+                    1,
+                    z.data.as_ptr().add(c0),
+                    t as isize,
+                    1,
+                    0.0,
+                    y.as_mut_ptr(),
+                    len as isize,
+                    1,
+                );
+            }
+            let gp: Vec<f64> = y
+                .chunks_exact_mut(len)
+                .map(|row| nonlinearity(contrast, row))
+                .collect();
+            // SAFETY: `y` is m x len; the block of z read transposed is len x r (element
+            // (l, j) at j * t + c0 + l); `gz` is m x r.
+            unsafe {
+                matrixmultiply::sgemm(
+                    m,
+                    len,
+                    r,
+                    1.0,
+                    y.as_ptr(),
+                    len as isize,
+                    1,
+                    z.data.as_ptr().add(c0),
+                    1,
+                    t as isize,
+                    0.0,
+                    gz.as_mut_ptr(),
+                    r as isize,
+                    1,
+                );
+            }
+            (gz, gp)
+        })
+        .reduce(
+            || (vec![0.0f32; m * r], vec![0.0f64; m]),
+            |(mut a, mut ap), (b, bp)| {
+                a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+                ap.iter_mut().zip(&bp).for_each(|(x, y)| *x += y);
+                (a, ap)
+            },
+        );
+    let inv_t = 1.0 / t as f64;
+    (
+        DMatrix::from_row_slice(m, r, &gz).map(|v| v as f64 * inv_t),
+        gp.into_iter().map(|v| v * inv_t).collect(),
+    )
+}
+
+/// Replaces `y` by g(y) and returns the sum of g'(y).
+fn nonlinearity(contrast: Contrast, y: &mut [f32]) -> f64 {
+    let mut sum = 0.0f32;
+    match contrast {
+        Contrast::Tanh => {
+            for v in y.iter_mut() {
+                let g = 1.0 - 2.0 / (exp(2.0 * *v) + 1.0);
+                sum += 1.0 - g * g;
+                *v = g;
+            }
+        }
+        Contrast::Cube => {
+            for v in y.iter_mut() {
+                let y2 = *v * *v;
+                sum += 3.0 * y2;
+                *v *= y2;
+            }
+        }
+        Contrast::Gauss => {
+            for v in y.iter_mut() {
+                let y2 = *v * *v;
+                let e = exp(-0.5 * y2);
+                sum += (1.0 - y2) * e;
+                *v *= e;
+            }
+        }
+    }
+    sum as f64
+}
+
+/// e^x in f32 to about 2e-7 relative, branch-free so the loops above vectorize (the C
+/// library's expf and tanhf are calls, and dominated the iteration).
+#[inline(always)]
+pub fn exp(x: f32) -> f32 {
+    let t = x.clamp(-87.0, 88.0) * std::f32::consts::LOG2_E;
+    let i = t.round();
+    let f = (t - i) * std::f32::consts::LN_2; // |f| <= ln2 / 2
+    let p = 1.0
+        + f * (1.0
+            + f * (0.5
+                + f * (1.0 / 6.0 + f * (1.0 / 24.0 + f * (1.0 / 120.0 + f * (1.0 / 720.0))))));
+    f32::from_bits(((i as i32 + 127) as u32) << 23) * p
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fast_exp_is_accurate() {
+        for k in -8000..8000 {
+            let x = k as f32 * 0.01;
+            let want = (x as f64).exp();
+            let got = super::exp(x) as f64;
+            assert!(
+                ((got - want) / want).abs() < 5e-7,
+                "exp({x}) = {got}, want {want}"
+            );
+        }
+    }
+}

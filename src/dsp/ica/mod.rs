@@ -1,0 +1,379 @@
+//! Independent component analysis, as the blink-removal thesis
+//! (../shared/papers/ica-blink-removal-gpgpu-thesis-excerpt.txt, appendix C) defines its `ica()`:
+//! observations X (channels x samples) are modelled as X = A (S + mu_S); the result holds the
+//! unmixing matrix W, the mixing matrix A, the zero-mean sources S = W (X - mu_X) and the source
+//! means mu_S = W mu_X, so X = A (S + mu_S) reconstructs the observations.
+//!
+//! Both algorithms work on whitened data (`Whitening`): X is centred and rotated onto the
+//! eigenvectors of its covariance, each scaled to unit variance. Directions whose variance is
+//! below `RANK_TOLERANCE` of the largest are dropped (an average-referenced recording has one
+//! fewer independent channel than it has channels), so W is r x n and A n x r with r <= n; the
+//! thesis required r = n, which a common-average reference breaks.
+//!
+//! - `fastica`: FastICA (Hyvarinen 1999), symmetric or deflation, contrasts tanh, cube, gauss;
+//!   converged when every unmixing vector's cosine with its previous value is within `tol` of
+//!   +-1 (the thesis's epsilon).
+//! - `jade`: JADE (Cardoso 1999): the fourth-order cumulant matrices of the whitened data,
+//!   jointly diagonalized by Jacobi (Givens) rotations.
+//! - `reference`: FastICA written out in plain f64 loops, for tests.
+
+pub mod fastica;
+pub mod jade;
+pub mod reference;
+
+use nalgebra::{DMatrix, SymmetricEigen};
+use serde::{Deserialize, Serialize};
+
+pub use fastica::fastica;
+pub use jade::jade;
+
+/// Covariance eigenvalues below this fraction of the largest are treated as zero.
+pub const RANK_TOLERANCE: f64 = 1e-7;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum IcaError {
+    #[error("ICA needs at least 2 channels and more samples than channels; got {rows} x {cols}")]
+    Shape { rows: usize, cols: usize },
+    #[error("the data hold a value that is not a number (NaN or infinite)")]
+    NotFinite,
+    #[error("the channels carry no variance (all flat)")]
+    Flat,
+    #[error("{0}")]
+    Params(String),
+}
+
+/// Observations: `rows` channels of `cols` samples each, row-major.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observations {
+    pub rows: usize,
+    pub cols: usize,
+    pub data: Vec<f32>,
+}
+
+impl Observations {
+    pub fn new(rows: usize, cols: usize, data: Vec<f32>) -> Self {
+        assert_eq!(data.len(), rows * cols, "observation shape");
+        Observations { rows, cols, data }
+    }
+
+    /// From equally long channels.
+    pub fn from_rows(rows: &[Vec<f32>]) -> Self {
+        let cols = rows.first().map_or(0, Vec::len);
+        let data: Vec<f32> = rows
+            .iter()
+            .flat_map(|r| r[..cols].iter().copied())
+            .collect();
+        Observations::new(rows.len(), cols, data)
+    }
+
+    pub fn row(&self, i: usize) -> &[f32] {
+        &self.data[i * self.cols..(i + 1) * self.cols]
+    }
+}
+
+/// The nonlinearity of FastICA's negentropy approximation (the thesis's NONLIN_*).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Contrast {
+    /// g(y) = tanh(y): robust, the default.
+    Tanh,
+    /// g(y) = y^3 (kurtosis).
+    Cube,
+    /// g(y) = y exp(-y^2 / 2).
+    Gauss,
+}
+
+/// How FastICA finds the unmixing vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Approach {
+    /// All at once, decorrelated symmetrically each iteration.
+    Symmetric,
+    /// One after another, each orthogonalized against those found.
+    Deflation,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Algorithm {
+    Fastica,
+    Jade,
+}
+
+/// FastICA's parameters. The thesis's defaults: tanh, epsilon 1e-4, 1000 iterations.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FastIcaParams {
+    pub contrast: Contrast,
+    pub approach: Approach,
+    pub tol: f64,
+    pub max_iter: usize,
+    /// Seeds the random initial unmixing matrix (ignored with a warm start).
+    pub seed: u64,
+}
+
+impl Default for FastIcaParams {
+    fn default() -> Self {
+        FastIcaParams {
+            contrast: Contrast::Tanh,
+            approach: Approach::Symmetric,
+            tol: 1e-4,
+            max_iter: 1000,
+            seed: 1,
+        }
+    }
+}
+
+impl FastIcaParams {
+    pub fn validate(&self) -> Result<(), IcaError> {
+        if !(self.tol > 0.0 && self.tol < 1.0) {
+            return Err(IcaError::Params(format!(
+                "the tolerance must be between 0 and 1, got {}",
+                self.tol
+            )));
+        }
+        if self.max_iter == 0 {
+            return Err(IcaError::Params("at least one iteration is needed".into()));
+        }
+        Ok(())
+    }
+}
+
+/// What `fastica` and `jade` return.
+#[derive(Debug, Clone)]
+pub struct Ica {
+    /// W, r x n: S = W (X - mu_X).
+    pub unmixing: DMatrix<f64>,
+    /// A, n x r: X - mu_X = A S (on the whitened subspace).
+    pub mixing: DMatrix<f64>,
+    /// S, r x samples, row-major, zero mean.
+    pub sources: Observations,
+    /// mu_X, the channel means.
+    pub channel_means: Vec<f64>,
+    /// mu_S = W mu_X.
+    pub source_means: Vec<f64>,
+    /// FastICA iterations (the most of any component for deflation); JADE sweeps.
+    pub iterations: usize,
+    pub converged: bool,
+}
+
+/// Centring and whitening: Z = K (X - mu), K = D^-1/2 E^T over the kept eigenpairs, so that
+/// Z Z^T / T = I.
+#[derive(Debug, Clone)]
+pub struct Whitening {
+    pub means: Vec<f64>,
+    /// K, r x n.
+    pub k: DMatrix<f64>,
+    /// K's pseudo-inverse E D^1/2, n x r.
+    pub k_inv: DMatrix<f64>,
+    /// Z, r x T, row-major.
+    pub z: Observations,
+}
+
+impl Whitening {
+    pub fn of(x: &Observations) -> Result<Self, IcaError> {
+        let (n, t) = (x.rows, x.cols);
+        if n < 2 || t <= n {
+            return Err(IcaError::Shape { rows: n, cols: t });
+        }
+        if x.data.iter().any(|v| !v.is_finite()) {
+            return Err(IcaError::NotFinite);
+        }
+        let means: Vec<f64> = (0..n)
+            .map(|i| x.row(i).iter().map(|&v| v as f64).sum::<f64>() / t as f64)
+            .collect();
+        let centred: Vec<f64> = (0..n)
+            .flat_map(|i| {
+                let mu = means[i];
+                x.row(i).iter().map(move |&v| v as f64 - mu)
+            })
+            .collect();
+        let mut cov = vec![0.0f64; n * n];
+        // SAFETY: `centred` is n x t row-major, read as n x t and (strides swapped) t x n;
+        // `cov` is n x n.
+        unsafe {
+            matrixmultiply::dgemm(
+                n,
+                t,
+                n,
+                1.0 / t as f64,
+                centred.as_ptr(),
+                t as isize,
+                1,
+                centred.as_ptr(),
+                1,
+                t as isize,
+                0.0,
+                cov.as_mut_ptr(),
+                n as isize,
+                1,
+            );
+        }
+        let eig = SymmetricEigen::new(DMatrix::from_row_slice(n, n, &cov));
+        let largest = eig.eigenvalues.max();
+        if largest <= 0.0 || !largest.is_finite() {
+            return Err(IcaError::Flat);
+        }
+        // Largest first, so component order does not depend on the eigen solver's.
+        let mut order: Vec<usize> = (0..n)
+            .filter(|&i| eig.eigenvalues[i] > RANK_TOLERANCE * largest)
+            .collect();
+        order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
+        let r = order.len();
+        let mut k = DMatrix::zeros(r, n);
+        let mut k_inv = DMatrix::zeros(n, r);
+        for (row, &i) in order.iter().enumerate() {
+            let d = eig.eigenvalues[i].sqrt();
+            for c in 0..n {
+                let e = eig.eigenvectors[(c, i)];
+                k[(row, c)] = e / d;
+                k_inv[(c, row)] = e * d;
+            }
+        }
+        let kf: Vec<f64> = k.transpose().as_slice().to_vec(); // row-major r x n
+        let mut z = vec![0.0f64; r * t];
+        // SAFETY: kf is r x n row-major, centred n x t, z r x t.
+        unsafe {
+            matrixmultiply::dgemm(
+                r,
+                n,
+                t,
+                1.0,
+                kf.as_ptr(),
+                n as isize,
+                1,
+                centred.as_ptr(),
+                t as isize,
+                1,
+                0.0,
+                z.as_mut_ptr(),
+                t as isize,
+                1,
+            );
+        }
+        Ok(Whitening {
+            means,
+            k,
+            k_inv,
+            z: Observations::new(r, t, z.into_iter().map(|v| v as f32).collect()),
+        })
+    }
+
+    /// The result of an orthogonal rotation `w` (r x r) of the whitened data.
+    /// Components come out ordered by the variance they explain in the channels (largest
+    /// first), each signed so that its largest channel weight is positive: ICA itself leaves
+    /// order and sign open, and a stable order lets windows and backends be compared.
+    pub fn finish(&self, w: &DMatrix<f64>, iterations: usize, converged: bool) -> Ica {
+        let a = &self.k_inv * w.transpose();
+        let mut order: Vec<usize> = (0..w.nrows()).collect();
+        order.sort_by(|&i, &j| {
+            a.column(j)
+                .norm_squared()
+                .total_cmp(&a.column(i).norm_squared())
+        });
+        let mut w = w.select_rows(&order);
+        for (row, &i) in order.iter().enumerate() {
+            let col = a.column(i);
+            let biggest = col
+                .iter()
+                .copied()
+                .fold(0.0f64, |m, v| if v.abs() > m.abs() { v } else { m });
+            if biggest < 0.0 {
+                w.row_mut(row).neg_mut();
+            }
+        }
+        let w = &w;
+        let unmixing = w * &self.k;
+        let mixing = &self.k_inv * w.transpose();
+        let sources = rotate(w, &self.z);
+        let mu = DMatrix::from_column_slice(self.means.len(), 1, &self.means);
+        let source_means = (&unmixing * mu).as_slice().to_vec();
+        Ica {
+            unmixing,
+            mixing,
+            sources,
+            channel_means: self.means.clone(),
+            source_means,
+            iterations,
+            converged,
+        }
+    }
+
+    /// The rotation that a previous unmixing matrix (r x n over the same channels) amounts to
+    /// on this whitening, decorrelated: the warm start of a refit. `None` when shapes differ.
+    pub fn rotation_from(&self, unmixing: &DMatrix<f64>) -> Option<DMatrix<f64>> {
+        let r = self.k.nrows();
+        if unmixing.shape() != (r, self.k.ncols()) {
+            return None;
+        }
+        symmetric_decorrelation(&(unmixing * &self.k_inv))
+    }
+}
+
+/// Y = W Z for an r x r `w` and r x T `z`, in f32.
+pub fn rotate(w: &DMatrix<f64>, z: &Observations) -> Observations {
+    let r = w.nrows();
+    let wf: Vec<f32> = w.transpose().as_slice().iter().map(|&v| v as f32).collect();
+    let mut y = vec![0.0f32; r * z.cols];
+    sgemm_rows(r, z.rows, z.cols, &wf, &z.data, &mut y);
+    Observations::new(r, z.cols, y)
+}
+
+/// c (m x n) = a (m x k) b (k x n), all row-major f32.
+pub(crate) fn sgemm_rows(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
+    assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
+    // SAFETY: the asserts above keep every access inside the three slices.
+    unsafe {
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            1.0,
+            a.as_ptr(),
+            k as isize,
+            1,
+            b.as_ptr(),
+            n as isize,
+            1,
+            0.0,
+            c.as_mut_ptr(),
+            n as isize,
+            1,
+        );
+    }
+}
+
+/// (W W^T)^-1/2 W: the nearest matrix with orthonormal rows. `None` if W is singular.
+pub fn symmetric_decorrelation(w: &DMatrix<f64>) -> Option<DMatrix<f64>> {
+    let eig = SymmetricEigen::new(w * w.transpose());
+    if eig
+        .eigenvalues
+        .iter()
+        .any(|&d| !(d > 1e-300) || !d.is_finite())
+    {
+        return None;
+    }
+    let inv_sqrt = DMatrix::from_diagonal(&eig.eigenvalues.map(|d| 1.0 / d.sqrt()));
+    Some(&eig.eigenvectors * inv_sqrt * eig.eigenvectors.transpose() * w)
+}
+
+/// A random r x r matrix with orthonormal rows, from a seed.
+pub fn random_rotation(r: usize, seed: u64) -> DMatrix<f64> {
+    let mut rng = crate::recording::demo::SplitMix(seed);
+    let w = DMatrix::from_fn(r, r, |_, _| rng.gauss());
+    symmetric_decorrelation(&w).unwrap_or_else(|| DMatrix::identity(r, r))
+}
+
+/// The Amari index of P = W A_true: 0 for a perfect separation (up to scale and order), 1 at
+/// worst; normalized by 2 n (n - 1).
+pub fn amari_index(p: &DMatrix<f64>) -> f64 {
+    let n = p.nrows();
+    if n < 2 {
+        return 0.0;
+    }
+    let a = p.map(f64::abs);
+    let rows: f64 = (0..n).map(|i| a.row(i).sum() / a.row(i).max() - 1.0).sum();
+    let cols: f64 = (0..n)
+        .map(|j| a.column(j).sum() / a.column(j).max() - 1.0)
+        .sum();
+    (rows + cols) / (2.0 * n as f64 * (n as f64 - 1.0))
+}

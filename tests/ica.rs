@@ -1,0 +1,163 @@
+//! ICA: known sources come back from synthetic mixtures for every contrast, both FastICA
+//! approaches and JADE; the fast FastICA equals the plain f64 reference; warm starts converge
+//! at once; bad input is an error.
+
+mod common;
+
+use common::Rng;
+use ede::dsp::ica::{
+    self, Approach, Contrast, FastIcaParams, Observations, Whitening, amari_index, random_rotation,
+    reference,
+};
+use nalgebra::DMatrix;
+
+/// Six non-Gaussian sources (sine, square, sawtooth, Laplacian, uniform, sparse spikes) of
+/// `t` samples, mixed by a random well-conditioned matrix: (observations, mixing).
+fn mixture(t: usize, seed: u64) -> (Observations, DMatrix<f64>) {
+    let mut rng = Rng(seed);
+    let n = 6;
+    let mut s = vec![vec![0.0f64; t]; n];
+    for k in 0..t {
+        let x = k as f64 / 128.0;
+        s[0][k] = (2.0 * std::f64::consts::PI * 3.1 * x).sin();
+        s[1][k] = if (x * 1.7).fract() < 0.5 { 1.0 } else { -1.0 };
+        s[2][k] = 2.0 * (x * 0.9).fract() - 1.0;
+        let u = rng.next() - 0.5;
+        s[3][k] = -u.signum() * (1.0 - 2.0 * u.abs()).max(1e-12).ln();
+        s[4][k] = rng.next() * 2.0 - 1.0;
+        s[5][k] = if rng.next() < 0.02 {
+            5.0 * rng.gauss()
+        } else {
+            0.1 * rng.gauss()
+        };
+    }
+    let a = DMatrix::from_fn(n, n, |i, j| if i == j { 2.0 } else { 0.0 } + rng.gauss());
+    let mut data = vec![0.0f32; n * t];
+    for i in 0..n {
+        for k in 0..t {
+            let v: f64 = (0..n).map(|j| a[(i, j)] * s[j][k]).sum();
+            data[i * t + k] = (v + 10.0 * i as f64) as f32; // offsets: centring is tested too
+        }
+    }
+    (Observations::new(n, t, data), a)
+}
+
+#[test]
+fn every_algorithm_recovers_known_sources() {
+    // Bound: an Amari index below 0.05 means each recovered source is one true source plus
+    // cross-talk of a few per cent at most.
+    const BOUND: f64 = 0.05;
+    for seed in [3, 11] {
+        let (x, a) = mixture(5000, seed);
+        for approach in [Approach::Symmetric, Approach::Deflation] {
+            for contrast in [Contrast::Tanh, Contrast::Cube, Contrast::Gauss] {
+                let p = FastIcaParams {
+                    contrast,
+                    approach,
+                    seed,
+                    ..Default::default()
+                };
+                let r = ica::fastica(&x, &p, None).unwrap();
+                let amari = amari_index(&(&r.unmixing * &a));
+                assert!(r.converged, "{approach:?}/{contrast:?} did not converge");
+                assert!(amari < BOUND, "{approach:?}/{contrast:?}: Amari {amari}");
+                check_decomposition(&x, &r);
+            }
+        }
+        // The bound separates: an unrotated whitening does not meet it.
+        let white = Whitening::of(&x).unwrap();
+        assert!(amari_index(&(&white.k * &a)) > 4.0 * BOUND);
+        let r = ica::jade(&x).unwrap();
+        let amari = amari_index(&(&r.unmixing * &a));
+        assert!(r.converged && amari < BOUND, "JADE: Amari {amari}");
+        check_decomposition(&x, &r);
+    }
+}
+
+/// X = A (S + mu_S) to f32 precision, and W A = I.
+fn check_decomposition(x: &Observations, r: &ica::Ica) {
+    let wa = &r.unmixing * &r.mixing;
+    assert!((wa - DMatrix::identity(x.rows, x.rows)).amax() < 1e-9);
+    for k in (0..x.cols).step_by(97) {
+        for i in 0..x.rows {
+            let v: f64 = (0..r.sources.rows)
+                .map(|j| r.mixing[(i, j)] * (r.sources.row(j)[k] as f64 + r.source_means[j]))
+                .sum();
+            let want = x.row(i)[k] as f64;
+            assert!(
+                (v - want).abs() < 1e-4 * (1.0 + want.abs()),
+                "X[{i},{k}] = {v}, want {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn fast_fastica_equals_the_reference() {
+    let (x, _) = mixture(3000, 5);
+    let wh = Whitening::of(&x).unwrap();
+    for approach in [Approach::Symmetric, Approach::Deflation] {
+        for contrast in [Contrast::Tanh, Contrast::Cube, Contrast::Gauss] {
+            let p = FastIcaParams {
+                contrast,
+                approach,
+                tol: 1e-7,
+                ..Default::default()
+            };
+            let w0 = random_rotation(wh.z.rows, 9);
+            let (want, _, ok) = reference::fastica_whitened(&wh.z, &p, &w0);
+            assert!(ok);
+            let (got, _, ok) = match approach {
+                Approach::Symmetric => ica::fastica::symmetric(&wh.z, &p, w0),
+                Approach::Deflation => ica::fastica::deflation(&wh.z, &p, w0),
+            };
+            assert!(ok);
+            // Same fixed point: each row agrees up to sign.
+            for i in 0..want.nrows() {
+                let cos = got.row(i).dot(&want.row(i)).abs();
+                assert!(
+                    cos > 1.0 - 1e-5,
+                    "{approach:?}/{contrast:?} row {i}: cos {cos}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn warm_start_converges_at_once_and_rank_deficiency_is_handled() {
+    let (x, a) = mixture(5000, 7);
+    let p = FastIcaParams::default();
+    let first = ica::fastica(&x, &p, None).unwrap();
+    let again = ica::fastica(&x, &p, Some(&first.unmixing)).unwrap();
+    assert!(
+        again.converged && again.iterations <= 2,
+        "{} iterations",
+        again.iterations
+    );
+    assert!(amari_index(&(&again.unmixing * &a)) < 0.05);
+
+    // An average reference removes one dimension: 6 channels, 5 components.
+    let (n, t) = (x.rows, x.cols);
+    let mut avg = x.data.clone();
+    for k in 0..t {
+        let m: f32 = (0..n).map(|i| x.data[i * t + k]).sum::<f32>() / n as f32;
+        (0..n).for_each(|i| avg[i * t + k] -= m);
+    }
+    let r = ica::fastica(&Observations::new(n, t, avg), &p, None).unwrap();
+    assert_eq!(r.unmixing.shape(), (5, 6));
+    assert_eq!(r.sources.rows, 5);
+}
+
+#[test]
+fn bad_input_is_an_error() {
+    let p = FastIcaParams::default();
+    assert!(ica::fastica(&Observations::new(1, 100, vec![0.0; 100]), &p, None).is_err());
+    assert!(ica::fastica(&Observations::new(4, 3, vec![0.0; 12]), &p, None).is_err());
+    assert!(ica::fastica(&Observations::new(2, 100, vec![1.0; 200]), &p, None).is_err());
+    let mut nan = mixture(500, 1).0;
+    nan.data[17] = f32::NAN;
+    assert!(ica::jade(&nan).is_err());
+    let bad = FastIcaParams { tol: 0.0, ..p };
+    assert!(ica::fastica(&mixture(500, 1).0, &bad, None).is_err());
+}
