@@ -16,6 +16,8 @@ fn main() -> std::process::ExitCode {
         Some(Command::Xapen(args)) => ede::cli::xapen::run(args),
         Some(Command::Cwt(args)) => ede::cli::cwt::run(args),
         Some(Command::Hermite(args)) => ede::cli::hermite::run(args),
+        Some(Command::Deblink(args)) => ede::cli::deblink::run(args),
+        Some(Command::Blinks(cmd)) => ede::cli::blinks::run(cmd),
         Some(Command::Bench(cmd)) => ede::cli::bench::run(cmd),
         None => cli
             .gui

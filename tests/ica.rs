@@ -65,9 +65,9 @@ fn every_algorithm_recovers_known_sources() {
             }
         }
         // The bound separates: an unrotated whitening does not meet it.
-        let white = Whitening::of(&x).unwrap();
+        let white = Whitening::of(&x, None).unwrap();
         assert!(amari_index(&(&white.k * &a)) > 4.0 * BOUND);
-        let r = ica::jade(&x).unwrap();
+        let r = ica::jade(&x, None).unwrap();
         let amari = amari_index(&(&r.unmixing * &a));
         assert!(r.converged && amari < BOUND, "JADE: Amari {amari}");
         check_decomposition(&x, &r);
@@ -95,7 +95,7 @@ fn check_decomposition(x: &Observations, r: &ica::Ica) {
 #[test]
 fn fast_fastica_equals_the_reference() {
     let (x, _) = mixture(3000, 5);
-    let wh = Whitening::of(&x).unwrap();
+    let wh = Whitening::of(&x, None).unwrap();
     for approach in [Approach::Symmetric, Approach::Deflation] {
         for contrast in [Contrast::Tanh, Contrast::Cube, Contrast::Gauss] {
             let p = FastIcaParams {
@@ -157,7 +157,7 @@ fn bad_input_is_an_error() {
     assert!(ica::fastica(&Observations::new(2, 100, vec![1.0; 200]), &p, None).is_err());
     let mut nan = mixture(500, 1).0;
     nan.data[17] = f32::NAN;
-    assert!(ica::jade(&nan).is_err());
+    assert!(ica::jade(&nan, None).is_err());
     let bad = FastIcaParams { tol: 0.0, ..p };
     assert!(ica::fastica(&mixture(500, 1).0, &bad, None).is_err());
 }

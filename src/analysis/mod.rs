@@ -1,6 +1,7 @@
 //! The job layer: parameters, a backend, progress and cancellation in; serializable results
 //! out. The GUI and the CLI call this, never `dsp` or `gpu` directly.
 
+pub mod blink;
 pub mod cwt;
 pub mod hermite;
 pub mod xapen;

@@ -1,7 +1,9 @@
 //! Command-line interface: argument definitions and one file per subcommand.
 
 pub mod bench;
+pub mod blinks;
 pub mod cwt;
+pub mod deblink;
 pub mod export;
 pub mod hermite;
 pub mod info;
@@ -108,6 +110,11 @@ pub enum Command {
     Cwt(cwt::CwtArgs),
     /// Hermite-function fits of every QRS complex of an ECG channel.
     Hermite(hermite::HermiteArgs),
+    /// Remove eye blinks with ICA; the cleaned recording keeps the input's format.
+    Deblink(deblink::DeblinkArgs),
+    /// Simulated blinks with known times, and scores of blink removal against them.
+    #[command(subcommand)]
+    Blinks(blinks::BlinksCommand),
     /// Run a benchmark and write its figures as JSON.
     #[command(subcommand)]
     Bench(bench::BenchCommand),

@@ -1,6 +1,7 @@
 //! CPU algorithms, one file per family. Each has a plain reference version (used by tests) and
 //! the fast version the application runs.
 
+pub mod blink;
 pub mod cwt;
 pub mod decimate;
 pub mod filter;

@@ -96,6 +96,31 @@ pub fn electrode_name(label: &str) -> String {
     }
 }
 
+/// The electrode positions ede ships (assets/electrodes_1010.tsv: an idealized spherical
+/// 10-10 model, unit sphere, x right, y front, z up).
+const ELECTRODES: &str = include_str!("../../assets/electrodes_1010.tsv");
+
+/// Where a channel's electrode sits, from its label's 10-20/10-10 name; `None` for labels that
+/// name no scalp position (EOG, ECG, unknown names).
+pub fn electrode_position(label: &str) -> Option<[f64; 3]> {
+    let want = electrode_name(label);
+    ELECTRODES
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|line| {
+            let mut f = line.split('\t');
+            let name = f.next()?;
+            if electrode_name(name) != want {
+                return None;
+            }
+            let mut xyz = [0.0; 3];
+            for v in &mut xyz {
+                *v = f.next()?.trim().parse().ok()?;
+            }
+            Some(xyz)
+        })
+}
+
 /// Whether a signal looks like scalp EEG (for the common average): not ECG/EOG/EMG and friends,
 /// and in a voltage unit.
 pub fn is_eeg(label: &str, unit: &str) -> bool {
@@ -191,6 +216,10 @@ mod tests {
         assert_eq!(electrode_name("Fc5."), "FC5");
         assert!(is_eeg("Fp1", "uV"));
         assert!(!is_eeg("ECG", "mV"));
+        let fp1 = electrode_position("EEG Fp1-Ref").unwrap();
+        assert!(fp1[1] > 0.9 && fp1[0] < 0.0, "{fp1:?}");
+        assert_eq!(electrode_position("P7"), electrode_position("T5"));
+        assert!(electrode_position("EOG1").is_none());
     }
 
     #[test]

@@ -362,6 +362,114 @@ fn fmt_onset(t: f64) -> String {
     }
 }
 
+/// Writes a copy of `rec` (an EDF/BDF file, any variant) to `out` in which the data signals in
+/// `replaced` (index in `Recording::signals`, all of its samples) carry new values: every other
+/// byte - header, annotations, other signals, and each sample whose value is unchanged - is
+/// copied as it was. New values are quantized with the signal's own calibration and clamped to
+/// its digital range. Written beside `out` and renamed, so a failure leaves no partial file.
+pub fn write_replacing(
+    rec: &Recording,
+    out: &Path,
+    replaced: &[(usize, &[f32])],
+) -> Result<(), ReadError> {
+    let src = rec.path.as_deref().ok_or_else(|| {
+        ReadError::invalid(out, "only a recording opened from a file can be copied")
+    })?;
+    let Some(ext) = rec.format.edf_family() else {
+        return Err(ReadError::invalid(
+            out,
+            format!(
+                "{} recordings cannot be written back in their own format",
+                rec.format
+            ),
+        ));
+    };
+    if same_file(src, out) {
+        return Err(ReadError::invalid(
+            out,
+            "the copy must not replace the original recording: choose another name",
+        ));
+    }
+    let mut data = std::fs::read(src).map_err(|e| ReadError::io(src, e))?;
+    replace_samples(&mut data, rec, ext == "bdf", replaced)
+        .map_err(|m| ReadError::invalid(src, m))?;
+    let partial = out.with_extension("partial");
+    let written = std::fs::File::create(&partial)
+        .and_then(|mut f| f.write_all(&data).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&partial, out));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&partial);
+        ReadError::io(out, e)
+    })
+}
+
+fn replace_samples(
+    src: &mut [u8],
+    rec: &Recording,
+    bdf: bool,
+    replaced: &[(usize, &[f32])],
+) -> Result<(), String> {
+    let ns: usize = field(src, 252, 4)
+        .parse()
+        .map_err(|_| "the number of signals is unreadable")?;
+    let header_len = FIXED_HEADER + ns * PER_SIGNAL_HEADER;
+    let offset_of = |k: usize| -> usize { SIGNAL_FIELDS[..k].iter().sum::<usize>() * ns };
+    let number = |k: usize, i: usize| -> f64 {
+        let w = SIGNAL_FIELDS[k];
+        field(src, FIXED_HEADER + offset_of(k) + i * w, w)
+            .parse()
+            .unwrap_or(0.0)
+    };
+    let bps = if bdf { 3 } else { 2 };
+    let spr: Vec<usize> = (0..ns).map(|i| number(8, i) as usize).collect();
+    let annotation_label = if bdf {
+        "BDF Annotations"
+    } else {
+        "EDF Annotations"
+    };
+    let is_annotation =
+        |i: usize| field(src, FIXED_HEADER + offset_of(0) + i * 16, 16) == annotation_label;
+    let data_signals: Vec<usize> = (0..ns)
+        .filter(|&i| !is_annotation(i) && spr[i] > 0)
+        .collect();
+    let record_len = spr.iter().sum::<usize>() * bps;
+    if src.len() < header_len + rec.records * record_len {
+        return Err("the data records are truncated".into());
+    }
+    let calibration: Vec<[f64; 4]> = (0..ns)
+        .map(|i| [number(3, i), number(4, i), number(5, i), number(6, i)])
+        .collect();
+    let mut offsets = Vec::with_capacity(ns);
+    let mut at = 0;
+    for &n in &spr {
+        offsets.push(at);
+        at += n * bps;
+    }
+    for &(j, values) in replaced {
+        let i = *data_signals.get(j).ok_or("no such signal")?;
+        let [pmin, pmax, dmin, dmax] = calibration[i];
+        let (gain, bias) = if dmax != dmin && pmax != pmin {
+            let g = (pmax - pmin) / (dmax - dmin);
+            (g, pmin - dmin * g)
+        } else {
+            (1.0, 0.0)
+        };
+        let mut old = vec![0.0f32; values.len()];
+        rec.read(j, 0, &mut old).map_err(|e| e.to_string())?;
+        for (k, (&v, &o)) in values.iter().zip(&old).enumerate() {
+            if v == o || !v.is_finite() {
+                continue;
+            }
+            let d = ((v as f64 - bias) / gain).round().clamp(dmin, dmax) as i32;
+            let (r, s) = (k / spr[i], k % spr[i]);
+            let at = header_len + r * record_len + offsets[i] + s * bps;
+            let bytes = d.to_le_bytes();
+            src[at..at + bps].copy_from_slice(&bytes[..bps]);
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,7 @@
 //! tables).
 
 pub mod cwt;
+pub mod deblink;
 pub mod hermite;
 pub mod io;
 pub mod xapen;
@@ -18,6 +19,8 @@ pub enum BenchCommand {
     Cwt(cwt::CwtBenchArgs),
     /// Hermite beat fits: 1e5 beats at N = 6..30, interactive refits, fidelity, detector.
     Hermite(hermite::HermiteBenchArgs),
+    /// Blink removal: FastICA and JADE at 25 x 5000, the EEGLAB sample, GPU crossover.
+    Deblink(deblink::DeblinkBenchArgs),
 }
 
 pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
@@ -26,6 +29,7 @@ pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Xapen(args) => xapen::run(args),
         BenchCommand::Cwt(args) => cwt::run(args),
         BenchCommand::Hermite(args) => hermite::run(args),
+        BenchCommand::Deblink(args) => deblink::run(args),
     }
 }
 

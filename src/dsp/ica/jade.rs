@@ -12,8 +12,9 @@ use super::{Ica, IcaError, Observations, Whitening, sgemm_rows};
 /// Joint diagonalization gives up after this many sweeps (it needs about 10 on EEG).
 pub const MAX_SWEEPS: usize = 100;
 
-pub fn jade(x: &Observations) -> Result<Ica, IcaError> {
-    let wh = Whitening::of(x)?;
+/// JADE of `x` on at most `components` leading principal components (`None`: all).
+pub fn jade(x: &Observations, components: Option<usize>) -> Result<Ica, IcaError> {
+    let wh = Whitening::of(x, components)?;
     let (v, sweeps, converged) =
         joint_diagonalization(&cumulant_matrices(&wh.z), wh.z.rows, wh.z.cols);
     Ok(wh.finish(&v.transpose(), sweeps, converged))

@@ -109,6 +109,9 @@ pub struct FastIcaParams {
     pub max_iter: usize,
     /// Seeds the random initial unmixing matrix (ignored with a warm start).
     pub seed: u64,
+    /// At most this many components (the leading principal components are kept); `None`
+    /// for as many as the data's rank allows.
+    pub components: Option<usize>,
 }
 
 impl Default for FastIcaParams {
@@ -119,6 +122,7 @@ impl Default for FastIcaParams {
             tol: 1e-4,
             max_iter: 1000,
             seed: 1,
+            components: None,
         }
     }
 }
@@ -130,6 +134,9 @@ impl FastIcaParams {
                 "the tolerance must be between 0 and 1, got {}",
                 self.tol
             )));
+        }
+        if self.components.is_some_and(|c| c < 2) {
+            return Err(IcaError::Params("ICA needs at least 2 components".into()));
         }
         if self.max_iter == 0 {
             return Err(IcaError::Params("at least one iteration is needed".into()));
@@ -170,7 +177,8 @@ pub struct Whitening {
 }
 
 impl Whitening {
-    pub fn of(x: &Observations) -> Result<Self, IcaError> {
+    /// The whitening of `x` onto at most `components` leading principal components.
+    pub fn of(x: &Observations, components: Option<usize>) -> Result<Self, IcaError> {
         let (n, t) = (x.rows, x.cols);
         if n < 2 || t <= n {
             return Err(IcaError::Shape { rows: n, cols: t });
@@ -218,6 +226,7 @@ impl Whitening {
             .filter(|&i| eig.eigenvalues[i] > RANK_TOLERANCE * largest)
             .collect();
         order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
+        order.truncate(components.unwrap_or(n).max(2));
         let r = order.len();
         let mut k = DMatrix::zeros(r, n);
         let mut k_inv = DMatrix::zeros(n, r);
@@ -348,7 +357,7 @@ pub fn symmetric_decorrelation(w: &DMatrix<f64>) -> Option<DMatrix<f64>> {
     if eig
         .eigenvalues
         .iter()
-        .any(|&d| !(d > 1e-300) || !d.is_finite())
+        .any(|&d| d.is_nan() || d <= 1e-300 || d.is_infinite())
     {
         return None;
     }

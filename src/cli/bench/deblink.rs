@@ -1,0 +1,175 @@
+//! `ede bench deblink`: blink removal's speed goals (issue 8), in one run:
+//!
+//! - FastICA (each contrast) and JADE on 25 channels x 5000 samples of the EEGLAB sample (the
+//!   thesis's fixed problem size), on the CPU, from a random start: time and iterations;
+//! - the whole EEGLAB sample (238 s, 32 channels) cleaned on the CPU, and the real-time factor;
+//! - FastICA on the GPU against the CPU for 32 to 256 channels (the EEGLAB sample's channels
+//!   mixed into more, so each has real EEG statistics), window lengths 5000 and 20000: the
+//!   crossover.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::Stats;
+use crate::analysis::blink::{DeblinkOptions, Deblinker, EegData};
+use crate::analysis::xapen::cpu_name;
+use crate::cli::write_json;
+use crate::dsp::ica::{self, Contrast, FastIcaParams, Observations};
+use crate::gpu::GpuContext;
+use crate::recording::{OpenOptions, Recording};
+
+#[derive(Debug, clap::Args)]
+pub struct DeblinkBenchArgs {
+    #[arg(
+        long,
+        default_value = "../shared/data/eeg/eeglab_sample_32ch_128hz.edf"
+    )]
+    pub record: PathBuf,
+    /// Repetitions of each timing (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    pub repeat: usize,
+    /// Skip the GPU part.
+    #[arg(long)]
+    pub cpu_only: bool,
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+struct IcaTiming {
+    algorithm: String,
+    channels: usize,
+    samples: usize,
+    seconds: Stats,
+    iterations: usize,
+    converged: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct WholeRecording {
+    seconds: Stats,
+    recording_s: f64,
+    real_time_factor: f64,
+    blinks: usize,
+    windows: usize,
+    ica_windows: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct Crossover {
+    channels: usize,
+    samples: usize,
+    cpu_s: f64,
+    cpu_iterations: usize,
+    gpu_s: Option<f64>,
+    gpu_iterations: Option<usize>,
+    /// Largest |cos| mismatch between matched GPU and CPU unmixing rows (1 - |cos|).
+    gpu_vs_cpu: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    cpu: String,
+    gpu: Option<String>,
+    fastica_25x5000: Vec<IcaTiming>,
+    whole_eeglab_sample: WholeRecording,
+    gpu_crossover: Vec<Crossover>,
+}
+
+fn time<T>(repeat: usize, mut f: impl FnMut() -> T) -> (Stats, T) {
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..repeat.max(1) {
+        let t0 = Instant::now();
+        last = Some(f());
+        times.push(t0.elapsed().as_secs_f64());
+    }
+    (Stats::of(times), last.expect("ran once"))
+}
+
+pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
+    let rec = Recording::open(&args.record, &OpenOptions::default())?;
+    let opts = DeblinkOptions::default();
+    let data = EegData::load(&rec, &opts)?;
+    let x = &data.data;
+    let sub = |rows: usize, cols: usize| {
+        Observations::new(
+            rows,
+            cols,
+            (0..rows)
+                .flat_map(|i| x.row(i)[..cols].iter().copied())
+                .collect(),
+        )
+    };
+    let small = sub(25, 5000);
+    let mut fastica_25x5000 = Vec::new();
+    for contrast in [Contrast::Tanh, Contrast::Cube, Contrast::Gauss] {
+        let p = FastIcaParams {
+            contrast,
+            ..Default::default()
+        };
+        let (seconds, r) = time(args.repeat, || ica::fastica(&small, &p, None));
+        let r = r?;
+        fastica_25x5000.push(IcaTiming {
+            algorithm: format!("fastica-{contrast:?}").to_lowercase(),
+            channels: 25,
+            samples: 5000,
+            seconds,
+            iterations: r.iterations,
+            converged: r.converged,
+        });
+    }
+    let (seconds, r) = time(args.repeat, || ica::jade(&small, None));
+    let r = r?;
+    fastica_25x5000.push(IcaTiming {
+        algorithm: "jade".into(),
+        channels: 25,
+        samples: 5000,
+        seconds,
+        iterations: r.iterations,
+        converged: r.converged,
+    });
+    for t in &fastica_25x5000 {
+        eprintln!(
+            "{} 25x5000: {:.2} ms, {} iterations",
+            t.algorithm,
+            t.seconds.median * 1e3,
+            t.iterations
+        );
+    }
+    let (seconds, result) = time(args.repeat, || {
+        Deblinker::new(None).run(&data, &opts, &mut |_, _| true)
+    });
+    let result = result?;
+    let whole = WholeRecording {
+        recording_s: data.duration_s(),
+        real_time_factor: data.duration_s() / seconds.median,
+        seconds,
+        blinks: result.blinks.len(),
+        windows: result.windows.len(),
+        ica_windows: result.windows.iter().filter(|w| w.ica.is_some()).count(),
+    };
+    eprintln!(
+        "whole sample: {:.3} s ({:.0}x real time), {} blinks, ICA in {} of {} windows",
+        whole.seconds.median,
+        whole.real_time_factor,
+        whole.blinks,
+        whole.ica_windows,
+        whole.windows
+    );
+    let gpu = if args.cpu_only {
+        None
+    } else {
+        GpuContext::headless().ok()
+    };
+    let report = Report {
+        cpu: cpu_name(),
+        gpu: gpu.as_ref().map(|g| g.describe()),
+        fastica_25x5000,
+        whole_eeglab_sample: whole,
+        gpu_crossover: Vec::new(),
+    };
+    write_json(&report, args.out.as_deref())
+}

@@ -1,0 +1,177 @@
+//! `ede blinks simulate|score|measure`: ground truth for blink removal. `simulate` adds blinks
+//! of a documented shape at known times; `score` runs the pipeline on such a recording and
+//! compares with the truth; `measure` compares any cleaned recording (ours, MNE's) with its
+//! original on the real blinks.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context;
+
+use super::deblink::PipelineArgs;
+use crate::analysis::blink::{
+    DeblinkOptions, Deblinker, EegData, Truth, real_blink_effect, score_cleaning, simulate_blinks,
+};
+use crate::recording::edf_write;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BlinksCommand {
+    /// Add simulated blinks to a clean EDF/BDF recording.
+    Simulate(SimulateArgs),
+    /// Remove blinks from a simulated recording and score against its truth.
+    Score(ScoreArgs),
+    /// Compare a cleaned recording with its original on the original's real blinks.
+    Measure(MeasureArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SimulateArgs {
+    pub clean: PathBuf,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Blinks per minute.
+    #[arg(long, default_value_t = 15.0)]
+    pub rate: f64,
+    /// Microvolts at the frontopolar sites.
+    #[arg(long, default_value_t = 100.0)]
+    pub amplitude: f64,
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long)]
+    pub truth: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ScoreArgs {
+    pub simulated: PathBuf,
+    pub truth: PathBuf,
+    #[command(flatten)]
+    pub pipeline: PipelineArgs,
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MeasureArgs {
+    pub original: PathBuf,
+    pub cleaned: PathBuf,
+    /// The frontal channel whose blink height is measured.
+    #[arg(long, default_value = "FPz")]
+    pub frontal: String,
+    /// Channels whose change outside blinks is measured.
+    #[arg(long, value_delimiter = ',', default_value = "O1,Oz,O2")]
+    pub posterior: Vec<String>,
+    /// Detection channels (as for deblink).
+    #[arg(long, value_delimiter = ',')]
+    pub detect_channels: Option<Vec<String>>,
+    #[arg(long, value_delimiter = ',')]
+    pub keep: Option<Vec<String>>,
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn run(cmd: &BlinksCommand) -> anyhow::Result<()> {
+    match cmd {
+        BlinksCommand::Simulate(a) => simulate(a),
+        BlinksCommand::Score(a) => run_score(a),
+        BlinksCommand::Measure(a) => measure(a),
+    }
+}
+
+fn simulate(a: &SimulateArgs) -> anyhow::Result<()> {
+    let rec = super::open(&a.clean, None)?;
+    if rec.format.edf_family().is_none() {
+        anyhow::bail!(
+            "{}: simulate writes EDF or BDF; this is {}",
+            a.clean.display(),
+            rec.format
+        );
+    }
+    let (signals, truth) = simulate_blinks(&rec, a.seed, a.rate, a.amplitude)?;
+    let replaced: Vec<(usize, &[f32])> = signals.iter().map(|(i, x)| (*i, x.as_slice())).collect();
+    edf_write::write_replacing(&rec, &a.out, &replaced)?;
+    let json = serde_json::to_string_pretty(&truth)?;
+    std::fs::write(&a.truth, json + "\n").with_context(|| a.truth.display().to_string())?;
+    eprintln!(
+        "{}: {} blinks of {} uV added to {} channels",
+        a.out.display(),
+        truth.blinks.len(),
+        a.amplitude,
+        truth.channels.len()
+    );
+    Ok(())
+}
+
+fn run_score(a: &ScoreArgs) -> anyhow::Result<()> {
+    let opts = a.pipeline.options();
+    opts.fastica.validate()?;
+    let text = std::fs::read_to_string(&a.truth).with_context(|| a.truth.display().to_string())?;
+    let truth: Truth = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is no truth file of `ede blinks simulate`",
+            a.truth.display()
+        )
+    })?;
+    let rec = super::open(&a.simulated, None)?;
+    let data = EegData::load(&rec, &opts)?;
+    let gpu = super::open_gpu("ede blinks score", a.pipeline.backend);
+    let mut d = Deblinker::new(gpu.as_ref());
+    let t0 = Instant::now();
+    let result = d.run(&data, &opts, &mut |_, _| true)?;
+    let elapsed = t0.elapsed().as_secs_f64();
+    let s = score_cleaning(
+        &rec,
+        &data,
+        &truth,
+        &result.cleaned,
+        &result.blinks,
+        elapsed,
+    );
+    eprintln!(
+        "{}: F1 {:.3} (precision {:.3}, recall {:.3}), residual in blinks {:.1} %, change \
+         outside {:.2} %, {:.3} s",
+        a.simulated.display(),
+        s.f1,
+        s.precision,
+        s.recall,
+        s.residual_inside_pct,
+        s.change_outside_pct,
+        elapsed
+    );
+    super::write_json(&s, a.out.as_deref())
+}
+
+fn measure(a: &MeasureArgs) -> anyhow::Result<()> {
+    let opts = DeblinkOptions {
+        detect: a.detect_channels.clone(),
+        keep: a.keep.clone(),
+        ..DeblinkOptions::default()
+    };
+    let original = EegData::load(&super::open(&a.original, None)?, &opts)?;
+    let cleaned = EegData::load(&super::open(&a.cleaned, None)?, &opts)?;
+    if cleaned.channels.labels != original.channels.labels
+        || cleaned.data.cols != original.data.cols
+    {
+        anyhow::bail!(
+            "{} does not have the channels and length of {}",
+            a.cleaned.display(),
+            a.original.display()
+        );
+    }
+    let effect = real_blink_effect(
+        &original,
+        &cleaned.data,
+        &opts.params,
+        &a.frontal,
+        &a.posterior,
+    )?;
+    eprintln!(
+        "{} blinks: {:.1} % of the height left on {}, {:.2} % change outside blinks on {}",
+        effect.blinks,
+        effect.frontal_residual_pct,
+        effect.frontal,
+        effect.posterior_change_pct,
+        effect.posterior.join("/")
+    );
+    super::write_json(&effect, a.out.as_deref())
+}
