@@ -13,6 +13,7 @@ use nalgebra::DMatrix;
 
 /// Six non-Gaussian sources (sine, square, sawtooth, Laplacian, uniform, sparse spikes) of
 /// `t` samples, mixed by a random well-conditioned matrix: (observations, mixing).
+#[allow(clippy::needless_range_loop)]
 fn mixture(t: usize, seed: u64) -> (Observations, DMatrix<f64>) {
     let mut rng = Rng(seed);
     let n = 6;

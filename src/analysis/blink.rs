@@ -279,6 +279,56 @@ pub struct Truth {
     pub blinks: Vec<SimBlink>,
     /// Each channel that received blinks and its propagation factor.
     pub channels: Vec<(String, f64)>,
+    /// Peaks (seconds) of blinks the recording already had (`base_blinks`): simulated blinks
+    /// keep 1 s away from them, and the score leaves out 0.5 s around each, since removing
+    /// a real blink is no error.
+    #[serde(default)]
+    pub base_blinks: Vec<f64>,
+}
+
+/// The blinks a recording already has, for simulation on real EEG: excursions of the EOG
+/// channels (both polarities; EOG montages differ) band-passed to 1-8 Hz above 5 robust SDs,
+/// or where there is no EOG channel, the frontal candidates of the blink detector. Peaks in
+/// seconds.
+pub fn base_blinks(rec: &Recording) -> Result<Vec<f64>, BlinkJobError> {
+    let params = BlinkParams::default();
+    let gap_s = params.min_separation_s;
+    let mut peaks: Vec<f64> = Vec::new();
+    let eog: Vec<usize> = (0..rec.signals.len())
+        .filter(|&i| is_eog(&rec.signals[i].label) && rec.signals[i].samples > 0)
+        .collect();
+    for &i in &eog {
+        let fs = rec.signals[i].fs;
+        let levels = dwt::levels_in_band(fs, params.band_hz);
+        let b = dwt::band(&rec.read_all(i)?, &levels);
+        let sigma = crate::dsp::blink::detect::robust_sigma(&b);
+        let gap = (gap_s * fs) as usize;
+        let half = (0.5 * fs) as usize;
+        for sign in [1.0f32, -1.0] {
+            let signed: Vec<f32> = b.iter().map(|v| sign * v).collect();
+            let found = crate::dsp::blink::detect::peaks(&signed, 5.0 * sigma, gap, 0.2, half);
+            peaks.extend(found.iter().map(|p| p.peak as f64 / fs));
+        }
+    }
+    if eog.is_empty() {
+        let data = EegData::load(rec, &DeblinkOptions::default())?;
+        let x = &data.data;
+        let window = params.window_samples(x.rows, data.fs, x.cols).min(x.cols);
+        for s in blink::window_starts(x.cols, window, params.hop_samples(window, data.fs)) {
+            let obs = Observations::new(
+                x.rows,
+                window,
+                (0..x.rows)
+                    .flat_map(|i| x.row(i)[s..s + window].iter().copied())
+                    .collect(),
+            );
+            let c = blink::candidate_peaks(&obs, data.fs, &data.channels, &params);
+            peaks.extend(c.iter().map(|&p| (s + p) as f64 / data.fs));
+        }
+    }
+    peaks.sort_by(f64::total_cmp);
+    peaks.dedup_by(|a, b| (*a - *b).abs() < gap_s);
+    Ok(peaks)
 }
 
 impl Truth {
@@ -328,12 +378,20 @@ pub fn simulate_blinks(
             "no channel has a known 10-20/10-10 position or an EOG label to put blinks on".into(),
         ));
     }
+    let base = base_blinks(rec)?;
+    let near_base = |b: &SimBlink| {
+        (base.iter()).any(|&p| p > b.onset_s - 1.0 && p < b.onset_s + b.duration_s + 1.0)
+    };
     let truth = Truth {
         seed,
         rate_per_min,
         amplitude_uv,
-        blinks: simulate::schedule(rec.duration_s(), rate_per_min, amplitude_uv, seed),
+        blinks: simulate::schedule(rec.duration_s(), rate_per_min, amplitude_uv, seed)
+            .into_iter()
+            .filter(|b| !near_base(b))
+            .collect(),
         channels,
+        base_blinks: base,
     };
     let mut out = Vec::new();
     for (i, s) in rec.signals.iter().enumerate() {
@@ -383,6 +441,9 @@ pub struct Compared<'a> {
 
 /// Scores found blink peaks (seconds) and a cleaning against the truth.
 pub fn score(truth: &Truth, found_s: &[f64], fs: f64, c: &Compared<'_>, elapsed_s: f64) -> Score {
+    let real = |t: f64| truth.base_blinks.iter().any(|&p| (p - t).abs() < 0.5);
+    let found_s: Vec<f64> = found_s.iter().copied().filter(|&t| !real(t)).collect();
+    let found_s = found_s.as_slice();
     let Compared {
         clean,
         added,
@@ -421,6 +482,10 @@ pub fn score(truth: &Truth, found_s: &[f64], fs: f64, c: &Compared<'_>, elapsed_
         };
         inside[span(b.onset_s, b.onset_s + b.duration_s)].fill(true);
         near[span(b.onset_s - 0.5, b.onset_s + b.duration_s + 0.5)].fill(true);
+    }
+    for &p in &truth.base_blinks {
+        let lo = ((p - 0.5) * fs).floor().max(0.0) as usize;
+        near[lo.min(n)..(((p + 0.5) * fs).ceil() as usize).min(n)].fill(true);
     }
     let (mut err_in, mut blink_in, mut err_out, mut sig_out) = (0.0, 0.0, 0.0, 0.0);
     let (mut n_in, mut n_out) = (0usize, 0usize);

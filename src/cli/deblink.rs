@@ -53,7 +53,8 @@ pub struct PipelineArgs {
     /// Threshold on a component's frontal share, robust SDs.
     #[arg(long, default_value_t = BlinkParams::default().component_z)]
     pub component_z: f64,
-    /// Fraction of a window's candidates a component must carry to be removed.
+    /// Fraction of a component's own excursions that must be candidate blinks for it to be
+    /// removed.
     #[arg(long, default_value_t = BlinkParams::default().min_match)]
     pub min_match: f64,
     /// Fraction of a candidate's height a component must explain to count as carrying it.

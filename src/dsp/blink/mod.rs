@@ -10,18 +10,19 @@
 //! 2. **ICA** of all channels of the window (FastICA or JADE; any function can be passed in,
 //!    so the GPU and warm starts plug in here).
 //! 3. **Confirmation on the components**: each component's share of the summed frontal
-//!    derivations, A_c (frontal) s_c, runs through the same detector. A component carries the
-//!    blinks when its own excursions above `component_z` coincide with at least `min_match` of
-//!    the window's candidates and explain at least `min_share` of their height there. Candidates
-//!    no such component carries are rejected (the thesis's defence against FIRDA and
-//!    triphasic waves); excursions of a confirmed component are blinks.
+//!    derivations, A_c (frontal) s_c, runs through the same detector. A component carries
+//!    blinks when at least `min_match` of its own excursions above `component_z` coincide with
+//!    candidates and explain at least `min_share` of their height there. Candidates no such
+//!    component carries are rejected (the thesis's defence against FIRDA and triphasic
+//!    waves); the excursions of a confirmed component are the blinks.
 //! 4. **Removal**: the confirmed components' contribution A_c s_c is subtracted from every
 //!    channel not in the keep list. With `Scope::Blinks` (the default) it is subtracted only
 //!    over the blinks' extent, plus `margin_s`, faded in and out over `taper_s`: the components
 //!    also carry frontal EEG, and outside blinks there is nothing to remove. `Scope::Window`
 //!    subtracts them over the whole window, as the thesis does.
-//! 5. **Joining**: each window's correction is weighted by a sin^2 window and the weights of
-//!    the windows covering a sample are normalized to 1, so the output has no seams.
+//! 5. **Joining**: overlapping windows' corrections are averaged with sin^2 weights (times
+//!    their masks), so the output has no seams; windows that remove nothing at a sample do not
+//!    vote there.
 //!
 //! A window without candidates is returned unchanged, without running ICA.
 
@@ -102,7 +103,9 @@ pub struct BlinkParams {
     pub min_derivations: f64,
     /// Threshold on a component's frontal share, in its robust SDs (5).
     pub component_z: f64,
-    /// Fraction of a window's candidates a component must carry to be removed (0.5).
+    /// Fraction of a component's own excursions that must be candidate blinks for it to be
+    /// removed (0.5): a blink source's excursions are blinks, a rhythmic or noisy one's are
+    /// not.
     pub min_match: f64,
     /// Fraction of a candidate's height the component must explain (0.5).
     pub min_share: f64,
@@ -346,8 +349,12 @@ pub struct WindowResult {
     pub removed: Vec<usize>,
     /// Confirmed blinks (window samples).
     pub blinks: Vec<Blink>,
-    /// What is subtracted from each channel, channels x len row-major; empty if nothing.
+    /// The removed components' contribution A_c s_c to each channel (zero for kept ones),
+    /// channels x len row-major; empty if nothing is removed.
     pub correction: Vec<f32>,
+    /// Where the correction applies, 0..1 per sample (the blinks with their margins and
+    /// fades; all 1 for `Scope::Window`); empty if nothing is removed.
+    pub mask: Vec<f32>,
 }
 
 impl WindowResult {
@@ -356,6 +363,23 @@ impl WindowResult {
     }
     pub fn converged(&self) -> bool {
         self.ica.as_ref().is_none_or(|i| i.converged)
+    }
+
+    /// This window's data `x` (channels x len) cleaned on its own.
+    pub fn clean(&self, x: &Observations) -> Observations {
+        let mut y = x.clone();
+        if !self.mask.is_empty() {
+            for (row, corr) in y
+                .data
+                .chunks_exact_mut(self.len)
+                .zip(self.correction.chunks_exact(self.len))
+            {
+                for ((v, c), m) in row.iter_mut().zip(corr).zip(&self.mask) {
+                    *v -= c * m;
+                }
+            }
+        }
+        y
     }
 }
 
@@ -397,6 +421,7 @@ pub fn process_window(
         removed: Vec::new(),
         blinks: Vec::new(),
         correction: Vec::new(),
+        mask: Vec::new(),
     };
     if candidates.is_empty() && !always_ica {
         return Ok(out);
@@ -416,7 +441,9 @@ pub fn process_window(
     }
     out.ica = Some(result);
     if !out.removed.is_empty() {
-        out.correction = correction(out.ica.as_ref().expect("ica"), channels, &out, p, fs);
+        let ica = out.ica.as_ref().expect("ica");
+        out.mask = mask(&out, p, fs);
+        out.correction = correction(ica, channels, &out, x, p, &levels);
     }
     Ok(out)
 }
@@ -532,16 +559,18 @@ fn confirm(
             continue;
         }
         let own = peaks(&band, thr, gap, p.extent as f32, half);
-        let matched = (candidates.iter())
-            .filter(|cand| {
-                let near = own
-                    .iter()
-                    .any(|pk| (pk.peak as isize - cand.peak as isize).abs() <= hit);
+        // An excursion of the component is a blink it carries when a candidate lies within
+        // the hit tolerance and the component explains enough of the candidate's height.
+        let carries = |pk: &Peak| {
+            candidates.iter().any(|cand| {
                 let there = summed[cand.peak];
-                near && there > 0.0 && band[cand.peak] >= p.min_share as f32 * there
+                (pk.peak as isize - cand.peak as isize).abs() <= hit
+                    && there > 0.0
+                    && band[cand.peak] >= p.min_share as f32 * there
             })
-            .count();
-        if matched > 0 && matched as f64 >= p.min_match * candidates.len() as f64 {
+        };
+        let matched = own.iter().filter(|pk| carries(pk)).count();
+        if matched > 0 && matched as f64 >= p.min_match * own.len() as f64 {
             scored.push((c, matched, own));
         }
     }
@@ -571,17 +600,11 @@ fn confirm(
     out.blinks = merged;
 }
 
-/// Step 4: the removed components' contribution, masked to the blinks (`Scope::Blinks`).
-fn correction(
-    ica: &Ica,
-    channels: &Channels,
-    w: &WindowResult,
-    p: &BlinkParams,
-    fs: f64,
-) -> Vec<f32> {
+/// Step 4: where the removal applies: the blinks' extent plus margins with raised-cosine
+/// fades (`Scope::Blinks`), or everywhere (`Scope::Window`).
+fn mask(w: &WindowResult, p: &BlinkParams, fs: f64) -> Vec<f32> {
     let len = w.len;
-    let n = channels.labels.len();
-    let mask: Vec<f32> = match p.scope {
+    match p.scope {
         Scope::Window => vec![1.0; len],
         Scope::Blinks => {
             let margin = p.margin_s * fs;
@@ -605,15 +628,53 @@ fn correction(
             }
             m
         }
+    }
+}
+
+/// The removed components' contribution to every channel not kept. With `Scope::Blinks` each
+/// channel's weights on the components are re-estimated over the blinks (least squares of
+/// the channel's 1-8 Hz band on the components', inside the mask): there the blink dominates both,
+/// while the mixing matrix's column, fitted to the whole window, carries some of whatever
+/// else the component picked up (posterior alpha, in short windows).
+fn correction(
+    ica: &Ica,
+    channels: &Channels,
+    w: &WindowResult,
+    x: &Observations,
+    p: &BlinkParams,
+    levels: &[usize],
+) -> Vec<f32> {
+    let len = w.len;
+    let n = channels.labels.len();
+    let k = w.removed.len();
+    // The components' bands, and their Gram matrix over the mask (the normal equations).
+    let bands: Vec<Vec<f32>> = (w.removed.iter())
+        .map(|&c| dwt::band(ica.sources.row(c), levels))
+        .collect();
+    let inner = |a: &[f32], b: &[f32]| -> f64 {
+        (a.iter().zip(b).zip(&w.mask))
+            .map(|((&u, &v), &m)| (m * u * v) as f64)
+            .sum()
     };
+    let gram = DMatrix::from_fn(k, k, |i, j| inner(&bands[i], &bands[j]));
+    let solve = (p.scope == Scope::Blinks)
+        .then(|| gram.clone().cholesky())
+        .flatten();
     let mut corr = vec![0.0f32; n * len];
-    for &c in &w.removed {
-        let s = ica.sources.row(c);
-        for i in (0..n).filter(|&i| !channels.keep[i]) {
-            let a = ica.mixing[(i, c)] as f32;
-            let row = &mut corr[i * len..(i + 1) * len];
-            for ((o, &v), &m) in row.iter_mut().zip(s).zip(&mask) {
-                *o += a * v * m;
+    for i in (0..n).filter(|&i| !channels.keep[i]) {
+        let weights: Vec<f64> = match &solve {
+            Some(chol) => {
+                let bx = dwt::band(x.row(i), levels);
+                let rhs = nalgebra::DVector::from_iterator(k, bands.iter().map(|b| inner(&bx, b)));
+                chol.solve(&rhs).iter().copied().collect()
+            }
+            None => w.removed.iter().map(|&c| ica.mixing[(i, c)]).collect(),
+        };
+        let row = &mut corr[i * len..(i + 1) * len];
+        for (&c, &a) in w.removed.iter().zip(&weights) {
+            let a = a as f32;
+            for (o, &v) in row.iter_mut().zip(ica.sources.row(c)) {
+                *o += a * v;
             }
         }
     }
@@ -701,8 +762,12 @@ pub fn deblink(
     }
     let mut windows = Vec::with_capacity(starts.len());
     let mut warm: Option<DMatrix<f64>> = None;
+    // Overlapping windows vote on each sample's correction with sin^2 weights. Only windows
+    // that remove something there vote (a window that missed a blink near its edge must not
+    // dilute the one that found it); the fade is the largest of the voters' masks.
     let mut correction_sum = vec![0.0f64; n * total];
     let mut weight_sum = vec![0.0f64; total];
+    let mut fade = vec![0.0f32; total];
     for (k, &s) in starts.iter().enumerate() {
         if !progress(k, starts.len()) {
             return Err(BlinkError::Params("cancelled".into()));
@@ -722,15 +787,15 @@ pub fn deblink(
         if let Some(i) = &w.ica {
             warm = Some(i.unmixing.clone());
         }
-        for t in 0..window {
+        for t in (0..window).filter(|&t| w.mask.get(t).is_some_and(|&m| m > 0.0)) {
             let h = (std::f64::consts::PI * (t as f64 + 0.5) / window as f64)
                 .sin()
-                .powi(2);
+                .powi(2)
+                * w.mask[t] as f64;
             weight_sum[s + t] += h;
-            if !w.correction.is_empty() {
-                for (u, &i) in used.iter().enumerate() {
-                    correction_sum[i * total + s + t] += h * w.correction[u * window + t] as f64;
-                }
+            fade[s + t] = fade[s + t].max(w.mask[t]);
+            for (u, &i) in used.iter().enumerate() {
+                correction_sum[i * total + s + t] += h * w.correction[u * window + t] as f64;
             }
         }
         windows.push(w);
@@ -738,11 +803,9 @@ pub fn deblink(
     progress(starts.len(), starts.len());
     let mut cleaned = x.clone();
     for i in 0..n {
-        for t in 0..total {
-            let c = correction_sum[i * total + t];
-            if c != 0.0 {
-                cleaned.data[i * total + t] -= (c / weight_sum[t]) as f32;
-            }
+        for t in (0..total).filter(|&t| weight_sum[t] > 0.0) {
+            let c = correction_sum[i * total + t] / weight_sum[t];
+            cleaned.data[i * total + t] -= (c * fade[t] as f64) as f32;
         }
     }
     Ok(Deblinked {
