@@ -109,6 +109,9 @@ pub struct BlinkParams {
     pub min_match: f64,
     /// Fraction of a candidate's height the component must explain (0.5).
     pub min_share: f64,
+    /// Excursions of a confirmed component lower than this fraction of its typical (median)
+    /// blink height are not blinks (0.4).
+    pub min_relative_height: f64,
     /// At most this many components are removed per window (3).
     pub max_components: usize,
     /// Peaks this close (s) are one event; also the hit tolerance of matching (0.15).
@@ -136,6 +139,7 @@ impl Default for BlinkParams {
             component_z: 5.0,
             min_match: 0.5,
             min_share: 0.5,
+            min_relative_height: 0.4,
             max_components: 3,
             hit_s: 0.15,
             min_separation_s: 0.3,
@@ -202,6 +206,7 @@ impl BlinkParams {
             ("fraction of derivations", self.min_derivations),
             ("match fraction", self.min_match),
             ("share", self.min_share),
+            ("relative height", self.min_relative_height),
             ("extent", self.extent),
         ] {
             if !(0.0..=1.0).contains(&v) {
@@ -569,8 +574,18 @@ fn confirm(
                     && band[cand.peak] >= p.min_share as f32 * there
             })
         };
-        let matched = own.iter().filter(|pk| carries(pk)).count();
+        let mut heights: Vec<f32> = own
+            .iter()
+            .filter(|pk| carries(pk))
+            .map(|pk| pk.height)
+            .collect();
+        let matched = heights.len();
         if matched > 0 && matched as f64 >= p.min_match * own.len() as f64 {
+            // The band-pass rings: a clean blink source shows side lobes about 0.7 s either
+            // side of each blink, which a robust threshold on a quiet component passes.
+            heights.sort_by(f32::total_cmp);
+            let floor = p.min_relative_height as f32 * heights[heights.len() / 2];
+            let own: Vec<Peak> = own.into_iter().filter(|pk| pk.height >= floor).collect();
             scored.push((c, matched, own));
         }
     }
