@@ -23,6 +23,7 @@ const FS: usize = 128;
 /// 60 s of synthetic EEG at 128 Hz without blinks: six independent sources (three
 /// low-pass noises, a waxing and waning 10 Hz alpha, 6 Hz theta, a 20 Hz beta) mixed with
 /// random weights, plus 1 uV of sensor noise; physical range +-500 uV.
+#[allow(clippy::needless_range_loop)]
 fn clean_eeg(path: &Path, bdf: bool, seconds: usize) {
     let mut rng = Rng(42);
     let n = FS * seconds;
