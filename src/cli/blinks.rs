@@ -47,6 +47,13 @@ pub struct ScoreArgs {
     pub truth: PathBuf,
     #[command(flatten)]
     pub pipeline: PipelineArgs,
+    /// Score this cleaning of SIMULATED (another tool's, e.g. MNE's, as EDF/BDF) instead of
+    /// running ede's pipeline; with --found, the blink peaks it reported.
+    #[arg(long, requires = "found")]
+    pub cleaned: Option<PathBuf>,
+    /// A JSON array of blink peak times in seconds, found by the tool that cleaned.
+    #[arg(long, requires = "cleaned")]
+    pub found: Option<PathBuf>,
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -114,6 +121,23 @@ fn run_score(a: &ScoreArgs) -> anyhow::Result<()> {
     })?;
     let rec = super::open(&a.simulated, None)?;
     let data = EegData::load(&rec, &opts)?;
+    if let (Some(cleaned), Some(found)) = (&a.cleaned, &a.found) {
+        let other = EegData::load(&super::open(cleaned, None)?, &opts)?;
+        if other.channels.labels != data.channels.labels || other.data.cols != data.data.cols {
+            anyhow::bail!("{} does not have the channels and length of {}", cleaned.display(), a.simulated.display());
+        }
+        let text = std::fs::read_to_string(found).with_context(|| found.display().to_string())?;
+        let peaks: Vec<f64> = serde_json::from_str(&text)
+            .with_context(|| format!("{} is no JSON array of seconds", found.display()))?;
+        let blinks: Vec<crate::dsp::blink::Blink> = (peaks.iter())
+            .map(|&t| {
+                let k = (t * data.fs).round().max(0.0) as usize;
+                crate::dsp::blink::Blink { peak: k, start: k, end: k }
+            })
+            .collect();
+        let s = score_cleaning(&rec, &data, &truth, &other.data, &blinks, 0.0);
+        return super::write_json(&s, a.out.as_deref());
+    }
     let gpu = super::open_gpu("ede blinks score", a.pipeline.backend);
     let mut d = Deblinker::new(gpu.as_ref());
     let t0 = Instant::now();
