@@ -162,3 +162,39 @@ fn bad_input_is_an_error() {
     let bad = FastIcaParams { tol: 0.0, ..p };
     assert!(ica::fastica(&mixture(500, 1).0, &bad, None).is_err());
 }
+
+#[test]
+fn gpu_fastica_agrees_with_the_cpu_up_to_sign_and_order() {
+    let ctx = match ede::gpu::GpuContext::headless() {
+        Ok(c) => c,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("note: {e}; the GPU FastICA test is skipped outside CI");
+            return;
+        }
+        Err(e) => panic!("CI must have a (software) adapter: {e}"),
+    };
+    let gpu = ede::gpu::ica::GpuFastIca::new(&ctx);
+    for (contrast, seed) in [
+        (Contrast::Tanh, 3),
+        (Contrast::Cube, 11),
+        (Contrast::Gauss, 5),
+    ] {
+        // 3000 samples: more than one chunk of the split product (1024).
+        let (x, a) = mixture(3000, seed);
+        let p = FastIcaParams {
+            contrast,
+            tol: 1e-5,
+            ..Default::default()
+        };
+        let cpu = ica::fastica(&x, &p, None).unwrap();
+        let dev = gpu.fastica(&x, &p, None).unwrap();
+        assert!(dev.converged, "{contrast:?}: {} iterations", dev.iterations);
+        assert!(amari_index(&(&dev.unmixing * &a)) < 0.05, "{contrast:?}");
+        // Components come out sorted and signed the same way, so the rows match one to one.
+        for i in 0..cpu.unmixing.nrows() {
+            let (g, c) = (dev.unmixing.row(i), cpu.unmixing.row(i));
+            let cos = g.dot(&c) / (g.norm() * c.norm());
+            assert!(cos > 0.999, "{contrast:?} component {i}: cos {cos}");
+        }
+    }
+}

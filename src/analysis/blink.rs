@@ -12,9 +12,10 @@ use super::Backend;
 use super::xapen::{RanOn, cpu_name};
 use crate::dsp::blink::simulate::{self, SimBlink, microvolts_per_unit, propagation};
 use crate::dsp::blink::{self, BlinkError, BlinkParams, Channels, Deblinked, dwt, is_eog};
-use crate::dsp::ica::{self, Algorithm, FastIcaParams, Ica, IcaError, Observations};
+use crate::dsp::ica::{self, Algorithm, Approach, FastIcaParams, Ica, IcaError, Observations};
 use crate::dsp::montage::is_eeg;
 use crate::gpu::GpuContext;
+use crate::gpu::ica::GpuFastIca;
 use crate::recording::{ReadError, Recording, edf_write};
 
 #[derive(Debug, thiserror::Error)]
@@ -117,17 +118,23 @@ impl EegData {
 /// Runs ICA as the options say, on the GPU when one is given (FastICA only: JADE runs on
 /// the CPU), remembering where it ran.
 pub struct Deblinker<'a> {
-    gpu: Option<&'a GpuContext>,
+    gpu: Option<GpuFastIca<'a>>,
 }
 
 impl<'a> Deblinker<'a> {
     pub fn new(gpu: Option<&'a GpuContext>) -> Self {
-        Deblinker { gpu }
+        Deblinker {
+            gpu: gpu.map(GpuFastIca::new),
+        }
     }
 
+    /// Where `opts` run: symmetric FastICA on the GPU when there is one; JADE and deflation
+    /// on the CPU.
     pub fn ran_on(&self, opts: &DeblinkOptions) -> RanOn {
-        match (&self.gpu, opts.algorithm) {
-            (Some(g), Algorithm::Fastica) => (Backend::Gpu, g.describe()),
+        match (&self.gpu, opts.algorithm, opts.fastica.approach) {
+            (Some(g), Algorithm::Fastica, Approach::Symmetric) => {
+                (Backend::Gpu, g.context().describe())
+            }
             _ => (Backend::Cpu, cpu_name()),
         }
     }
@@ -139,9 +146,10 @@ impl<'a> Deblinker<'a> {
         x: &Observations,
         warm: Option<&DMatrix<f64>>,
     ) -> Result<Ica, IcaError> {
-        match opts.algorithm {
-            Algorithm::Jade => ica::jade(x, opts.fastica.components),
-            Algorithm::Fastica => ica::fastica(x, &opts.fastica, warm),
+        match (opts.algorithm, &self.gpu) {
+            (Algorithm::Jade, _) => ica::jade(x, opts.fastica.components),
+            (Algorithm::Fastica, Some(g)) => g.fastica(x, &opts.fastica, warm),
+            (Algorithm::Fastica, None) => ica::fastica(x, &opts.fastica, warm),
         }
     }
 

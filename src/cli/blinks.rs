@@ -124,7 +124,11 @@ fn run_score(a: &ScoreArgs) -> anyhow::Result<()> {
     if let (Some(cleaned), Some(found)) = (&a.cleaned, &a.found) {
         let other = EegData::load(&super::open(cleaned, None)?, &opts)?;
         if other.channels.labels != data.channels.labels || other.data.cols != data.data.cols {
-            anyhow::bail!("{} does not have the channels and length of {}", cleaned.display(), a.simulated.display());
+            anyhow::bail!(
+                "{} does not have the channels and length of {}",
+                cleaned.display(),
+                a.simulated.display()
+            );
         }
         let text = std::fs::read_to_string(found).with_context(|| found.display().to_string())?;
         let peaks: Vec<f64> = serde_json::from_str(&text)
@@ -132,7 +136,11 @@ fn run_score(a: &ScoreArgs) -> anyhow::Result<()> {
         let blinks: Vec<crate::dsp::blink::Blink> = (peaks.iter())
             .map(|&t| {
                 let k = (t * data.fs).round().max(0.0) as usize;
-                crate::dsp::blink::Blink { peak: k, start: k, end: k }
+                crate::dsp::blink::Blink {
+                    peak: k,
+                    start: k,
+                    end: k,
+                }
             })
             .collect();
         let s = score_cleaning(&rec, &data, &truth, &other.data, &blinks, 0.0);

@@ -4,6 +4,7 @@ pub mod context;
 pub mod cwt;
 pub mod fft;
 pub mod hermite;
+pub mod ica;
 pub mod saxpy;
 
 pub use context::{GpuContext, GpuError};

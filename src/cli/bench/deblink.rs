@@ -18,6 +18,7 @@ use crate::analysis::xapen::cpu_name;
 use crate::cli::write_json;
 use crate::dsp::ica::{self, Contrast, FastIcaParams, Observations};
 use crate::gpu::GpuContext;
+use crate::gpu::ica::GpuFastIca;
 use crate::recording::{OpenOptions, Recording};
 
 #[derive(Debug, clap::Args)]
@@ -76,6 +77,27 @@ struct Report {
     fastica_25x5000: Vec<IcaTiming>,
     whole_eeglab_sample: WholeRecording,
     gpu_crossover: Vec<Crossover>,
+}
+
+/// `channels` channels of `samples` samples: the recording's channels mixed by a fixed random
+/// matrix, plus 1 % independent noise so that every channel adds a dimension. Real EEG
+/// statistics at any channel count.
+fn mixed(x: &Observations, channels: usize, samples: usize) -> Observations {
+    let mut rng = crate::recording::demo::SplitMix(7);
+    let mut data = vec![0.0f32; channels * samples];
+    for row in data.chunks_exact_mut(samples) {
+        let w: Vec<f32> = (0..x.rows).map(|_| rng.gauss() as f32).collect();
+        for (i, &wi) in w.iter().enumerate() {
+            for (v, &s) in row.iter_mut().zip(&x.row(i)[..samples]) {
+                *v += wi * s;
+            }
+        }
+        let scale = (row.iter().map(|v| v * v).sum::<f32>() / samples as f32).sqrt();
+        for v in row.iter_mut() {
+            *v += 0.01 * scale * rng.gauss() as f32;
+        }
+    }
+    Observations::new(channels, samples, data)
 }
 
 fn time<T>(repeat: usize, mut f: impl FnMut() -> T) -> (Stats, T) {
@@ -164,12 +186,59 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
     } else {
         GpuContext::headless().ok()
     };
+    let mut gpu_crossover = Vec::new();
+    if let Some(ctx) = &gpu {
+        let kernels = GpuFastIca::new(ctx);
+        // Warm-up: pipelines and the driver's first submission.
+        let _ = kernels.fastica(&sub(32, 2000), &FastIcaParams::default(), None);
+        for &(channels, samples) in &[
+            (32, 5000),
+            (64, 5000),
+            (128, 5000),
+            (256, 5000),
+            (32, 20000),
+            (64, 20000),
+            (128, 20000),
+            (256, 20000),
+        ] {
+            let x = mixed(x, channels, samples.min(x.cols));
+            let p = FastIcaParams {
+                max_iter: 200,
+                ..Default::default()
+            };
+            let t0 = Instant::now();
+            let cpu = ica::fastica(&x, &p, None)?;
+            let cpu_s = t0.elapsed().as_secs_f64();
+            let t0 = Instant::now();
+            let dev = kernels.fastica(&x, &p, None)?;
+            let gpu_s = t0.elapsed().as_secs_f64();
+            let mismatch = (0..cpu.unmixing.nrows())
+                .map(|i| {
+                    let (g, c) = (dev.unmixing.row(i), cpu.unmixing.row(i));
+                    1.0 - (g.dot(&c) / (g.norm() * c.norm())).abs()
+                })
+                .fold(0.0, f64::max);
+            eprintln!(
+                "FastICA {channels} x {samples}: CPU {cpu_s:.3} s ({} it), GPU {gpu_s:.3} s ({} it)",
+                cpu.iterations, dev.iterations
+            );
+            gpu_crossover.push(Crossover {
+                channels,
+                samples,
+                cpu_s,
+                cpu_iterations: cpu.iterations,
+                gpu_s: Some(gpu_s),
+                gpu_iterations: Some(dev.iterations),
+                gpu_vs_cpu: Some(mismatch),
+            });
+        }
+    }
     let report = Report {
         cpu: cpu_name(),
         gpu: gpu.as_ref().map(|g| g.describe()),
         fastica_25x5000,
         whole_eeglab_sample: whole,
-        gpu_crossover: Vec::new(),
+        gpu_crossover,
     };
     write_json(&report, args.out.as_deref())
 }

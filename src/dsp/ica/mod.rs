@@ -40,6 +40,8 @@ pub enum IcaError {
     Flat,
     #[error("{0}")]
     Params(String),
+    #[error("the GPU failed: {0}")]
+    Gpu(String),
 }
 
 /// Observations: `rows` channels of `cols` samples each, row-major.

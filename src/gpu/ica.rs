@@ -1,0 +1,338 @@
+//! Symmetric FastICA on the GPU (shaders/fastica.wgsl). The whitening (an eigendecomposition
+//! of an n x n covariance) stays on the CPU; the whitened data are uploaded once and every
+//! iteration runs on the device: W Z with the contrast, g(W Z) Z^T split over sample chunks,
+//! the fixed-point update, and the symmetric decorrelation as Newton-Schulz steps
+//! (W <- 1.5 W - 0.5 W W^T W after scaling by the Frobenius norm), which needs only matrix
+//! products where the CPU uses an eigendecomposition; both reach (W W^T)^-1/2 W.
+//! `ITERATIONS_PER_SUBMIT` iterations are recorded per submission and the convergence
+//! measures of all of them read back at once; the result is the rotation after the batch in
+//! which the measure first fell below the tolerance (iterations past convergence only refine
+//! the fixed point). Deflation runs on the CPU.
+
+use eframe::wgpu;
+use eframe::wgpu::util::DeviceExt;
+use nalgebra::DMatrix;
+
+use super::context::{compute_pipeline, entry};
+use super::{GpuContext, GpuError};
+use crate::dsp::ica::{
+    self, Approach, Contrast, FastIcaParams, Ica, IcaError, Observations, Whitening,
+    random_rotation,
+};
+
+/// Iterations recorded per submission.
+pub const ITERATIONS_PER_SUBMIT: usize = 10;
+/// Newton-Schulz steps of each decorrelation: enough for singular values down to 1e-3 of the
+/// largest to reach 1 within f32 precision.
+pub const DECORRELATION_STEPS: usize = 24;
+/// Samples per chunk of the split-K product g(W Z) Z^T.
+const K_CHUNK: usize = 1024;
+
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    contrast: u32,
+    a_rs: u32,
+    a_cs: u32,
+    b_rs: u32,
+    b_cs: u32,
+    c_rs: u32,
+    k_chunk: u32,
+    c_batch: u32,
+    mode: u32,
+    alpha: f32,
+    beta: f32,
+    pad: [u32; 2],
+}
+
+struct Pipelines {
+    gemm: wgpu::ComputePipeline,
+    update: wgpu::ComputePipeline,
+    normalize: wgpu::ComputePipeline,
+    change: wgpu::ComputePipeline,
+}
+
+/// FastICA on one device; pipelines are built once.
+pub struct GpuFastIca<'a> {
+    ctx: &'a GpuContext,
+    pipelines: Pipelines,
+}
+
+impl<'a> GpuFastIca<'a> {
+    pub fn new(ctx: &'a GpuContext) -> Self {
+        let dev = &ctx.device;
+        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("fastica"),
+            source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/fastica.wgsl").into()),
+        });
+        GpuFastIca {
+            ctx,
+            pipelines: Pipelines {
+                gemm: compute_pipeline(dev, &module, "gemm"),
+                update: compute_pipeline(dev, &module, "update"),
+                normalize: compute_pipeline(dev, &module, "normalize"),
+                change: compute_pipeline(dev, &module, "change"),
+            },
+        }
+    }
+
+    pub fn context(&self) -> &GpuContext {
+        self.ctx
+    }
+
+    /// As `dsp::ica::fastica`: whitening on the CPU, the iterations here.
+    pub fn fastica(
+        &self,
+        x: &Observations,
+        p: &FastIcaParams,
+        warm: Option<&DMatrix<f64>>,
+    ) -> Result<Ica, IcaError> {
+        if p.approach == Approach::Deflation {
+            return ica::fastica(x, p, warm);
+        }
+        p.validate()?;
+        let wh = Whitening::of(x, p.components)?;
+        let w0 = warm
+            .and_then(|w| wh.rotation_from(w))
+            .unwrap_or_else(|| random_rotation(wh.z.rows, p.seed));
+        let (w, iterations, converged) = self
+            .symmetric(&wh.z, p, &w0)
+            .map_err(|e| IcaError::Gpu(e.to_string()))?;
+        Ok(wh.finish(&w, iterations, converged))
+    }
+
+    /// Symmetric FastICA of whitened `z` from rotation `w0`: (rotation, iterations, converged).
+    pub fn symmetric(
+        &self,
+        z: &Observations,
+        p: &FastIcaParams,
+        w0: &DMatrix<f64>,
+    ) -> Result<(DMatrix<f64>, usize, bool), GpuError> {
+        let dev = &self.ctx.device;
+        let (r, t) = (z.rows, z.cols);
+        let chunks = t.div_ceil(K_CHUNK);
+        let storage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST;
+        let zeros = |label: &str, floats: usize| {
+            dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: (floats.max(1) * 4) as u64,
+                usage: storage,
+                mapped_at_creation: false,
+            })
+        };
+        let w_rows: Vec<f32> = (0..r * r).map(|q| w0[(q / r, q % r)] as f32).collect();
+        let init = |label: &str, data: &[f32]| {
+            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytemuck::cast_slice(data),
+                usage: storage,
+            })
+        };
+        let zb = init("z", &z.data);
+        let w = init("w", &w_rows);
+        let (y, gp) = (zeros("g(y)", r * t), zeros("g'(y)", r * t));
+        let partial = zeros("partials", chunks * r * r);
+        let (w_old, wn, m) = (
+            zeros("w old", r * r),
+            zeros("w new", r * r),
+            zeros("w w^T", r * r),
+        );
+        let lims = zeros("lims", 1 + p.max_iter);
+        let contrast = match p.contrast {
+            Contrast::Tanh => 0,
+            Contrast::Cube => 1,
+            Contrast::Gauss => 2,
+        };
+        let uniform = |q: Params| {
+            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("fastica params"),
+                contents: bytemuck::bytes_of(&q),
+                usage: wgpu::BufferUsages::UNIFORM,
+            })
+        };
+        let (r32, t32) = (r as u32, t as u32);
+        let square = |alpha: f32, beta: f32, b_rs: u32, b_cs: u32| Params {
+            m: r32,
+            n: r32,
+            k: r32,
+            a_rs: r32,
+            a_cs: 1,
+            b_rs,
+            b_cs,
+            c_rs: r32,
+            k_chunk: r32,
+            alpha,
+            beta,
+            ..Default::default()
+        };
+        let p_wz = uniform(Params {
+            m: r32,
+            n: t32,
+            k: r32,
+            contrast,
+            a_rs: r32,
+            a_cs: 1,
+            b_rs: t32,
+            b_cs: 1,
+            c_rs: t32,
+            k_chunk: r32,
+            mode: 1,
+            alpha: 1.0,
+            ..Default::default()
+        });
+        let p_gz = uniform(Params {
+            m: r32,
+            n: r32,
+            k: t32,
+            a_rs: t32,
+            a_cs: 1,
+            b_rs: 1,
+            b_cs: t32,
+            c_rs: r32,
+            k_chunk: K_CHUNK as u32,
+            c_batch: r32 * r32,
+            alpha: 1.0,
+            ..Default::default()
+        });
+        let p_update = uniform(Params {
+            m: r32,
+            n: chunks as u32,
+            k: t32,
+            ..Default::default()
+        });
+        let p_small = uniform(Params {
+            m: r32,
+            ..Default::default()
+        });
+        let p_wwt = uniform(square(1.0, 0.0, 1, r32));
+        let p_ns = uniform(square(-0.5, 1.5, r32, 1));
+        let group = |pipeline: &wgpu::ComputePipeline, entries: &[wgpu::BindGroupEntry<'_>]| {
+            dev.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("fastica"),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries,
+            })
+        };
+        let pl = &self.pipelines;
+        let g_wz = group(
+            &pl.gemm,
+            &[
+                entry(0, &p_wz),
+                entry(1, &w),
+                entry(2, &zb),
+                entry(3, &y),
+                entry(4, &gp),
+            ],
+        );
+        let g_gz = group(
+            &pl.gemm,
+            &[
+                entry(0, &p_gz),
+                entry(1, &y),
+                entry(2, &zb),
+                entry(3, &partial),
+                entry(4, &gp),
+            ],
+        );
+        let g_update = group(
+            &pl.update,
+            &[
+                entry(0, &p_update),
+                entry(1, &partial),
+                entry(2, &w),
+                entry(3, &wn),
+                entry(4, &gp),
+            ],
+        );
+        let g_normalize = group(&pl.normalize, &[entry(0, &p_small), entry(3, &wn)]);
+        let g_wwt = group(
+            &pl.gemm,
+            &[
+                entry(0, &p_wwt),
+                entry(1, &wn),
+                entry(2, &wn),
+                entry(3, &m),
+                entry(4, &gp),
+            ],
+        );
+        let g_ns = group(
+            &pl.gemm,
+            &[
+                entry(0, &p_ns),
+                entry(1, &m),
+                entry(2, &wn),
+                entry(3, &w),
+                entry(4, &gp),
+            ],
+        );
+        let g_change = group(
+            &pl.change,
+            &[
+                entry(0, &p_small),
+                entry(1, &w_old),
+                entry(3, &w),
+                entry(4, &lims),
+            ],
+        );
+        let bytes = (r * r * 4) as u64;
+        let tiles = |n: usize| n.div_ceil(16) as u32;
+        let mut done = 0;
+        while done < p.max_iter {
+            let batch = ITERATIONS_PER_SUBMIT.min(p.max_iter - done);
+            let mut enc = dev.create_command_encoder(&Default::default());
+            for _ in 0..batch {
+                enc.copy_buffer_to_buffer(&w, 0, &w_old, 0, bytes);
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                let mut run =
+                    |pipe: &wgpu::ComputePipeline, g: &wgpu::BindGroup, d: (u32, u32, u32)| {
+                        pass.set_pipeline(pipe);
+                        pass.set_bind_group(0, g, &[]);
+                        pass.dispatch_workgroups(d.0, d.1, d.2);
+                    };
+                run(&pl.gemm, &g_wz, (tiles(t), tiles(r), 1));
+                run(&pl.gemm, &g_gz, (tiles(r), tiles(r), chunks as u32));
+                run(&pl.update, &g_update, (r32, 1, 1));
+                run(&pl.normalize, &g_normalize, (1, 1, 1));
+                drop(pass);
+                for _ in 0..DECORRELATION_STEPS {
+                    let mut pass = enc.begin_compute_pass(&Default::default());
+                    pass.set_pipeline(&pl.gemm);
+                    pass.set_bind_group(0, &g_wwt, &[]);
+                    pass.dispatch_workgroups(tiles(r), tiles(r), 1);
+                    drop(pass);
+                    // W <- Wn, then W = 1.5 Wn - 0.5 (Wn Wn^T) Wn, then Wn <- W.
+                    enc.copy_buffer_to_buffer(&wn, 0, &w, 0, bytes);
+                    let mut pass = enc.begin_compute_pass(&Default::default());
+                    pass.set_pipeline(&pl.gemm);
+                    pass.set_bind_group(0, &g_ns, &[]);
+                    pass.dispatch_workgroups(tiles(r), tiles(r), 1);
+                    drop(pass);
+                    enc.copy_buffer_to_buffer(&w, 0, &wn, 0, bytes);
+                }
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&pl.change);
+                pass.set_bind_group(0, &g_change, &[]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+            self.ctx.queue.submit([enc.finish()]);
+            let read = self.ctx.read_back(&lims, ((1 + p.max_iter) * 4) as u64)?;
+            let values: &[f32] = bytemuck::cast_slice(&read);
+            done += batch;
+            if let Some(k) = (0..done).find(|&k| (values[1 + k] as f64) < p.tol) {
+                return Ok((self.rotation(&w, r)?, k + 1, true));
+            }
+        }
+        Ok((self.rotation(&w, r)?, p.max_iter, false))
+    }
+
+    fn rotation(&self, w: &wgpu::Buffer, r: usize) -> Result<DMatrix<f64>, GpuError> {
+        let bytes = self.ctx.read_back(w, (r * r * 4) as u64)?;
+        let v: &[f32] = bytemuck::cast_slice(&bytes);
+        Ok(DMatrix::from_fn(r, r, |i, j| v[i * r + j] as f64))
+    }
+}
