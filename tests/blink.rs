@@ -333,7 +333,8 @@ fn real_blinks_leave_fpz_and_posterior_channels_barely_change() {
     let file = data.join("eeg/eeglab_sample_32ch_128hz.edf");
     let rec = open(&file);
     let opts = DeblinkOptions::default();
-    let (eeg, result, _, _) = ede::analysis::blink::deblink_recording(&rec, &opts, None).unwrap();
+    let (eeg, result, _, _) =
+        ede::analysis::blink::deblink_recording(&rec, &opts, None, false).unwrap();
     assert_eq!(
         eeg.channels.derivation_names(),
         ["FPz-Fz", "FPz-F3", "FPz-F4"]

@@ -913,3 +913,52 @@ fn the_visible_window_exports_as_an_edf_plus_clip() {
         .collect();
     assert_eq!(texts, [(2.5, "inside")]);
 }
+
+/// The blink view on the demo (frontal blinks built in): the visible stretch is cleaned, then
+/// the whole recording; contrast changes in consecutive frames end with the newest contrast's
+/// result, equal to the batch pipeline's.
+fn blink_view_follows_its_controls(mut h: Harness<'_, EdeApp>) {
+    use ede::app::blink_view::BlinkView;
+    use ede::dsp::ica::Contrast;
+    settle(&mut h);
+    assert!(h.state_mut().show_view("blinks"));
+    settle_view(&mut h);
+    {
+        let view = h.state().view_ref::<BlinkView>().unwrap();
+        assert_eq!(view.error(), None);
+        let (_, blinks, _) = view.shown().expect("a cleaning");
+        let (t0, t1) = h.state().browser.visible_span();
+        assert!(blinks.iter().all(|&t| t >= t0 - 10.0 && t <= t1 + 10.0));
+    }
+    h.state_mut()
+        .view_mut::<BlinkView>()
+        .unwrap()
+        .set_whole(true);
+    for c in [Contrast::Cube, Contrast::Gauss, Contrast::Tanh] {
+        h.state_mut()
+            .view_mut::<BlinkView>()
+            .unwrap()
+            .set_contrast(c);
+        h.step();
+    }
+    settle_view(&mut h);
+    let view = h.state().view_ref::<BlinkView>().unwrap();
+    let (options, blinks, windows) = view.shown().unwrap();
+    assert_eq!(options.fastica.contrast, Contrast::Tanh);
+    let rec = ede::recording::demo::demo_recording();
+    let (data, batch, _, _) =
+        ede::analysis::blink::deblink_recording(&rec, options, None, false).unwrap();
+    assert_eq!(windows, batch.windows.len());
+    let want: Vec<f64> = batch
+        .blinks
+        .iter()
+        .map(|b| b.peak as f64 / data.fs)
+        .collect();
+    assert!(want.len() >= 10, "{} blinks in the demo", want.len());
+    assert_eq!(blinks, want);
+}
+
+#[test]
+fn blink_view_on_the_cpu() {
+    blink_view_follows_its_controls(harness(EdeApp::new(None, None, Settings::default(), None)));
+}

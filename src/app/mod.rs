@@ -2,6 +2,7 @@
 //! channel browser; `traces` turns a recording into per-pixel columns. Analysis views are types
 //! behind `AnalysisView`, listed once in `VIEWS`, and share `worker`, `colormap` and `export`.
 
+pub mod blink_view;
 pub mod browser;
 pub mod colormap;
 pub mod events;
@@ -59,6 +60,11 @@ pub const VIEWS: &[ViewInfo] = &[
         id: "beats",
         title: "Beats",
         make: |rec, gpu| Box::new(hermite_view::HermiteView::new(rec, gpu)),
+    },
+    ViewInfo {
+        id: "blinks",
+        title: "Blinks",
+        make: |rec, gpu| Box::new(blink_view::BlinkView::new(rec, gpu)),
     },
 ];
 

@@ -148,6 +148,9 @@ fn run_score(a: &ScoreArgs) -> anyhow::Result<()> {
     }
     let gpu = super::open_gpu("ede blinks score", a.pipeline.backend);
     let mut d = Deblinker::new(gpu.as_ref());
+    if a.pipeline.backend == super::BackendChoice::Gpu {
+        d = d.forced();
+    }
     let t0 = Instant::now();
     let result = d.run(&data, &opts, &mut |_, _| true)?;
     let elapsed = t0.elapsed().as_secs_f64();

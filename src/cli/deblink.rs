@@ -122,8 +122,13 @@ pub fn run(args: &DeblinkArgs) -> anyhow::Result<()> {
         );
     }
     let gpu = super::open_gpu("ede deblink", args.pipeline.backend);
-    let (data, result, elapsed, ran_on) = deblink_recording(&rec, &opts, gpu.as_ref())
-        .with_context(|| args.file.display().to_string())?;
+    let (data, result, elapsed, ran_on) = deblink_recording(
+        &rec,
+        &opts,
+        gpu.as_ref(),
+        args.pipeline.backend == BackendChoice::Gpu,
+    )
+    .with_context(|| args.file.display().to_string())?;
     write_cleaned(&rec, &data, &result.cleaned, &args.out)?;
     let report = DeblinkReport::new(
         args.file.display().to_string(),

@@ -1,0 +1,544 @@
+//! Blink removal (issue 8) on the open recording: ICA window by window over the browser's
+//! visible stretch or the whole recording, on the shared worker (a change of any control
+//! supersedes the running job). Blinks are marked on the browser's traces; the panel below
+//! shows the original and cleaned channels overlaid or side by side with the blinks shaded,
+//! and the independent components of the window under the browser's centre, the removed
+//! ones in red. A whole-recording result can be saved in the recording's own format.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use eframe::egui::{self, Color32, Pos2, Rect};
+use egui_plot::{Line, Plot, PlotPoints, VLine};
+
+use super::AnalysisView;
+use super::browser::Browser;
+use super::worker::{Compute, Outcome, Progress, Worker};
+use crate::analysis::Backend;
+use crate::analysis::blink::{DeblinkOptions, Deblinker, EegData, write_cleaned};
+use crate::dsp::blink::{Deblinked, Scope};
+use crate::dsp::ica::{Algorithm, Contrast};
+use crate::gpu::GpuContext;
+use crate::recording::Recording;
+
+/// Which stretch is cleaned.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Extent {
+    /// Seconds: the browser's visible span, widened to one ICA window if shorter.
+    Visible(f64, f64),
+    Whole,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Request {
+    options: DeblinkOptions,
+    extent: Extent,
+    backend: Backend,
+}
+
+struct Cleaned {
+    data: Arc<EegData>,
+    /// First sample of the stretch in `data`.
+    offset: usize,
+    result: Deblinked,
+    elapsed_s: f64,
+    ran_on: String,
+}
+
+fn compute(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Compute<Request, Cleaned> {
+    let mut loaded: Option<((Option<Vec<String>>, Option<Vec<String>>), Arc<EegData>)> = None;
+    Box::new(move |req: &Request, progress: &Progress| {
+        let key = (req.options.detect.clone(), req.options.keep.clone());
+        let data = match &loaded {
+            Some((k, d)) if *k == key => d.clone(),
+            _ => {
+                let d = Arc::new(EegData::load(&rec, &req.options).map_err(|e| e.to_string())?);
+                loaded = Some((key, d.clone()));
+                d
+            }
+        };
+        let fs = data.fs;
+        let total = data.data.cols;
+        let (from, to) = match req.extent {
+            Extent::Whole => (0, total),
+            Extent::Visible(t0, t1) => {
+                let window = (req.options.params).window_samples(data.data.rows, fs, total);
+                let (a, b) = ((t0 * fs).max(0.0) as usize, (t1 * fs).ceil() as usize);
+                let missing = window.saturating_sub(b.saturating_sub(a));
+                let a = a.saturating_sub(missing / 2);
+                let b = (a + (b - a).max(window)).min(total);
+                (b.saturating_sub(window.max(b - a)), b)
+            }
+        };
+        let stretch = data.stretch(from, to);
+        let t = Instant::now();
+        let on_gpu = gpu.as_ref().filter(|_| req.backend == Backend::Gpu);
+        let mut deblinker = Deblinker::new(on_gpu);
+        let ran_on = deblinker.ran_on(&req.options, stretch.data.rows).1;
+        let result = deblinker.run(&stretch, &req.options, &mut |done, _| {
+            progress.done.store(done, Ordering::Relaxed);
+            !progress.cancelled()
+        });
+        if progress.cancelled() {
+            return Ok(None);
+        }
+        Ok(Some(Cleaned {
+            data,
+            offset: from,
+            result: result.map_err(|e| e.to_string())?,
+            elapsed_s: t.elapsed().as_secs_f64(),
+            ran_on,
+        }))
+    })
+}
+
+pub struct BlinkView {
+    rec: Arc<Recording>,
+    gpu: Option<GpuContext>,
+    options: DeblinkOptions,
+    keep_text: String,
+    whole: bool,
+    backend: Backend,
+    side_by_side: bool,
+    panel_height: f32,
+    worker: Worker<Request, Cleaned>,
+    shown: Option<(Request, Cleaned)>,
+    error: Option<String>,
+    saved: Option<String>,
+}
+
+impl BlinkView {
+    pub fn new(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Self {
+        BlinkView {
+            options: DeblinkOptions::default(),
+            keep_text: String::new(),
+            whole: false,
+            backend: super::default_backend(gpu.as_ref()),
+            side_by_side: false,
+            panel_height: 380.0,
+            worker: Worker::new("ede blinks", {
+                let (rec, gpu) = (rec.clone(), gpu.clone());
+                move || compute(rec.clone(), gpu.clone())
+            }),
+            rec,
+            gpu,
+            shown: None,
+            error: None,
+            saved: None,
+        }
+    }
+
+    pub fn set_contrast(&mut self, contrast: Contrast) {
+        self.options.fastica.contrast = contrast;
+    }
+
+    pub fn set_whole(&mut self, whole: bool) {
+        self.whole = whole;
+    }
+
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// The cleaning shown: its options, the blinks (seconds) and the number of windows.
+    pub fn shown(&self) -> Option<(&DeblinkOptions, Vec<f64>, usize)> {
+        let (req, c) = self.shown.as_ref()?;
+        let fs = c.data.fs;
+        let blinks = (c.result.blinks.iter())
+            .map(|b| (c.offset + b.peak) as f64 / fs)
+            .collect();
+        Some((&req.options, blinks, c.result.windows.len()))
+    }
+
+    fn request(&self, browser: &Browser) -> Request {
+        let (t0, t1) = browser.visible_span();
+        Request {
+            options: self.options.clone(),
+            extent: if self.whole {
+                Extent::Whole
+            } else {
+                Extent::Visible(t0, t1)
+            },
+            backend: self.backend,
+        }
+    }
+
+    fn receive(&mut self) {
+        match self.worker.poll() {
+            Some(Outcome::Done { request, output }) => {
+                self.error = None;
+                self.shown = Some((request, output));
+            }
+            Some(Outcome::Failed { message, .. }) => self.error = Some(message),
+            None => {}
+        }
+    }
+
+    fn controls(&mut self, ui: &mut egui::Ui) {
+        ui.heading("Blinks");
+        ui.label(
+            "Eye blinks found on the frontal channels, confirmed on ICA components and removed.",
+        );
+        ui.add_space(4.0);
+        ui.spacing_mut().slider_width = 130.0;
+        ui.horizontal(|ui| {
+            ui.radio_value(&mut self.whole, false, "visible stretch");
+            ui.radio_value(&mut self.whole, true, "whole recording");
+        });
+        let o = &mut self.options;
+        ui.horizontal(|ui| {
+            ui.label("ICA");
+            ui.radio_value(&mut o.algorithm, Algorithm::Fastica, "FastICA");
+            ui.radio_value(&mut o.algorithm, Algorithm::Jade, "JADE");
+        });
+        ui.add_enabled_ui(o.algorithm == Algorithm::Fastica, |ui| {
+            ui.horizontal(|ui| {
+                ui.label("contrast");
+                ui.radio_value(&mut o.fastica.contrast, Contrast::Tanh, "tanh");
+                ui.radio_value(&mut o.fastica.contrast, Contrast::Cube, "cube");
+                ui.radio_value(&mut o.fastica.contrast, Contrast::Gauss, "gauss");
+            });
+        });
+        let p = &mut o.params;
+        ui.add(
+            egui::Slider::new(&mut p.window_s, 2.0..=120.0)
+                .logarithmic(true)
+                .text("window (s)"),
+        )
+        .on_hover_text("lengthened to hold 2.5 n² samples for n channels");
+        ui.add(egui::Slider::new(&mut p.candidate_z, 2.0..=10.0).text("candidate threshold (SD)"));
+        ui.add(egui::Slider::new(&mut p.component_z, 2.0..=12.0).text("component threshold (SD)"));
+        ui.add(egui::Slider::new(&mut p.min_match, 0.1..=1.0).text("match fraction"));
+        ui.add(egui::Slider::new(&mut p.min_share, 0.05..=1.0).text("share of the blink"));
+        ui.add(egui::Slider::new(&mut p.max_components, 1..=6).text("components at most"));
+        ui.horizontal(|ui| {
+            ui.label("remove over");
+            ui.radio_value(&mut p.scope, Scope::Blinks, "blinks");
+            ui.radio_value(&mut p.scope, Scope::Window, "whole window");
+        });
+        ui.horizontal(|ui| {
+            ui.label("keep");
+            ui.text_edit_singleline(&mut self.keep_text).on_hover_text(
+                "channels left unchanged, comma-separated (empty: the EOG channels)",
+            );
+        });
+        let keep: Vec<String> = (self.keep_text.split(','))
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        self.options.keep = (!keep.is_empty()).then_some(keep);
+        super::backend_picker(ui, &mut self.backend, self.gpu.as_ref());
+        ui.separator();
+        ui.checkbox(&mut self.side_by_side, "original and cleaned side by side");
+        ui.add(egui::Slider::new(&mut self.panel_height, 200.0..=900.0).text("panel height"));
+        ui.separator();
+        self.worker.spinner(ui, "windows");
+        if let Some(e) = &self.error {
+            ui.colored_label(ui.visuals().error_fg_color, e);
+        }
+        if let Some((req, c)) = &self.shown {
+            let r = &c.result;
+            let ica = r.windows.iter().filter(|w| w.ica.is_some()).count();
+            ui.label(format!(
+                "{} blinks · {} windows ({} with ICA)",
+                r.blinks.len(),
+                r.windows.len(),
+                ica
+            ));
+            ui.label(format!(
+                "detection: {}",
+                c.data.channels.derivation_names().join(", ")
+            ));
+            let kept: Vec<&str> = (c.data.channels.labels.iter().zip(&c.data.channels.keep))
+                .filter(|(_, k)| **k)
+                .map(|(l, _)| l.as_str())
+                .collect();
+            ui.label(format!(
+                "kept: {}",
+                if kept.is_empty() {
+                    "none".into()
+                } else {
+                    kept.join(", ")
+                }
+            ));
+            ui.label(format!("{}: {:.1} ms", c.ran_on, c.elapsed_s * 1e3));
+            let whole = req.extent == Extent::Whole;
+            let save = ui.add_enabled(whole, egui::Button::new("Save the cleaned recording…"));
+            let save = save.on_disabled_hover_text("clean the whole recording first");
+            if save.clicked() {
+                self.save();
+            }
+        }
+        if let Some(s) = &self.saved {
+            ui.label(s);
+        }
+    }
+
+    fn save(&mut self) {
+        let Some((_, c)) = &self.shown else { return };
+        let Some(ext) = self.rec.format.edf_family() else {
+            self.error = Some(format!(
+                "{} recordings cannot be saved in their own format; export them as EDF first",
+                self.rec.format
+            ));
+            return;
+        };
+        let stem = self.rec.display_name();
+        let stem = stem.rsplit_once('.').map_or(stem.as_str(), |s| s.0);
+        let Some(path) = rfd::FileDialog::new()
+            .set_file_name(format!("{stem}.deblinked.{ext}"))
+            .add_filter(ext, &[ext])
+            .save_file()
+        else {
+            return;
+        };
+        match write_cleaned(&self.rec, &c.data, &c.result.cleaned, &path) {
+            Ok(()) => self.saved = Some(format!("saved {}", path.display())),
+            Err(e) => self.error = Some(e.to_string()),
+        }
+    }
+
+    /// Blink markers on the browser's traces.
+    fn mark_blinks(&self, ui: &egui::Ui, browser: &Browser) {
+        let Some((_, c)) = &self.shown else { return };
+        let plot = browser.plot_rect;
+        if !plot.is_positive() {
+            return;
+        }
+        let (t0, t1) = browser.visible_span();
+        let painter = ui.painter_at(plot);
+        let colour = Color32::from_rgba_unmultiplied(220, 50, 47, 60);
+        let x = |t: f64| plot.left() + ((t - t0) / (t1 - t0)) as f32 * plot.width();
+        for b in &c.result.blinks {
+            let (a, z) = (
+                (c.offset + b.start) as f64 / c.data.fs,
+                (c.offset + b.end) as f64 / c.data.fs,
+            );
+            if z < t0 || a > t1 {
+                continue;
+            }
+            let r = Rect::from_x_y_ranges(
+                x(a).max(plot.left())..=x(z).min(plot.right()),
+                plot.y_range(),
+            );
+            painter.rect_filled(r, 0.0, colour);
+            painter.text(
+                Pos2::new(r.left() + 2.0, plot.bottom() - 2.0),
+                egui::Align2::LEFT_BOTTOM,
+                "blink",
+                egui::FontId::proportional(11.0),
+                Color32::from_rgb(220, 50, 47),
+            );
+        }
+    }
+
+    fn panel(&mut self, ui: &mut egui::Ui, browser: &Browser) {
+        let Some((_, c)) = &self.shown else {
+            ui.centered_and_justified(|ui| ui.label("cleaning…"));
+            return;
+        };
+        let fs = c.data.fs;
+        let (t0, t1) = browser.visible_span();
+        let len = c.result.cleaned.cols;
+        let (a, b) = (
+            ((t0 * fs) as usize).saturating_sub(c.offset).min(len),
+            ((t1 * fs).ceil() as usize)
+                .saturating_sub(c.offset)
+                .min(len),
+        );
+        if b <= a {
+            ui.centered_and_justified(|ui| ui.label("the cleaned stretch is not in view"));
+            return;
+        }
+        let step = ((b - a) / 2000).max(1);
+        let ch = &c.data.channels;
+        // Lanes: each channel at a fixed offset, scaled by its robust spread in view.
+        let rows = c.data.data.rows;
+        let spread: Vec<f64> = (0..rows)
+            .map(|i| {
+                let x = &c.data.data.row(i)[c.offset + a..c.offset + b];
+                crate::dsp::blink::detect::robust_sigma(x).max(1e-9) as f64
+            })
+            .collect();
+        let lane = |i: usize| -((i as f64) * 8.0);
+        let trace = |x: &[f32], i: usize| -> PlotPoints<'static> {
+            (a..b)
+                .step_by(step)
+                .map(|k| {
+                    let t = (c.offset + k) as f64 / fs;
+                    [t, lane(i) + x[k] as f64 / spread[i]]
+                })
+                .collect()
+        };
+        let original =
+            |i: usize| -> Vec<f32> { c.data.data.row(i)[c.offset..c.offset + len].to_vec() };
+        let blink_lines: Vec<(f64, f64)> = (c.result.blinks.iter())
+            .map(|bl| {
+                (
+                    (c.offset + bl.start) as f64 / fs,
+                    (c.offset + bl.end) as f64 / fs,
+                )
+            })
+            .filter(|&(s, e)| e >= t0 && s <= t1)
+            .collect();
+        let grey = ui.visuals().weak_text_color();
+        let blue = Color32::from_rgb(90, 160, 230);
+        let red = Color32::from_rgba_unmultiplied(220, 50, 47, 120);
+        let text = ui.visuals().text_color();
+        let names = &ch.labels;
+        let draw_blinks = |p: &mut egui_plot::PlotUi<'_>| {
+            for &(s, e) in &blink_lines {
+                p.vline(VLine::new("", s).color(red));
+                p.vline(VLine::new("", e).color(red));
+            }
+            for (i, name) in names.iter().enumerate() {
+                p.text(
+                    egui_plot::Text::new(
+                        "",
+                        egui_plot::PlotPoint::new(t0, lane(i) + 2.5),
+                        name.as_str(),
+                    )
+                    .anchor(egui::Align2::LEFT_CENTER)
+                    .color(text),
+                );
+            }
+        };
+        let width = ui.available_width();
+        let height = ui.available_height();
+        ui.horizontal(|ui| {
+            let traces_w = width * 0.62;
+            ui.allocate_ui(egui::vec2(traces_w, height), |ui| {
+                if self.side_by_side {
+                    let link = ui.scope_id().with("blink traces");
+                    ui.columns(2, |cols| {
+                        for (k, col) in cols.iter_mut().enumerate() {
+                            Plot::new(("blink traces", k))
+                                .link_axis(link, [true, true])
+                                .show_axes([true, false])
+                                .x_axis_label(if k == 0 {
+                                    "original (s)"
+                                } else {
+                                    "cleaned (s)"
+                                })
+                                .allow_scroll(false)
+                                .show(col, |p| {
+                                    for i in 0..rows {
+                                        let x = if k == 0 {
+                                            original(i)
+                                        } else {
+                                            c.result.cleaned.row(i).to_vec()
+                                        };
+                                        let colour = if k == 0 { grey } else { blue };
+                                        p.line(Line::new("", trace(&x, i)).color(colour));
+                                    }
+                                    draw_blinks(p);
+                                });
+                        }
+                    });
+                } else {
+                    Plot::new("blink traces")
+                        .show_axes([true, false])
+                        .x_axis_label("s · original grey, cleaned blue")
+                        .allow_scroll(false)
+                        .show(ui, |p| {
+                            for i in 0..rows {
+                                p.line(Line::new("", trace(&original(i), i)).color(grey));
+                                p.line(
+                                    Line::new("", trace(c.result.cleaned.row(i), i)).color(blue),
+                                );
+                            }
+                            draw_blinks(p);
+                        });
+                }
+            });
+            ui.allocate_ui(egui::vec2(ui.available_width(), height), |ui| {
+                self.components(ui, c, (t0 + t1) / 2.0);
+            });
+        });
+    }
+
+    /// The components of the window whose centre is nearest `t`, removed ones in red.
+    fn components(&self, ui: &mut egui::Ui, c: &Cleaned, t: f64) {
+        let fs = c.data.fs;
+        let Some(w) = (c.result.windows.iter())
+            .filter(|w| w.ica.is_some())
+            .min_by(|x, y| {
+                let d = |w: &crate::dsp::blink::WindowResult| {
+                    ((c.offset + w.start) as f64 / fs + w.len as f64 / fs / 2.0 - t).abs()
+                };
+                d(x).total_cmp(&d(y))
+            })
+        else {
+            ui.centered_and_justified(|ui| {
+                ui.label("no window here needed ICA (no blink candidates)")
+            });
+            return;
+        };
+        let ica = w.ica.as_ref().expect("filtered");
+        let start = (c.offset + w.start) as f64 / fs;
+        let shown = ica.sources.rows.min(12);
+        let step = (w.len / 1500).max(1);
+        let removed = Color32::from_rgb(220, 50, 47);
+        let kept = ui.visuals().weak_text_color();
+        let names: Vec<String> = (0..shown).map(|k| format!("IC {k}")).collect();
+        Plot::new("blink components")
+            .x_axis_label(format!(
+                "s · window at {start:.1} s, {} iterations{}",
+                ica.iterations,
+                if ica.converged {
+                    ""
+                } else {
+                    " (not converged)"
+                }
+            ))
+            .y_axis_formatter(move |mark, _| {
+                let k = (-mark.value / 8.0).round();
+                if (mark.value + k * 8.0).abs() < 1e-6 && k >= 0.0 {
+                    names.get(k as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_grid_spacer(egui_plot::uniform_grid_spacer(|_| [8.0, 8.0, 8.0]))
+            .allow_scroll(false)
+            .show(ui, |p| {
+                for k in 0..shown {
+                    let s = ica.sources.row(k);
+                    let pts: PlotPoints<'static> = (0..w.len)
+                        .step_by(step)
+                        .map(|j| [start + j as f64 / fs, -(k as f64) * 8.0 + s[j] as f64])
+                        .collect();
+                    let gone = w.removed.contains(&k);
+                    p.line(
+                        Line::new(if gone { "removed" } else { "" }, pts)
+                            .color(if gone { removed } else { kept })
+                            .width(if gone { 1.8 } else { 1.0 }),
+                    );
+                }
+            });
+    }
+}
+
+impl AnalysisView for BlinkView {
+    fn ui(&mut self, ui: &mut egui::Ui, browser: &mut Browser) {
+        self.receive();
+        egui::Panel::left("blink controls")
+            .resizable(true)
+            .default_size(260.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
+            });
+        let req = self.request(browser);
+        self.worker.request(ui.ctx(), req);
+        egui::Panel::bottom("blinks")
+            .exact_size(self.panel_height)
+            .show(ui, |ui| self.panel(ui, browser));
+        browser.ui(ui);
+        self.mark_blinks(ui, browser);
+    }
+
+    fn ready(&self) -> bool {
+        self.worker.pending().is_none() && (self.shown.is_some() || self.error.is_some())
+    }
+}
