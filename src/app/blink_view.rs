@@ -47,7 +47,9 @@ struct Cleaned {
 }
 
 fn compute(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Compute<Request, Cleaned> {
-    let mut loaded: Option<((Option<Vec<String>>, Option<Vec<String>>), Arc<EegData>)> = None;
+    // The channels read, by the detection and keep lists they were resolved with.
+    type Key = (Option<Vec<String>>, Option<Vec<String>>);
+    let mut loaded: Option<(Key, Arc<EegData>)> = None;
     Box::new(move |req: &Request, progress: &Progress| {
         let key = (req.options.detect.clone(), req.options.keep.clone());
         let data = match &loaded {
