@@ -28,7 +28,7 @@ pub struct PipelineArgs {
     /// FastICA's convergence tolerance and iteration limit.
     #[arg(long, default_value_t = 1e-4)]
     pub tol: f64,
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = crate::analysis::blink::PIPELINE_MAX_ITER)]
     pub max_iter: usize,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
