@@ -125,16 +125,30 @@ impl EegData {
     /// Samples `from..to` of every channel (clamped to the data).
     pub fn stretch(&self, from: usize, to: usize) -> EegData {
         let to = to.min(self.data.cols);
-        let from = from.min(to);
-        let data = (0..self.data.rows)
-            .flat_map(|i| self.data.row(i)[from..to].iter().copied())
-            .collect();
         EegData {
             signals: self.signals.clone(),
             fs: self.fs,
             channels: self.channels.clone(),
-            data: Observations::new(self.data.rows, to - from, data),
+            data: self.data.block(self.data.rows, from.min(to)..to),
         }
+    }
+
+    /// The frontal candidate blinks of every window (the detector before any ICA), samples,
+    /// at least the minimum blink separation apart.
+    pub fn candidates(&self, params: &BlinkParams) -> Vec<usize> {
+        let (x, fs) = (&self.data, self.fs);
+        let window = params.window_samples(x.rows, fs, x.cols).min(x.cols);
+        let gap = (params.min_separation_s * fs) as usize;
+        let mut peaks: Vec<usize> = Vec::new();
+        for s in blink::window_starts(x.cols, window, params.hop_samples(window, fs)) {
+            let obs = x.block(x.rows, s..s + window);
+            for c in blink::candidate_peaks(&obs, fs, &self.channels, params) {
+                if peaks.last().is_none_or(|&l| s + c > l + gap) {
+                    peaks.push(s + c);
+                }
+            }
+        }
+        peaks
     }
 }
 
@@ -366,19 +380,8 @@ pub fn base_blinks(rec: &Recording) -> Result<Vec<f64>, BlinkJobError> {
         }
     }
     if let Ok(data) = EegData::load(rec, &DeblinkOptions::default()) {
-        let x = &data.data;
-        let window = params.window_samples(x.rows, data.fs, x.cols).min(x.cols);
-        for s in blink::window_starts(x.cols, window, params.hop_samples(window, data.fs)) {
-            let obs = Observations::new(
-                x.rows,
-                window,
-                (0..x.rows)
-                    .flat_map(|i| x.row(i)[s..s + window].iter().copied())
-                    .collect(),
-            );
-            let c = blink::candidate_peaks(&obs, data.fs, &data.channels, &params);
-            peaks.extend(c.iter().map(|&p| (s + p) as f64 / data.fs));
-        }
+        let c = data.candidates(&params);
+        peaks.extend(c.iter().map(|&p| p as f64 / data.fs));
     }
     peaks.sort_by(f64::total_cmp);
     peaks.dedup_by(|a, b| (*a - *b).abs() < gap_s);
@@ -635,26 +638,7 @@ pub fn real_blink_effect(
     let fs = original.fs;
     let x = &original.data;
     let n = x.cols;
-    let window = params.window_samples(x.rows, fs, n).min(n);
-    let hop = params.hop_samples(window, fs);
-    let mut peaks: Vec<usize> = Vec::new();
-    for s in blink::window_starts(n, window, hop) {
-        let obs = Observations::new(
-            x.rows,
-            window,
-            (0..x.rows)
-                .flat_map(|i| x.row(i)[s..s + window].iter().copied())
-                .collect(),
-        );
-        for c in blink::candidate_peaks(&obs, fs, &original.channels, params) {
-            if peaks
-                .last()
-                .is_none_or(|&l| s + c > l + (params.min_separation_s * fs) as usize)
-            {
-                peaks.push(s + c);
-            }
-        }
-    }
+    let peaks = original.candidates(params);
     let levels = dwt::levels_in_band(fs, params.band_hz);
     let before = dwt::band(x.row(f), &levels);
     let after = dwt::band(cleaned.row(f), &levels);

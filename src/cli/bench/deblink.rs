@@ -117,15 +117,7 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
     let opts = DeblinkOptions::default();
     let data = EegData::load(&rec, &opts)?;
     let x = &data.data;
-    let sub = |rows: usize, cols: usize| {
-        Observations::new(
-            rows,
-            cols,
-            (0..rows)
-                .flat_map(|i| x.row(i)[..cols].iter().copied())
-                .collect(),
-        )
-    };
+    let sub = |rows: usize, cols: usize| x.block(rows, 0..cols);
     let small = sub(25, 5000);
     let mut fastica_25x5000 = Vec::new();
     for contrast in [Contrast::Tanh, Contrast::Cube, Contrast::Gauss] {

@@ -71,6 +71,14 @@ impl Observations {
     pub fn row(&self, i: usize) -> &[f32] {
         &self.data[i * self.cols..(i + 1) * self.cols]
     }
+
+    /// Samples `cols` of the first `rows` channels.
+    pub fn block(&self, rows: usize, cols: std::ops::Range<usize>) -> Observations {
+        let data = (0..rows)
+            .flat_map(|i| self.row(i)[cols.clone()].iter().copied())
+            .collect();
+        Observations::new(rows, cols.len(), data)
+    }
 }
 
 /// The nonlinearity of FastICA's negentropy approximation (the thesis's NONLIN_*).
