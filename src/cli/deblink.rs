@@ -18,6 +18,9 @@ pub struct PipelineArgs {
     /// channels (32 channels at 128 Hz: 20 s); consecutive windows overlap by half.
     #[arg(long, default_value_t = 10.0)]
     pub window: f64,
+    /// Step between windows in seconds (default: half a window).
+    #[arg(long)]
+    pub hop: Option<f64>,
     #[arg(long, value_enum, default_value_t = Algorithm::Fastica)]
     pub algorithm: Algorithm,
     /// FastICA's nonlinearity.
@@ -72,6 +75,7 @@ impl PipelineArgs {
         DeblinkOptions {
             params: BlinkParams {
                 window_s: self.window,
+                hop_s: self.hop,
                 candidate_z: self.candidate_z,
                 component_z: self.component_z,
                 min_match: self.min_match,

@@ -28,12 +28,25 @@ fn analyze(x: &[f64]) -> (Vec<f64>, Vec<f64>) {
     let half = n / 2;
     let mut a = vec![0.0; half];
     let mut d = vec![0.0; half];
+    let gs: [f64; 8] = std::array::from_fn(g);
     for k in 0..half {
-        for (t, &h) in H.iter().enumerate() {
-            let v = x[(2 * k + t) % n];
-            a[k] += h * v;
-            d[k] += g(t) * v;
+        let (mut sa, mut sd) = (0.0, 0.0);
+        if 2 * k + 8 <= n {
+            // Away from the wrap: no index arithmetic in the inner loop.
+            let w = &x[2 * k..2 * k + 8];
+            for t in 0..8 {
+                sa += H[t] * w[t];
+                sd += gs[t] * w[t];
+            }
+        } else {
+            for t in 0..8 {
+                let v = x[(2 * k + t) % n];
+                sa += H[t] * v;
+                sd += gs[t] * v;
+            }
         }
+        a[k] = sa;
+        d[k] = sd;
     }
     (a, d)
 }
@@ -41,10 +54,19 @@ fn analyze(x: &[f64]) -> (Vec<f64>, Vec<f64>) {
 /// The inverse of `analyze`.
 fn synthesize(a: &[f64], d: &[f64]) -> Vec<f64> {
     let n = 2 * a.len();
+    let gs: [f64; 8] = std::array::from_fn(g);
     let mut x = vec![0.0; n];
     for k in 0..a.len() {
-        for (t, &h) in H.iter().enumerate() {
-            x[(2 * k + t) % n] += h * a[k] + g(t) * d[k];
+        let (ak, dk) = (a[k], d[k]);
+        if 2 * k + 8 <= n {
+            let w = &mut x[2 * k..2 * k + 8];
+            for t in 0..8 {
+                w[t] += H[t] * ak + gs[t] * dk;
+            }
+        } else {
+            for t in 0..8 {
+                x[(2 * k + t) % n] += H[t] * ak + gs[t] * dk;
+            }
         }
     }
     x
