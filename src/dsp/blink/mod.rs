@@ -71,6 +71,8 @@ pub enum BlinkError {
     Flat(String, String),
     #[error("{0}")]
     Params(String),
+    #[error("cancelled")]
+    Cancelled,
     #[error("ICA failed in the window at {at_s:.1} s: {source}")]
     Ica { at_s: f64, source: IcaError },
 }
@@ -785,7 +787,7 @@ pub fn deblink(
     let mut fade = vec![0.0f32; total];
     for (k, &s) in starts.iter().enumerate() {
         if !progress(k, starts.len()) {
-            return Err(BlinkError::Params("cancelled".into()));
+            return Err(BlinkError::Cancelled);
         }
         let data: Vec<f32> = used
             .iter()
