@@ -119,10 +119,7 @@ impl BlinkView {
             backend: super::default_backend(gpu.as_ref()),
             side_by_side: false,
             panel_height: 380.0,
-            worker: Worker::new("ede blinks", {
-                let (rec, gpu) = (rec.clone(), gpu.clone());
-                move || compute(rec.clone(), gpu.clone())
-            }),
+            worker: Worker::on_recording("ede blinks", &rec, &gpu, compute),
             rec,
             gpu,
             shown: None,

@@ -174,10 +174,7 @@ impl HermiteView {
             by_mse: false,
             colours: ColourMap::Viridis,
             panel_height: 360.0,
-            worker: Worker::new("ede beats", {
-                let (rec, gpu) = (rec.clone(), gpu.clone());
-                move || compute(rec.clone(), gpu.clone())
-            }),
+            worker: Worker::on_recording("ede beats", &rec, &gpu, compute),
             rec,
             gpu,
             shown: None,

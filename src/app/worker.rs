@@ -100,6 +100,20 @@ where
         }
     }
 
+    /// A worker whose computation `make` builds from the open recording and the GPU.
+    pub fn on_recording(
+        name: impl Into<String>,
+        rec: &Arc<crate::recording::Recording>,
+        gpu: &Option<crate::gpu::GpuContext>,
+        make: fn(
+            Arc<crate::recording::Recording>,
+            Option<crate::gpu::GpuContext>,
+        ) -> Compute<Req, Out>,
+    ) -> Self {
+        let (rec, gpu) = (rec.clone(), gpu.clone());
+        Worker::new(name, move || make(rec.clone(), gpu.clone()))
+    }
+
     fn spawn(&self, repaint: egui::Context) -> Thread<Req, Out> {
         let (tx, jobs) = channel::<Job<Req>>();
         let (replies, rx) = channel();
