@@ -2,7 +2,8 @@
 //! (../shared/papers/ica-blink-removal-gpgpu-thesis-excerpt.txt, `blinkRemove`). Its chapters
 //! on the detector are missing; what is here is designed to work and says so where it chooses.
 //!
-//! Per window (10 s by default, consecutive windows overlapping by half):
+//! Per window (10 s by default, lengthened to hold `samples_per_channel_sq` n^2 samples;
+//! consecutive windows overlap by half):
 //! 1. **Candidates**: each frontal bipolar derivation (FP1-F3, FP1-F7, FP2-F4, FP2-F8, from the
 //!    channel labels) is band-passed to 1-8 Hz by a Daubechies-4 wavelet decomposition
 //!    (`dwt::band`); a candidate is a positive excursion above `candidate_z` robust SDs that
@@ -14,12 +15,14 @@
 //!    blinks when at least `min_match` of its own excursions above `component_z` coincide with
 //!    candidates and explain at least `min_share` of their height there. Candidates no such
 //!    component carries are rejected (the thesis's defence against FIRDA and triphasic
-//!    waves); the excursions of a confirmed component are the blinks.
+//!    waves); the excursions of a confirmed component are the blinks, less those under
+//!    `min_relative_height` of its typical blink (the band-pass's side lobes).
 //! 4. **Removal**: the confirmed components' contribution A_c s_c is subtracted from every
 //!    channel not in the keep list. With `Scope::Blinks` (the default) it is subtracted only
 //!    over the blinks' extent, plus `margin_s`, faded in and out over `taper_s`: the components
 //!    also carry frontal EEG, and outside blinks there is nothing to remove. `Scope::Window`
-//!    subtracts them over the whole window, as the thesis does.
+//!    subtracts them over the whole window, as the thesis does. Over the blinks, each channel's
+//!    weights on the removed components are refitted there by least squares (`correction`).
 //! 5. **Joining**: overlapping windows' corrections are averaged with sin^2 weights (times
 //!    their masks), so the output has no seams; windows that remove nothing at a sample do not
 //!    vote there.
