@@ -370,8 +370,7 @@ impl BlinkView {
                 })
                 .collect()
         };
-        let original =
-            |i: usize| -> Vec<f32> { c.data.data.row(i)[c.offset..c.offset + len].to_vec() };
+        let original = |i: usize| -> &[f32] { &c.data.data.row(i)[c.offset..c.offset + len] };
         let blink_lines: Vec<(f64, f64)> = (c.result.blinks.iter())
             .map(|bl| {
                 (
@@ -423,13 +422,12 @@ impl BlinkView {
                                 .allow_scroll(false)
                                 .show(col, |p| {
                                     for i in 0..rows {
-                                        let x = if k == 0 {
-                                            original(i)
+                                        let (x, colour) = if k == 0 {
+                                            (original(i), grey)
                                         } else {
-                                            c.result.cleaned.row(i).to_vec()
+                                            (c.result.cleaned.row(i), blue)
                                         };
-                                        let colour = if k == 0 { grey } else { blue };
-                                        p.line(Line::new("", trace(&x, i)).color(colour));
+                                        p.line(Line::new("", trace(x, i)).color(colour));
                                     }
                                     draw_blinks(p);
                                 });
@@ -442,7 +440,7 @@ impl BlinkView {
                         .allow_scroll(false)
                         .show(ui, |p| {
                             for i in 0..rows {
-                                p.line(Line::new("", trace(&original(i), i)).color(grey));
+                                p.line(Line::new("", trace(original(i), i)).color(grey));
                                 p.line(
                                     Line::new("", trace(c.result.cleaned.row(i), i)).color(blue),
                                 );
