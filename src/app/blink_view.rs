@@ -39,6 +39,9 @@ struct Request {
 
 struct Cleaned {
     data: Arc<EegData>,
+    /// Each channel's robust SD over the cleaned stretch: the lane scale, computed once with
+    /// the result instead of every frame.
+    spread: Vec<f64>,
     /// First sample of the stretch in `data`.
     offset: usize,
     result: Deblinked,
@@ -85,8 +88,12 @@ fn compute(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Compute<Request, Cle
         if progress.cancelled() {
             return Ok(None);
         }
+        let spread = (0..stretch.data.rows)
+            .map(|i| crate::dsp::blink::detect::robust_sigma(stretch.data.row(i)).max(1e-9) as f64)
+            .collect();
         Ok(Some(Cleaned {
             data,
+            spread,
             offset: from,
             result: result.map_err(|e| e.to_string())?,
             elapsed_s: t.elapsed().as_secs_f64(),
@@ -352,14 +359,9 @@ impl BlinkView {
         }
         let step = ((b - a) / 2000).max(1);
         let ch = &c.data.channels;
-        // Lanes: each channel at a fixed offset, scaled by its robust spread in view.
+        // Lanes: each channel at a fixed offset, scaled by its robust spread over the stretch.
         let rows = c.data.data.rows;
-        let spread: Vec<f64> = (0..rows)
-            .map(|i| {
-                let x = &c.data.data.row(i)[c.offset + a..c.offset + b];
-                crate::dsp::blink::detect::robust_sigma(x).max(1e-9) as f64
-            })
-            .collect();
+        let spread = &c.spread;
         let lane = |i: usize| -((i as f64) * 8.0);
         let trace = |x: &[f32], i: usize| -> PlotPoints<'static> {
             (a..b)
@@ -450,13 +452,15 @@ impl BlinkView {
                 }
             });
             ui.allocate_ui(egui::vec2(ui.available_width(), height), |ui| {
-                self.components(ui, c, (t0 + t1) / 2.0);
+                self.components(ui, c, (t0, t1));
             });
         });
     }
 
-    /// The components of the window whose centre is nearest `t`, removed ones in red.
-    fn components(&self, ui: &mut egui::Ui, c: &Cleaned, t: f64) {
+    /// The components of the window whose centre is nearest the middle of `span` (seconds),
+    /// over the part of `span` it covers, removed ones in red.
+    fn components(&self, ui: &mut egui::Ui, c: &Cleaned, span: (f64, f64)) {
+        let t = (span.0 + span.1) / 2.0;
         let fs = c.data.fs;
         let Some(w) = (c.result.windows.iter())
             .filter(|w| w.ica.is_some())
@@ -475,7 +479,9 @@ impl BlinkView {
         let ica = w.ica.as_ref().expect("filtered");
         let start = (c.offset + w.start) as f64 / fs;
         let shown = ica.sources.rows.min(12);
-        let step = (w.len / 1500).max(1);
+        let first = ((span.0 - start) * fs).max(0.0) as usize;
+        let last = (((span.1 - start) * fs).ceil().max(0.0) as usize).min(w.len);
+        let step = (last.saturating_sub(first) / 1500).max(1);
         let removed = Color32::from_rgb(220, 50, 47);
         let kept = ui.visuals().weak_text_color();
         let names: Vec<String> = (0..shown).map(|k| format!("IC {k}")).collect();
@@ -502,7 +508,7 @@ impl BlinkView {
             .show(ui, |p| {
                 for k in 0..shown {
                     let s = ica.sources.row(k);
-                    let pts: PlotPoints<'static> = (0..w.len)
+                    let pts: PlotPoints<'static> = (first..last)
                         .step_by(step)
                         .map(|j| [start + j as f64 / fs, -(k as f64) * 8.0 + s[j] as f64])
                         .collect();
