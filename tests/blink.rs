@@ -101,6 +101,31 @@ fn the_truth_scores_perfectly() {
     };
     let s = score(&truth, &peaks, data.fs, &perfect, 0.0);
     assert_eq!((s.precision, s.recall, s.f1), (1.0, 1.0, 1.0));
+    // Six sources on 19 EEG channels: the minimum-variance filter nulls them and leaves the
+    // 1 uV sensor noise over |a| at least (more, by the part of a in the sources' span: 1.8x
+    // here), against the blinks' RMS inside them.
+    let factor = |label: &str| truth.channels.iter().find(|c| c.0 == label).unwrap().1;
+    let a2: f64 = (0..data.data.rows)
+        .filter(|&k| scored[k])
+        .map(|k| factor(&data.channels.labels[k]).powi(2))
+        .sum();
+    let wave = ede::dsp::blink::simulate::waveform(&truth.blinks, data.fs, data.data.cols);
+    let inside: Vec<f64> = truth
+        .blinks
+        .iter()
+        .flat_map(|b| {
+            let from = (b.onset_s * data.fs).floor() as usize;
+            let to = ((b.onset_s + b.duration_s) * data.fs).ceil() as usize;
+            wave[from..to].to_vec()
+        })
+        .collect();
+    let rms_in = (inside.iter().map(|v| v * v).sum::<f64>() / inside.len() as f64).sqrt();
+    let white = 100.0 / (a2.sqrt() * rms_in);
+    let floor = s.spatial_floor_pct.unwrap();
+    assert!(
+        floor > 0.9 * white && floor < 3.0 * white,
+        "{floor} {white}"
+    );
     // The quantization of the written file is all that separates sim - added from clean.
     assert!(
         s.residual_inside_pct < 0.1 && s.change_outside_pct < 0.1,

@@ -481,6 +481,10 @@ pub struct Score {
     pub change_outside_pct: f64,
     pub rmse_inside: f64,
     pub rmse_outside: f64,
+    /// The residual inside blinks that removing the ideal spatial filter's output would leave:
+    /// see `spatial_floor_pct`. `None` when it cannot be computed (no blink added, or a
+    /// singular covariance).
+    pub spatial_floor_pct: Option<f64>,
     pub elapsed_s: f64,
 }
 
@@ -568,6 +572,8 @@ pub fn score(truth: &Truth, found_s: &[f64], fs: f64, c: &Compared<'_>, elapsed_
         }
     }
     let pct = |e: f64, s: f64| if s > 0.0 { 100.0 * (e / s).sqrt() } else { 0.0 };
+    let blink = simulate::waveform(&truth.blinks, fs, n);
+    let spatial_floor_pct = spatial_floor_pct(c, &blink, &inside, &near);
     Score {
         blinks_true: truth.blinks.len(),
         blinks_found: found_s.len(),
@@ -579,8 +585,66 @@ pub fn score(truth: &Truth, found_s: &[f64], fs: f64, c: &Compared<'_>, elapsed_
         change_outside_pct: pct(err_out, sig_out),
         rmse_inside: (err_in / n_in.max(1) as f64).sqrt(),
         rmse_outside: (err_out / n_out.max(1) as f64).sqrt(),
+        spatial_floor_pct,
         elapsed_s,
     }
+}
+
+/// A reference for the residual inside blinks: any removal that subtracts the blink
+/// topography a times a spatially filtered trace w^T x (ICA's A_c s_c is one) also subtracts
+/// w^T times the EEG, a (w^T e(t)), inside the blinks. Over filters that pass the blink whole
+/// (w^T a = 1), the minimum-variance one, w = C^-1 a / (a^T C^-1 a) with C the clean signal's
+/// covariance outside blinks, leaves the least; this is its residual, % of the added blinks,
+/// with the true topography (`blink` is the added waveform at factor 1, per sample). It
+/// depends on the recording, not the method: frontal EEG the blink's topography cannot tell
+/// apart stays in any spatial estimate of the blink.
+fn spatial_floor_pct(
+    c: &Compared<'_>,
+    blink: &[f64],
+    inside: &[bool],
+    near: &[bool],
+) -> Option<f64> {
+    let rows: Vec<usize> = (0..c.clean.rows).filter(|&i| c.scored[i]).collect();
+    let bb: f64 = blink.iter().map(|v| v * v).sum();
+    if rows.len() < 2 || bb <= 0.0 {
+        return None;
+    }
+    // Each channel's factor: the least-squares gain of its added blinks on the waveform.
+    let a = nalgebra::DVector::from_iterator(
+        rows.len(),
+        rows.iter().map(|&i| {
+            let added = c.added.row(i);
+            blink
+                .iter()
+                .zip(added)
+                .map(|(b, &v)| b * v as f64)
+                .sum::<f64>()
+                / bb
+        }),
+    );
+    let out: Vec<usize> = (0..c.clean.cols).filter(|&t| !near[t]).collect();
+    let centred: Vec<Vec<f64>> = (rows.iter())
+        .map(|&i| {
+            let x = c.clean.row(i);
+            let mean = out.iter().map(|&t| x[t] as f64).sum::<f64>() / out.len().max(1) as f64;
+            x.iter().map(|&v| v as f64 - mean).collect()
+        })
+        .collect();
+    let cov = DMatrix::from_fn(rows.len(), rows.len(), |i, j| {
+        out.iter()
+            .map(|&t| centred[i][t] * centred[j][t])
+            .sum::<f64>()
+            / out.len().max(1) as f64
+    });
+    let ca = cov.cholesky()?.solve(&a);
+    let w = &ca / a.dot(&ca);
+    let (mut leak, mut held) = (0.0, 0.0);
+    for t in (0..blink.len()).filter(|&t| inside[t]) {
+        let l: f64 = (0..rows.len()).map(|k| w[k] * centred[k][t]).sum();
+        leak += l * l;
+        held += blink[t] * blink[t];
+    }
+    (held > 0.0).then(|| 100.0 * (leak / held).sqrt())
 }
 
 /// The clean channels of a simulated recording (`data` minus the truth's blinks) and the

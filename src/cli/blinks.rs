@@ -162,9 +162,12 @@ fn run_score(a: &ScoreArgs) -> anyhow::Result<()> {
         &result.blinks,
         elapsed,
     );
+    let floor = s.spatial_floor_pct.map_or(String::new(), |f| {
+        format!(" (ideal spatial filter: {f:.1} %)")
+    });
     eprintln!(
-        "{}: F1 {:.3} (precision {:.3}, recall {:.3}), residual in blinks {:.1} %, change \
-         outside {:.2} %, {:.3} s",
+        "{}: F1 {:.3} (precision {:.3}, recall {:.3}), residual in blinks {:.1} %{floor}, \
+         change outside {:.2} %, {:.3} s",
         a.simulated.display(),
         s.f1,
         s.precision,
