@@ -8,68 +8,13 @@ mod common;
 
 use std::path::Path;
 
-use common::{Rng, TestSignal, ede, shared_data, write_edf};
+use common::{
+    EEG_FS as FS, EEG_LABELS as LABELS, Rng, TestSignal, clean_eeg, ede, shared_data, write_edf,
+};
 use ede::analysis::blink::{
     Compared, DeblinkOptions, EegData, Truth, real_blink_effect, score, simulate_blinks, unblinked,
 };
 use ede::recording::{OpenOptions, Recording, edf_write};
-
-const LABELS: [&str; 20] = [
-    "Fp1", "Fp2", "F7", "F3", "Fz", "F4", "F8", "T3", "C3", "Cz", "C4", "T4", "T5", "P3", "Pz",
-    "P4", "T6", "O1", "O2", "EOG1",
-];
-const FS: usize = 128;
-
-/// 60 s of synthetic EEG at 128 Hz without blinks: six independent sources (three
-/// low-pass noises, a waxing and waning 10 Hz alpha, 6 Hz theta, a 20 Hz beta) mixed with
-/// random weights, plus 1 uV of sensor noise; physical range +-500 uV.
-#[allow(clippy::needless_range_loop)]
-fn clean_eeg(path: &Path, bdf: bool, seconds: usize) {
-    let mut rng = Rng(42);
-    let n = FS * seconds;
-    let mut sources = vec![vec![0.0f64; n]; 6];
-    for s in sources.iter_mut().take(3) {
-        let mut v = 0.0;
-        for x in s.iter_mut() {
-            v = 0.9 * v + rng.gauss();
-            *x = v * 2.0;
-        }
-    }
-    for k in 0..n {
-        let t = k as f64 / FS as f64;
-        let tau = std::f64::consts::TAU;
-        sources[3][k] = 8.0 * (1.0 + (tau * 0.1 * t).sin()) * (tau * 10.0 * t).sin();
-        sources[4][k] = 5.0 * (tau * 6.0 * t + 0.3).sin();
-        sources[5][k] = 3.0 * (tau * 20.0 * t).sin() * (tau * 0.37 * t).cos();
-    }
-    let (dmin, dmax) = if bdf {
-        (-8388608, 8388607)
-    } else {
-        (-32768, 32767)
-    };
-    let signals: Vec<TestSignal> = LABELS
-        .iter()
-        .map(|&label| {
-            let w: Vec<f64> = (0..6).map(|_| rng.next() * 2.0 - 0.5).collect();
-            let digital = (0..n)
-                .map(|k| {
-                    let v: f64 = (0..6).map(|j| w[j] * sources[j][k]).sum::<f64>() + rng.gauss();
-                    ((v + 500.0) / 1000.0 * (dmax - dmin) as f64 + dmin as f64).round() as i32
-                })
-                .collect();
-            TestSignal {
-                label,
-                samples_per_record: FS,
-                digital,
-                physical_min: -500.0,
-                physical_max: 500.0,
-                digital_min: dmin,
-                digital_max: dmax,
-            }
-        })
-        .collect();
-    write_edf(path, bdf, Some('C'), 1.0, &signals, None, &[(3.0, "start")]);
-}
 
 fn open(path: &Path) -> Recording {
     Recording::open(path, &OpenOptions::default()).unwrap()

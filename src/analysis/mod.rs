@@ -4,6 +4,7 @@
 pub mod blink;
 pub mod cwt;
 pub mod hermite;
+pub mod live;
 pub mod xapen;
 
 use serde::{Deserialize, Serialize};

@@ -7,6 +7,7 @@ pub mod deblink;
 pub mod export;
 pub mod hermite;
 pub mod info;
+pub mod live;
 pub mod xapen;
 
 use std::path::{Path, PathBuf};
@@ -112,6 +113,8 @@ pub enum Command {
     Hermite(hermite::HermiteArgs),
     /// Remove eye blinks with ICA; the cleaned recording keeps the input's format.
     Deblink(deblink::DeblinkArgs),
+    /// Play a recording as a live stream through blink removal, hop by hop (no window).
+    Live(live::LiveArgs),
     /// Simulated blinks with known times, and scores of blink removal against them.
     #[command(subcommand)]
     Blinks(blinks::BlinksCommand),

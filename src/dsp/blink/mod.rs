@@ -32,6 +32,7 @@
 pub mod detect;
 pub mod dwt;
 pub mod simulate;
+pub mod stream;
 
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
@@ -130,6 +131,16 @@ pub struct BlinkParams {
     /// Raised-cosine fade at each side of the removal, seconds (0.1).
     pub taper_s: f64,
     pub scope: Scope,
+    /// On a stream, a component whose topography is this close (|cos| of the mixing columns)
+    /// to one removed in the previous window is the same blink source and is removed without
+    /// the `min_match` test (0.95): a window whose few blinks sit badly for the candidate
+    /// detector does not let them through.
+    #[serde(default = "default_track_cos")]
+    pub track_cos: f64,
+}
+
+fn default_track_cos() -> f64 {
+    BlinkParams::default().track_cos
 }
 
 impl Default for BlinkParams {
@@ -152,6 +163,7 @@ impl Default for BlinkParams {
             margin_s: 0.1,
             taper_s: 0.1,
             scope: Scope::Blinks,
+            track_cos: 0.95,
         }
     }
 }
@@ -213,6 +225,7 @@ impl BlinkParams {
             ("share", self.min_share),
             ("relative height", self.min_relative_height),
             ("extent", self.extent),
+            ("tracking similarity", self.track_cos),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return bad(format!("the {name} must be within 0..1, got {v}"));
@@ -375,6 +388,21 @@ impl WindowResult {
         self.ica.as_ref().is_none_or(|i| i.converged)
     }
 
+    /// The removed components' topographies (mixing columns), unit length: what the next
+    /// window of a stream tracks (`process_window`'s `known`).
+    pub fn removed_topographies(&self) -> Vec<Vec<f64>> {
+        let Some(ica) = &self.ica else {
+            return Vec::new();
+        };
+        (self.removed.iter())
+            .map(|&c| {
+                let col = ica.mixing.column(c);
+                let norm = col.norm().max(1e-300);
+                col.iter().map(|v| v / norm).collect()
+            })
+            .collect()
+    }
+
     /// This window's data `x` (channels x len) cleaned on its own.
     pub fn clean(&self, x: &Observations) -> Observations {
         let mut y = x.clone();
@@ -409,15 +437,24 @@ fn frontal_derivations(channels: &Channels, row: impl Fn(usize) -> Vec<f32>) -> 
         .collect()
 }
 
-/// Runs steps 1-4 on one window `x` (channels x samples); `warm` is the previous window's
-/// unmixing matrix. `always_ica` runs ICA even without candidates (the view shows components).
+/// What a window starts from: the previous window's unmixing matrix (the warm start) and the
+/// unit topographies of the components it removed (a stream tracks them: see
+/// `BlinkParams::track_cos`; the batch tracks none).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Prior<'a> {
+    pub warm: Option<&'a DMatrix<f64>>,
+    pub known: &'a [Vec<f64>],
+}
+
+/// Runs steps 1-4 on one window `x` (channels x samples) from `prior`. `always_ica` runs ICA
+/// even without candidates (the view shows components).
 pub fn process_window(
     x: &Observations,
     fs: f64,
     channels: &Channels,
     p: &BlinkParams,
     ica: &mut IcaFn<'_>,
-    warm: Option<&DMatrix<f64>>,
+    prior: Prior<'_>,
     always_ica: bool,
 ) -> Result<WindowResult, IcaError> {
     let len = x.cols;
@@ -436,13 +473,13 @@ pub fn process_window(
     if candidates.is_empty() && !always_ica {
         return Ok(out);
     }
-    let result = ica(x, warm)?;
+    let result = ica(x, prior.warm)?;
     if !candidates.is_empty() {
         confirm(
             &result,
             channels,
-            &bands,
-            &candidates,
+            (&bands, &candidates),
+            prior.known,
             p,
             &levels,
             fs,
@@ -541,8 +578,8 @@ fn candidates(
 fn confirm(
     ica: &Ica,
     channels: &Channels,
-    bands: &[Vec<f32>],
-    candidates: &[Peak],
+    (bands, candidates): (&[Vec<f32>], &[Peak]),
+    known: &[Vec<f64>],
     p: &BlinkParams,
     levels: &[usize],
     fs: f64,
@@ -585,7 +622,20 @@ fn confirm(
             .map(|pk| pk.height)
             .collect();
         let matched = heights.len();
-        if matched > 0 && matched as f64 >= p.min_match * own.len() as f64 {
+        let tracked = {
+            let col = ica.mixing.column(c);
+            let norm = col.norm().max(1e-300);
+            (known.iter()).any(|k| {
+                let dot: f64 = col.iter().zip(k).map(|(a, b)| a * b).sum();
+                (dot / norm).abs() >= p.track_cos
+            })
+        };
+        if tracked && matched == 0 {
+            heights = own.iter().map(|pk| pk.height).collect();
+        }
+        if (tracked && !own.is_empty())
+            || (matched > 0 && matched as f64 >= p.min_match * own.len() as f64)
+        {
             // The band-pass rings: a clean blink source shows side lobes about 0.7 s either
             // side of each blink, which a robust threshold on a quiet component passes.
             heights.sort_by(f32::total_cmp);
@@ -797,11 +847,21 @@ pub fn deblink(
             .flat_map(|&i| x.row(i)[s..s + window].iter().copied())
             .collect();
         let obs = Observations::new(used.len(), window, data);
-        let mut w = process_window(&obs, fs, &sub, p, ica, warm.as_ref(), false).map_err(|e| {
-            BlinkError::Ica {
-                at_s: s as f64 / fs,
-                source: e,
-            }
+        let mut w = process_window(
+            &obs,
+            fs,
+            &sub,
+            p,
+            ica,
+            Prior {
+                warm: warm.as_ref(),
+                known: &[],
+            },
+            false,
+        )
+        .map_err(|e| BlinkError::Ica {
+            at_s: s as f64 / fs,
+            source: e,
         })?;
         w.start = s;
         if let Some(i) = &w.ica {
