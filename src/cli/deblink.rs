@@ -28,11 +28,12 @@ pub struct PipelineArgs {
     pub contrast: Contrast,
     #[arg(long, value_enum, default_value_t = Approach::Symmetric)]
     pub approach: Approach,
-    /// FastICA's convergence tolerance and iteration limit.
+    /// FastICA's convergence tolerance and iteration limit (per window; default 200, and 30
+    /// per hop in `ede live`, where each hop goes on from the last one's result).
     #[arg(long, default_value_t = 1e-4)]
     pub tol: f64,
-    #[arg(long, default_value_t = crate::analysis::blink::PIPELINE_MAX_ITER)]
-    pub max_iter: usize,
+    #[arg(long)]
+    pub max_iter: Option<usize>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// ICA components: the leading principal components of each window (default: all the
@@ -72,6 +73,11 @@ pub struct PipelineArgs {
 
 impl PipelineArgs {
     pub fn options(&self) -> DeblinkOptions {
+        self.options_with(crate::analysis::blink::PIPELINE_MAX_ITER)
+    }
+
+    /// The options, with `max_iter` where `--max-iter` is not given.
+    pub fn options_with(&self, max_iter: usize) -> DeblinkOptions {
         DeblinkOptions {
             params: BlinkParams {
                 window_s: self.window,
@@ -89,7 +95,7 @@ impl PipelineArgs {
                 contrast: self.contrast,
                 approach: self.approach,
                 tol: self.tol,
-                max_iter: self.max_iter,
+                max_iter: self.max_iter.unwrap_or(max_iter),
                 seed: self.seed,
                 components: self.components,
             },

@@ -8,7 +8,7 @@ use anyhow::Context;
 use super::BackendChoice;
 use super::deblink::PipelineArgs;
 use crate::analysis::blink::{Deblinker, EegData, write_cleaned};
-use crate::analysis::live::{LiveOptions, play};
+use crate::analysis::live::{LIVE_MAX_ITER, LiveOptions, play};
 
 #[derive(Debug, clap::Args)]
 pub struct LiveArgs {
@@ -50,7 +50,7 @@ pub fn run(args: &LiveArgs) -> anyhow::Result<()> {
     {
         anyhow::bail!("--duration must be positive seconds, got {d}");
     }
-    let deblink = args.pipeline.options();
+    let deblink = args.pipeline.options_with(LIVE_MAX_ITER);
     deblink.fastica.validate()?;
     let opts = LiveOptions {
         hop_s: args.pipeline.hop.unwrap_or(DEFAULT_HOP_S),

@@ -5,6 +5,7 @@ pub mod cwt;
 pub mod deblink;
 pub mod hermite;
 pub mod io;
+pub mod live;
 pub mod xapen;
 
 use serde::Serialize;
@@ -21,6 +22,8 @@ pub enum BenchCommand {
     Hermite(hermite::HermiteBenchArgs),
     /// Blink removal: FastICA and JADE at 25 x 5000, the EEGLAB sample, GPU crossover.
     Deblink(deblink::DeblinkBenchArgs),
+    /// Live mode: processing per hop, real-time factor and latency, 32 x 128 Hz and 64 x 512 Hz.
+    Live(live::LiveBenchArgs),
 }
 
 pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
@@ -30,6 +33,7 @@ pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Cwt(args) => cwt::run(args),
         BenchCommand::Hermite(args) => hermite::run(args),
         BenchCommand::Deblink(args) => deblink::run(args),
+        BenchCommand::Live(args) => live::run(args),
     }
 }
 

@@ -1,0 +1,176 @@
+//! `ede bench live`: live mode's speed goals, in one run, with its defaults (window 10 s,
+//! lengthened to 2.5 n^2 samples; hop 1 s; 30 FastICA iterations per hop):
+//!
+//! - the EEGLAB sample (32 channels at 128 Hz) played at full speed: processing per hop and
+//!   the real-time factor;
+//! - the same played at 1x for `--paced` seconds: latency from a sample's arrival to its
+//!   cleaned output (goal: one hop plus 50 ms);
+//! - 64 channels at 512 Hz at full speed: the sample upsampled 4x (linear interpolation), its
+//!   32 channels kept (blinks and labels included) and 32 more mixed from them by a fixed
+//!   random matrix with 1 % independent noise; and the same with ICA of its 24 leading
+//!   principal components.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::Stats;
+use crate::analysis::blink::{Deblinker, EegData};
+use crate::analysis::live::{LiveOptions, play};
+use crate::analysis::xapen::cpu_name;
+use crate::cli::write_json;
+use crate::dsp::blink::Channels;
+use crate::dsp::ica::Observations;
+use crate::recording::{OpenOptions, Recording};
+
+#[derive(Debug, clap::Args)]
+pub struct LiveBenchArgs {
+    #[arg(
+        long,
+        default_value = "../shared/data/eeg/eeglab_sample_32ch_128hz.edf"
+    )]
+    pub record: PathBuf,
+    /// Seconds played at 1x for the latency figures (the first 20 s fill the window).
+    #[arg(long, default_value_t = 40.0)]
+    pub paced: f64,
+    /// Seconds of the 64 x 512 Hz stream played.
+    #[arg(long, default_value_t = 60.0)]
+    pub many: f64,
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+struct Run {
+    name: String,
+    channels: usize,
+    fs: f64,
+    window_s: f64,
+    hop_s: f64,
+    speed: Option<f64>,
+    played_s: f64,
+    hops: usize,
+    processing_s: Stats,
+    real_time_factor: f64,
+    latency_s: Stats,
+    late_hops: usize,
+    median_iterations: usize,
+    blinks: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    cpu: String,
+    runs: Vec<Run>,
+}
+
+fn measure(name: &str, data: &EegData, opts: &LiveOptions) -> anyhow::Result<Run> {
+    let mut d = Deblinker::new(None);
+    let s = play(data, opts, &mut d, name, &mut |_, _| true)?;
+    let r = &s.report;
+    // The first hop waits for a whole window and covers it: leave it out of the per-hop
+    // figures (it is in the report's hops).
+    let steady: Vec<_> = r.hops.iter().skip(1).collect();
+    anyhow::ensure!(!steady.is_empty(), "{name}: too short for two hops");
+    let mut its: Vec<usize> = steady.iter().map(|h| h.iterations).collect();
+    its.sort_unstable();
+    let processing = Stats::of(steady.iter().map(|h| h.processing_s).collect());
+    let run = Run {
+        name: name.to_string(),
+        channels: data.data.rows,
+        fs: data.fs,
+        window_s: r.hops.get(1).map_or(0.0, |h| h.window_s),
+        hop_s: opts.hop_s,
+        speed: opts.speed,
+        played_s: r.samples_out as f64 / data.fs,
+        hops: r.hops.len(),
+        real_time_factor: opts.hop_s / processing.median,
+        processing_s: processing,
+        latency_s: Stats::of(steady.iter().map(|h| h.latency_s).collect()),
+        late_hops: r.late_hops,
+        median_iterations: its[its.len() / 2],
+        blinks: r.blinks.len(),
+    };
+    eprintln!(
+        "{name}: {} ch at {} Hz, window {:.0} s: {:.1} ms per 1 s hop median ({:.1} max), {:.0}x \
+         real time; latency {:.3} s median ({:.3} max); {} late; {} iterations median",
+        run.channels,
+        run.fs,
+        run.window_s,
+        run.processing_s.median * 1e3,
+        run.processing_s.max * 1e3,
+        run.real_time_factor,
+        run.latency_s.median,
+        run.latency_s.max,
+        run.late_hops,
+        run.median_iterations
+    );
+    Ok(run)
+}
+
+/// 64 channels at 4x the rate: see the module's notes.
+fn many_channels(data: &EegData) -> anyhow::Result<EegData> {
+    let (x, up) = (&data.data, 4usize);
+    let n = x.cols * up;
+    let upsampled = |row: &[f32]| -> Vec<f32> {
+        (0..n)
+            .map(|k| {
+                let (i, f) = (k / up, (k % up) as f32 / up as f32);
+                let next = row[(i + 1).min(row.len() - 1)];
+                row[i] * (1.0 - f) + next * f
+            })
+            .collect()
+    };
+    let mut rows: Vec<Vec<f32>> = (0..x.rows).map(|i| upsampled(x.row(i))).collect();
+    let mut labels = data.channels.labels.clone();
+    let mut rng = crate::recording::demo::SplitMix(11);
+    for k in 0..64usize.saturating_sub(x.rows) {
+        let w: Vec<f32> = (0..x.rows).map(|_| rng.gauss() as f32 / 4.0).collect();
+        let mut row = vec![0.0f32; n];
+        for (i, &wi) in w.iter().enumerate() {
+            row.iter_mut().zip(&rows[i]).for_each(|(v, &s)| *v += wi * s);
+        }
+        let scale = (row.iter().map(|v| v * v).sum::<f32>() / n as f32).sqrt();
+        row.iter_mut()
+            .for_each(|v| *v += 0.01 * scale * rng.gauss() as f32);
+        rows.push(row);
+        labels.push(format!("X{}", k + 1));
+    }
+    let channels = Channels::resolve(&labels, None, None)?;
+    Ok(EegData {
+        signals: Vec::new(),
+        fs: data.fs * up as f64,
+        channels,
+        data: Observations::from_rows(&rows),
+    })
+}
+
+pub fn run(args: &LiveBenchArgs) -> anyhow::Result<()> {
+    let rec = Recording::open(&args.record, &OpenOptions::default())?;
+    let opts = LiveOptions::default();
+    let data = EegData::load(&rec, &opts.deblink)?;
+    let mut runs = vec![measure("eeglab-full-speed", &data, &opts)?];
+    let paced = LiveOptions {
+        speed: Some(1.0),
+        duration_s: Some(args.paced),
+        ..opts.clone()
+    };
+    runs.push(measure("eeglab-1x", &data, &paced)?);
+    let many = many_channels(&data)?;
+    let fast = LiveOptions {
+        duration_s: Some(args.many),
+        ..opts
+    };
+    runs.push(measure("64ch-512hz-full-speed", &many, &fast)?);
+    // ICA of the 24 leading principal components: a quarter of the products per iteration.
+    let mut fewer = fast.clone();
+    fewer.deblink.fastica.components = Some(24);
+    runs.push(measure("64ch-512hz-24-components", &many, &fewer)?);
+    write_json(
+        &Report {
+            cpu: cpu_name(),
+            runs,
+        },
+        args.out.as_deref(),
+    )
+}
