@@ -962,3 +962,54 @@ fn blink_view_follows_its_controls(mut h: Harness<'_, EdeApp>) {
 fn blink_view_on_the_cpu() {
     blink_view_follows_its_controls(harness(EdeApp::new(None, None, Settings::default(), None)));
 }
+
+/// Steps the harness until `done` holds (at most 60 s).
+fn step_until(h: &mut Harness<'_, EdeApp>, done: impl Fn(&EdeApp) -> bool) {
+    let t = std::time::Instant::now();
+    while !done(h.state()) {
+        assert!(t.elapsed().as_secs() < 60, "timed out");
+        h.step();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn live_view_plays_pauses_steps_and_takes_a_contrast_change() {
+    use ede::app::live_view::LiveView;
+    use ede::dsp::ica::Contrast;
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    assert!(h.state_mut().show_view("live"));
+    h.state_mut()
+        .view_mut::<LiveView>()
+        .unwrap()
+        .set_speed(Some(8.0));
+    let progress = |app: &EdeApp| app.view_ref::<LiveView>().unwrap().progress();
+    step_until(&mut h, |app| progress(app).0 >= 3);
+    assert_eq!(h.state().view_ref::<LiveView>().unwrap().error(), None);
+    // Pause: the hops stop coming.
+    h.get_by_label("Pause").click();
+    step_until(&mut h, |app| !progress(app).1);
+    h.run_steps(3);
+    let paused_at = progress(h.state()).0;
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    h.run_steps(3);
+    assert_eq!(progress(h.state()).0, paused_at, "paused");
+    // Step: exactly one more hop, still paused.
+    h.get_by_label("Step one hop").click();
+    step_until(&mut h, |app| progress(app).0 == paused_at + 1);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    h.run_steps(3);
+    assert_eq!(progress(h.state()).0, paused_at + 1);
+    assert!(!progress(h.state()).1);
+    // A contrast change while paused is sent to the player; playing goes on with it.
+    h.state_mut()
+        .view_mut::<LiveView>()
+        .unwrap()
+        .set_contrast(Contrast::Cube);
+    h.run_steps(2);
+    assert_eq!(progress(h.state()).2, Contrast::Cube);
+    h.get_by_label("Play").click();
+    step_until(&mut h, |app| progress(app).0 >= paused_at + 4);
+    assert_eq!(h.state().view_ref::<LiveView>().unwrap().error(), None);
+}

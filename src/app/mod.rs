@@ -8,6 +8,7 @@ pub mod colormap;
 pub mod events;
 pub mod export;
 pub mod hermite_view;
+pub mod live_view;
 pub mod scalogram_view;
 pub mod traces;
 pub mod worker;
@@ -65,6 +66,11 @@ pub const VIEWS: &[ViewInfo] = &[
         id: "blinks",
         title: "Blinks",
         make: |rec, gpu| Box::new(blink_view::BlinkView::new(rec, gpu)),
+    },
+    ViewInfo {
+        id: "live",
+        title: "Live",
+        make: |rec, gpu| Box::new(live_view::LiveView::new(rec, gpu)),
     },
 ];
 

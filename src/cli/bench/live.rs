@@ -128,7 +128,9 @@ fn many_channels(data: &EegData) -> anyhow::Result<EegData> {
         let w: Vec<f32> = (0..x.rows).map(|_| rng.gauss() as f32 / 4.0).collect();
         let mut row = vec![0.0f32; n];
         for (i, &wi) in w.iter().enumerate() {
-            row.iter_mut().zip(&rows[i]).for_each(|(v, &s)| *v += wi * s);
+            row.iter_mut()
+                .zip(&rows[i])
+                .for_each(|(v, &s)| *v += wi * s);
         }
         let scale = (row.iter().map(|v| v * v).sum::<f32>() / n as f32).sqrt();
         row.iter_mut()

@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 use nalgebra::DMatrix;
 
 use super::{Blink, BlinkError, BlinkParams, Channels, IcaFn, Prior, process_window};
-use crate::dsp::ica::Observations;
+use crate::dsp::ica::{Ica, Observations};
 
 /// How a stream is cut: the window and its parameters, the hop and the lookahead.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -60,6 +60,8 @@ pub struct Hop {
     pub converged: bool,
     /// Why this hop went out uncleaned (an ICA that failed on it), if it did.
     pub error: Option<String>,
+    /// The window's ICA (its sources span the whole window), for display.
+    pub ica: Option<Ica>,
 }
 
 pub struct Streamer {
@@ -183,6 +185,7 @@ impl Streamer {
             iterations: 0,
             converged: true,
             error: None,
+            ica: None,
         };
         let prior = Prior {
             warm: self.warm.as_ref(),
@@ -209,6 +212,7 @@ impl Streamer {
                 h.iterations = w.iterations();
                 h.converged = w.converged();
                 h.removed = w.removed;
+                h.ica = w.ica;
             }
             Err(e) => h.error = Some(e.to_string()),
         }
