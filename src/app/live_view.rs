@@ -3,8 +3,8 @@
 //! scrolls the last seconds of the original and cleaned channels (overlaid or side by side)
 //! with the blinks shaded, shows the newest window's components with the removed ones in red,
 //! and a meter: processing per hop against the hop's duration, latency, hops that fell behind.
-//! Play, pause, step one hop, speed and seek; every control applies from the next hop, while
-//! playing or paused.
+//! It starts where the browser is. Play, pause, step one hop, speed and seek; every control
+//! applies from the next hop, while playing or paused.
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
@@ -137,6 +137,7 @@ fn player(
     shared: Arc<Mutex<Shared>>,
     commands: Receiver<Command>,
     ctx: egui::Context,
+    from: u64,
 ) {
     let fs = data.fs;
     let x = &data.data;
@@ -154,7 +155,8 @@ fn player(
     let (mut playing, mut stepping) = (true, false);
     // The pace: sample `paced_from` was due at `clock`.
     let (mut clock, mut paced_from) = (Instant::now(), 0u64);
-    let mut pos = 0u64;
+    let mut pos = from.min(total.saturating_sub(1));
+    shared.lock().expect("live state").clear(x.rows, pos);
     loop {
         // The view is gone when its sender is: the player ends with it.
         let next = if playing || stepping {
@@ -327,12 +329,14 @@ impl LiveView {
         self.opts.deblink.fastica.contrast = contrast;
     }
 
-    fn start(&mut self, ctx: &egui::Context) {
+    /// Starts the player at `from_s` seconds (where the browser is).
+    fn start(&mut self, ctx: &egui::Context, from_s: f64) {
         let Some(data) = &self.data else { return };
         if self.commands.is_some() {
             return;
         }
         let (tx, rx) = channel();
+        let from = (from_s.max(0.0) * data.fs) as u64;
         let (data, opts, gpu, shared, ctx) = (
             data.clone(),
             self.opts.clone(),
@@ -342,7 +346,7 @@ impl LiveView {
         );
         let spawned = std::thread::Builder::new()
             .name("ede live".into())
-            .spawn(move || player(data, opts, gpu, shared, rx, ctx));
+            .spawn(move || player(data, opts, gpu, shared, rx, ctx, from));
         match spawned {
             Ok(_) => self.commands = Some(tx),
             Err(e) => self.error = Some(format!("cannot start the player: {e}")),
@@ -450,7 +454,11 @@ impl LiveView {
     /// Processing per hop against the hop, latency, hops that fell behind.
     fn meter(&self, ui: &mut egui::Ui) {
         let s = self.shared.lock().expect("live state");
-        let mean = |q: &VecDeque<f64>| q.iter().sum::<f64>() / q.len().max(1) as f64;
+        if s.processing.is_empty() {
+            ui.label(format!("{} hops · the meter starts with the second hop", s.hops));
+            return;
+        }
+        let mean = |q: &VecDeque<f64>| q.iter().sum::<f64>() / q.len() as f64;
         let (processing, latency) = (mean(&s.processing), mean(&s.latency));
         let budget = self.sent.hop_s / self.sent.speed.unwrap_or(f64::INFINITY);
         let share = if budget.is_finite() {
@@ -636,8 +644,8 @@ fn components(ui: &mut egui::Ui, w: Option<&Window>, fs: f64, (t0, t1): (f64, f6
 }
 
 impl AnalysisView for LiveView {
-    fn ui(&mut self, ui: &mut egui::Ui, _browser: &mut Browser) {
-        self.start(ui.ctx());
+    fn ui(&mut self, ui: &mut egui::Ui, browser: &mut Browser) {
+        self.start(ui.ctx(), browser.visible_span().0);
         if self.speed != self.sent.speed {
             self.send(Command::Speed(self.speed));
             self.sent.speed = self.speed;
