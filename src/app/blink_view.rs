@@ -18,7 +18,7 @@ use super::worker::{Compute, Outcome, Progress, Worker};
 use crate::analysis::Backend;
 use crate::analysis::blink::{DeblinkOptions, Deblinker, EegData, write_cleaned};
 use crate::dsp::blink::{Deblinked, Scope};
-use crate::dsp::ica::{Algorithm, Contrast};
+use crate::dsp::ica::{Algorithm, Contrast, Ica};
 use crate::gpu::GpuContext;
 use crate::recording::Recording;
 
@@ -477,50 +477,75 @@ impl BlinkView {
             return;
         };
         let ica = w.ica.as_ref().expect("filtered");
+        let label = format!(
+            "s · window at {:.1} s, {} iterations{}",
+            (c.offset + w.start) as f64 / fs,
+            ica.iterations,
+            if ica.converged {
+                ""
+            } else {
+                " (not converged)"
+            }
+        );
         let start = (c.offset + w.start) as f64 / fs;
-        let shown = ica.sources.rows.min(12);
-        let first = ((span.0 - start) * fs).max(0.0) as usize;
-        let last = (((span.1 - start) * fs).ceil().max(0.0) as usize).min(w.len);
-        let step = (last.saturating_sub(first) / 1500).max(1);
-        let removed = Color32::from_rgb(220, 50, 47);
-        let kept = ui.visuals().weak_text_color();
-        let names: Vec<String> = (0..shown).map(|k| format!("IC {k}")).collect();
-        Plot::new("blink components")
-            .x_axis_label(format!(
-                "s · window at {start:.1} s, {} iterations{}",
-                ica.iterations,
-                if ica.converged {
-                    ""
-                } else {
-                    " (not converged)"
-                }
-            ))
-            .y_axis_formatter(move |mark, _| {
-                let k = (-mark.value / 8.0).round();
-                if (mark.value + k * 8.0).abs() < 1e-6 && k >= 0.0 {
-                    names.get(k as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
-            .y_grid_spacer(egui_plot::uniform_grid_spacer(|_| [8.0, 8.0, 8.0]))
-            .allow_scroll(false)
-            .show(ui, |p| {
-                for k in 0..shown {
-                    let s = ica.sources.row(k);
-                    let pts: PlotPoints<'static> = (first..last)
-                        .step_by(step)
-                        .map(|j| [start + j as f64 / fs, -(k as f64) * 8.0 + s[j] as f64])
-                        .collect();
-                    let gone = w.removed.contains(&k);
-                    p.line(
-                        Line::new(if gone { "removed" } else { "" }, pts)
-                            .color(if gone { removed } else { kept })
-                            .width(if gone { 1.8 } else { 1.0 }),
-                    );
-                }
-            });
+        components_plot(
+            ui,
+            "blink components",
+            ica,
+            &w.removed,
+            (start, fs),
+            span,
+            label,
+        );
     }
+}
+
+/// The first 12 components of `ica` (a window starting at `start` seconds, `fs` Hz) over the
+/// part of `span` (seconds) the window covers, one lane each, the `removed` ones in red.
+pub(super) fn components_plot(
+    ui: &mut egui::Ui,
+    id: &str,
+    ica: &Ica,
+    removed: &[usize],
+    (start, fs): (f64, f64),
+    span: (f64, f64),
+    label: String,
+) {
+    let n = ica.sources.cols;
+    let shown = ica.sources.rows.min(12);
+    let first = ((span.0 - start) * fs).max(0.0) as usize;
+    let last = (((span.1 - start) * fs).ceil().max(0.0) as usize).min(n);
+    let step = (last.saturating_sub(first) / 1500).max(1);
+    let red = Color32::from_rgb(220, 50, 47);
+    let kept = ui.visuals().weak_text_color();
+    let names: Vec<String> = (0..shown).map(|k| format!("IC {k}")).collect();
+    Plot::new(id.to_string())
+        .x_axis_label(label)
+        .y_axis_formatter(move |mark, _| {
+            let k = (-mark.value / 8.0).round();
+            if (mark.value + k * 8.0).abs() < 1e-6 && k >= 0.0 {
+                names.get(k as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_grid_spacer(egui_plot::uniform_grid_spacer(|_| [8.0, 8.0, 8.0]))
+        .allow_scroll(false)
+        .show(ui, |p| {
+            for k in 0..shown {
+                let s = ica.sources.row(k);
+                let pts: PlotPoints<'static> = (first..last)
+                    .step_by(step)
+                    .map(|j| [start + j as f64 / fs, -(k as f64) * 8.0 + s[j] as f64])
+                    .collect();
+                let gone = removed.contains(&k);
+                p.line(
+                    Line::new(if gone { "removed" } else { "" }, pts)
+                        .color(if gone { red } else { kept })
+                        .width(if gone { 1.8 } else { 1.0 }),
+                );
+            }
+        });
 }
 
 impl AnalysisView for BlinkView {

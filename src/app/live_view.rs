@@ -455,7 +455,10 @@ impl LiveView {
     fn meter(&self, ui: &mut egui::Ui) {
         let s = self.shared.lock().expect("live state");
         if s.processing.is_empty() {
-            ui.label(format!("{} hops · the meter starts with the second hop", s.hops));
+            ui.label(format!(
+                "{} hops · the meter starts with the second hop",
+                s.hops
+            ));
             return;
         }
         let mean = |q: &VecDeque<f64>| q.iter().sum::<f64>() / q.len() as f64;
@@ -604,43 +607,27 @@ impl LiveView {
 }
 
 /// The newest window's components over the shown span, removed ones in red.
-fn components(ui: &mut egui::Ui, w: Option<&Window>, fs: f64, (t0, t1): (f64, f64)) {
+fn components(ui: &mut egui::Ui, w: Option<&Window>, fs: f64, span: (f64, f64)) {
     let Some(w) = w else {
         ui.centered_and_justified(|ui| ui.label("no window needed ICA yet"));
         return;
     };
+    let label = format!(
+        "s · newest window's components, {} iterations{}",
+        w.ica.iterations,
+        if w.ica.converged { "" } else { " (so far)" }
+    );
     let start = w.start as f64 / fs;
-    let n = w.ica.sources.cols;
-    let first = ((t0 - start) * fs).max(0.0) as usize;
-    let last = (((t1 - start) * fs).ceil().max(0.0) as usize).min(n);
-    let step = (last.saturating_sub(first) / 1000).max(1);
-    let shown = w.ica.sources.rows.min(12);
-    let removed = Color32::from_rgb(220, 50, 47);
-    let kept = ui.visuals().weak_text_color();
-    Plot::new("live components")
-        .show_axes([true, false])
-        .x_axis_label(format!(
-            "s · newest window's components, {} iterations{}",
-            w.ica.iterations,
-            if w.ica.converged { "" } else { " (so far)" }
-        ))
-        .allow_scroll(false)
-        .allow_drag(false)
-        .show(ui, |p| {
-            for k in 0..shown {
-                let s = w.ica.sources.row(k);
-                let pts: PlotPoints<'static> = (first..last)
-                    .step_by(step)
-                    .map(|j| [start + j as f64 / fs, -(k as f64) * 8.0 + s[j] as f64])
-                    .collect();
-                let gone = w.removed.contains(&k);
-                p.line(
-                    Line::new(if gone { "removed" } else { "" }, pts)
-                        .color(if gone { removed } else { kept })
-                        .width(if gone { 1.8 } else { 1.0 }),
-                );
-            }
-        });
+    let ica = &w.ica;
+    super::blink_view::components_plot(
+        ui,
+        "live components",
+        ica,
+        &w.removed,
+        (start, fs),
+        span,
+        label,
+    );
 }
 
 impl AnalysisView for LiveView {
