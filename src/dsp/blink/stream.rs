@@ -194,10 +194,11 @@ impl Streamer {
         let p = &self.params.blink;
         match process_window(&x, self.fs, &self.channels, p, ica, prior, false) {
             Ok(w) => {
+                // A window without candidates runs no ICA: what was known stays known.
                 if let Some(i) = &w.ica {
                     self.warm = Some(i.unmixing.clone());
+                    self.known = w.removed_topographies();
                 }
-                self.known = w.removed_topographies();
                 let cleaned = w.clean(&x);
                 h.cleaned = cleaned.block(x.rows, out_from..out_to);
                 h.blinks = (w.blinks.iter())
