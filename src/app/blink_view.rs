@@ -192,37 +192,7 @@ impl BlinkView {
             ui.radio_value(&mut self.whole, false, "visible stretch");
             ui.radio_value(&mut self.whole, true, "whole recording");
         });
-        let o = &mut self.options;
-        ui.horizontal(|ui| {
-            ui.label("ICA");
-            ui.radio_value(&mut o.algorithm, Algorithm::Fastica, "FastICA");
-            ui.radio_value(&mut o.algorithm, Algorithm::Jade, "JADE");
-        });
-        ui.add_enabled_ui(o.algorithm == Algorithm::Fastica, |ui| {
-            ui.horizontal(|ui| {
-                ui.label("contrast");
-                ui.radio_value(&mut o.fastica.contrast, Contrast::Tanh, "tanh");
-                ui.radio_value(&mut o.fastica.contrast, Contrast::Cube, "cube");
-                ui.radio_value(&mut o.fastica.contrast, Contrast::Gauss, "gauss");
-            });
-        });
-        let p = &mut o.params;
-        ui.add(
-            egui::Slider::new(&mut p.window_s, 2.0..=120.0)
-                .logarithmic(true)
-                .text("window (s)"),
-        )
-        .on_hover_text("lengthened to hold 2.5 n² samples for n channels");
-        ui.add(egui::Slider::new(&mut p.candidate_z, 2.0..=10.0).text("candidate threshold (SD)"));
-        ui.add(egui::Slider::new(&mut p.component_z, 2.0..=12.0).text("component threshold (SD)"));
-        ui.add(egui::Slider::new(&mut p.min_match, 0.1..=1.0).text("match fraction"));
-        ui.add(egui::Slider::new(&mut p.min_share, 0.05..=1.0).text("share of the blink"));
-        ui.add(egui::Slider::new(&mut p.max_components, 1..=6).text("components at most"));
-        ui.horizontal(|ui| {
-            ui.label("remove over");
-            ui.radio_value(&mut p.scope, Scope::Blinks, "blinks");
-            ui.radio_value(&mut p.scope, Scope::Window, "whole window");
-        });
+        pipeline_controls(ui, &mut self.options);
         ui.horizontal(|ui| {
             ui.label("keep");
             ui.text_edit_singleline(&mut self.keep_text).on_hover_text(
@@ -392,17 +362,7 @@ impl BlinkView {
                 p.vline(VLine::new("", s).color(red));
                 p.vline(VLine::new("", e).color(red));
             }
-            for (i, name) in names.iter().enumerate() {
-                p.text(
-                    egui_plot::Text::new(
-                        "",
-                        egui_plot::PlotPoint::new(t0, lane(i) + 2.5),
-                        name.as_str(),
-                    )
-                    .anchor(egui::Align2::LEFT_CENTER)
-                    .color(text),
-                );
-            }
+            lane_labels(p, names, |i| (t0, lane(i)), text);
         };
         let width = ui.available_width();
         let height = ui.available_height();
@@ -496,6 +456,58 @@ impl BlinkView {
             (start, fs),
             span,
             label,
+        );
+    }
+}
+
+/// The pipeline's controls, shared by the Blinks and Live tabs: ICA, contrast, window and the
+/// detector's thresholds.
+pub(super) fn pipeline_controls(ui: &mut egui::Ui, o: &mut DeblinkOptions) {
+    ui.horizontal(|ui| {
+        ui.label("ICA");
+        ui.radio_value(&mut o.algorithm, Algorithm::Fastica, "FastICA");
+        ui.radio_value(&mut o.algorithm, Algorithm::Jade, "JADE");
+    });
+    ui.add_enabled_ui(o.algorithm == Algorithm::Fastica, |ui| {
+        ui.horizontal(|ui| {
+            ui.label("contrast");
+            ui.radio_value(&mut o.fastica.contrast, Contrast::Tanh, "tanh");
+            ui.radio_value(&mut o.fastica.contrast, Contrast::Cube, "cube");
+            ui.radio_value(&mut o.fastica.contrast, Contrast::Gauss, "gauss");
+        });
+    });
+    let p = &mut o.params;
+    ui.add(
+        egui::Slider::new(&mut p.window_s, 2.0..=120.0)
+            .logarithmic(true)
+            .text("window (s)"),
+    )
+    .on_hover_text("lengthened to hold 2.5 n² samples for n channels");
+    ui.add(egui::Slider::new(&mut p.candidate_z, 2.0..=10.0).text("candidate threshold (SD)"));
+    ui.add(egui::Slider::new(&mut p.component_z, 2.0..=12.0).text("component threshold (SD)"));
+    ui.add(egui::Slider::new(&mut p.min_match, 0.1..=1.0).text("match fraction"));
+    ui.add(egui::Slider::new(&mut p.min_share, 0.05..=1.0).text("share of the blink"));
+    ui.add(egui::Slider::new(&mut p.max_components, 1..=6).text("components at most"));
+    ui.horizontal(|ui| {
+        ui.label("remove over");
+        ui.radio_value(&mut p.scope, Scope::Blinks, "blinks");
+        ui.radio_value(&mut p.scope, Scope::Window, "whole window");
+    });
+}
+
+/// Channel names at the left of their lanes: `at(i)` is (time, lane offset) of channel i.
+pub(super) fn lane_labels(
+    p: &mut egui_plot::PlotUi<'_>,
+    names: &[String],
+    at: impl Fn(usize) -> (f64, f64),
+    colour: Color32,
+) {
+    for (i, name) in names.iter().enumerate() {
+        let (t, y) = at(i);
+        p.text(
+            egui_plot::Text::new("", egui_plot::PlotPoint::new(t, y + 2.5), name.as_str())
+                .anchor(egui::Align2::LEFT_CENTER)
+                .color(colour),
         );
     }
 }

@@ -19,9 +19,9 @@ use super::AnalysisView;
 use super::browser::Browser;
 use crate::analysis::blink::{Deblinker, EegData};
 use crate::analysis::live::LiveOptions;
+use crate::dsp::blink::Blink;
 use crate::dsp::blink::stream::{Hop, Streamer};
-use crate::dsp::blink::{Blink, Scope};
-use crate::dsp::ica::{Algorithm, Contrast, Ica, Observations};
+use crate::dsp::ica::{Contrast, Ica, Observations};
 use crate::gpu::GpuContext;
 use crate::recording::Recording;
 
@@ -79,9 +79,12 @@ impl Shared {
         };
     }
 
-    fn add(&mut self, hop: Hop, processing: f64, latency: f64, late: bool, fs: f64) {
+    /// Appends `hop`, whose sample numbers count from the recording's sample `origin` (where
+    /// its stream began).
+    fn add(&mut self, hop: Hop, origin: u64, meter: (f64, f64, bool), fs: f64) {
+        let (processing, latency, late) = meter;
         if self.original.iter().all(VecDeque::is_empty) {
-            self.start = hop.start;
+            self.start = origin + hop.start;
         }
         for c in 0..self.original.len() {
             self.original[c].extend(hop.original.row(c));
@@ -97,7 +100,12 @@ impl Shared {
             }
             self.start += drop as u64;
         }
-        self.blinks.extend(&hop.blinks);
+        let at = origin as usize;
+        self.blinks.extend(hop.blinks.iter().map(|b| Blink {
+            peak: b.peak + at,
+            start: b.start + at,
+            end: b.end + at,
+        }));
         while (self.blinks.front()).is_some_and(|b| (b.end as u64) < self.start) {
             self.blinks.pop_front();
         }
@@ -105,7 +113,7 @@ impl Shared {
             self.window = Some(Window {
                 ica,
                 removed: hop.removed,
-                start: hop.window_start,
+                start: origin + hop.window_start,
             });
         }
         // The first hop is the first window, filled at once: not a hop of the meter.
@@ -156,6 +164,8 @@ fn player(
     // The pace: sample `paced_from` was due at `clock`.
     let (mut clock, mut paced_from) = (Instant::now(), 0u64);
     let mut pos = from.min(total.saturating_sub(1));
+    // The recording's sample where the current stream began (the streamer counts from 0).
+    let mut origin = pos;
     shared.lock().expect("live state").clear(x.rows, pos);
     loop {
         // The view is gone when its sender is: the player ends with it.
@@ -175,7 +185,7 @@ fn player(
                 playing = true;
                 // Play at the end starts over.
                 if pos >= total {
-                    pos = 0;
+                    (pos, origin) = (0, 0);
                     if let Ok(s) = fresh(&opts) {
                         streamer = s;
                     }
@@ -197,6 +207,7 @@ fn player(
             }
             Some(Command::Seek(t)) => {
                 pos = ((t * fs) as u64).min(total.saturating_sub(1));
+                origin = pos;
                 if let Ok(s) = fresh(&opts) {
                     streamer = s;
                 }
@@ -245,7 +256,7 @@ fn player(
             let late = opts.speed.is_some_and(|v| processing > duration / v);
             // A hop's first sample arrived one hop (at this speed) before its last.
             let latency = processing + opts.speed.map_or(0.0, |v| duration / v);
-            s.add(hop, processing, latency, late, fs);
+            s.add(hop, origin, (processing, latency, late), fs);
         }
         s.received = pos;
         drop(s);
@@ -408,39 +419,10 @@ impl LiveView {
             ui.small("the recording has ended: seek or play from a position");
         }
         ui.separator();
+        super::blink_view::pipeline_controls(ui, &mut self.opts.deblink);
         let o = &mut self.opts;
-        ui.horizontal(|ui| {
-            ui.label("ICA");
-            ui.radio_value(&mut o.deblink.algorithm, Algorithm::Fastica, "FastICA");
-            ui.radio_value(&mut o.deblink.algorithm, Algorithm::Jade, "JADE");
-        });
-        ui.add_enabled_ui(o.deblink.algorithm == Algorithm::Fastica, |ui| {
-            ui.horizontal(|ui| {
-                ui.label("contrast");
-                let c = &mut o.deblink.fastica.contrast;
-                ui.radio_value(c, Contrast::Tanh, "tanh");
-                ui.radio_value(c, Contrast::Cube, "cube");
-                ui.radio_value(c, Contrast::Gauss, "gauss");
-            });
-        });
         ui.add(egui::Slider::new(&mut o.hop_s, 0.25..=5.0).text("hop (s)"));
         ui.add(egui::Slider::new(&mut o.lookahead_s, 0.0..=1.0).text("lookahead (s)"));
-        let p = &mut o.deblink.params;
-        ui.add(
-            egui::Slider::new(&mut p.window_s, 2.0..=60.0)
-                .logarithmic(true)
-                .text("window (s)"),
-        )
-        .on_hover_text("lengthened to hold 2.5 n² samples for n channels");
-        ui.add(egui::Slider::new(&mut p.candidate_z, 2.0..=10.0).text("candidate threshold (SD)"));
-        ui.add(egui::Slider::new(&mut p.component_z, 2.0..=12.0).text("component threshold (SD)"));
-        ui.add(egui::Slider::new(&mut p.min_match, 0.1..=1.0).text("match fraction"));
-        ui.add(egui::Slider::new(&mut p.max_components, 1..=6).text("components at most"));
-        ui.horizontal(|ui| {
-            ui.label("remove over");
-            ui.radio_value(&mut p.scope, Scope::Blinks, "blinks");
-            ui.radio_value(&mut p.scope, Scope::Window, "whole window");
-        });
         ui.separator();
         ui.checkbox(&mut self.side_by_side, "original and cleaned side by side");
         ui.add(egui::Slider::new(&mut self.display_s, 2.0..=KEPT_S).text("seconds shown"));
@@ -548,17 +530,7 @@ impl LiveView {
                         .stroke(egui::Stroke::NONE),
                 );
             }
-            for (i, name) in labels.iter().enumerate() {
-                p.text(
-                    egui_plot::Text::new(
-                        "",
-                        egui_plot::PlotPoint::new(t0, lane(i) + 2.5),
-                        name.as_str(),
-                    )
-                    .anchor(egui::Align2::LEFT_CENTER)
-                    .color(text),
-                );
-            }
+            super::blink_view::lane_labels(p, labels, |i| (t0, lane(i)), text);
         };
         let width = ui.available_width();
         let height = ui.available_height();
@@ -651,7 +623,7 @@ impl AnalysisView for LiveView {
             .show(ui, |ui| {
                 egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
             });
-        self.panel(ui);
+        egui::CentralPanel::default().show(ui, |ui| self.panel(ui));
         ui.ctx().request_repaint_after(Duration::from_millis(50));
     }
 
