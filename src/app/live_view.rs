@@ -27,6 +27,8 @@ use crate::recording::Recording;
 
 /// Seconds of signal kept for display.
 const KEPT_S: f64 = 60.0;
+/// Seconds of the newest signal the lane scales are taken from.
+const SPREAD_S: f64 = 10.0;
 /// Hops the meter averages over.
 const METER_HOPS: usize = 20;
 
@@ -56,6 +58,9 @@ struct Shared {
     cleaned: Vec<VecDeque<f32>>,
     blinks: VecDeque<Blink>,
     window: Option<Window>,
+    /// Each channel's robust SD over the last `SPREAD_S` seconds: the lane scale, updated per
+    /// hop rather than every frame.
+    spread: Vec<f64>,
     processing: VecDeque<f64>,
     latency: VecDeque<f64>,
     hops: usize,
@@ -100,6 +105,13 @@ impl Shared {
             }
             self.start += drop as u64;
         }
+        self.spread = (self.original.iter())
+            .map(|q| {
+                let from = q.len().saturating_sub((SPREAD_S * fs) as usize);
+                let v: Vec<f32> = q.range(from..).copied().collect();
+                crate::dsp::blink::detect::robust_sigma(&v).max(1e-9) as f64
+            })
+            .collect();
         let at = origin as usize;
         self.blinks.extend(hop.blinks.iter().map(|b| Blink {
             peak: b.peak + at,
@@ -498,12 +510,7 @@ impl LiveView {
         let t_of = |k: usize| (s.start + k as u64) as f64 / fs;
         let (t0, t1) = (t_of(from), t_of(len));
         let rows = data.data.rows;
-        let spread: Vec<f64> = (0..rows)
-            .map(|c| {
-                let v: Vec<f32> = s.original[c].range(from..).copied().collect();
-                crate::dsp::blink::detect::robust_sigma(&v).max(1e-9) as f64
-            })
-            .collect();
+        let spread = &s.spread;
         let lane = |i: usize| -((i as f64) * 8.0);
         let trace = |q: &VecDeque<f32>, i: usize| -> PlotPoints<'static> {
             (from..len)
