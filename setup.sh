@@ -2,12 +2,13 @@
 # Installs the system packages ede needs on Debian/Ubuntu: a Vulkan loader and Mesa's drivers
 # (lavapipe gives a software GPU where there is no hardware one), the X11/Wayland client
 # libraries winit loads at run time, Xvfb for screenshots and UI runs without a display, and a C
-# compiler (the mimalloc allocator is built from C), and zenity: the file dialog where there is no
-# desktop portal (rfd falls back to it; without either, File > Open offers a path field).
+# compiler (the mimalloc allocator is built from C; liblsl, for live LSL streams, from C++ with
+# cmake), and zenity: the file dialog where there is no desktop portal (rfd falls back to it;
+# without either, File > Open offers a path field).
 set -euo pipefail
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-pkgs="gcc libc6-dev mesa-vulkan-drivers libvulkan1 xvfb xauth libxkbcommon-x11-0 libx11-6 libxcursor1 libxrandr2 libxi6 libwayland-client0 libwayland-cursor0 libegl1 zenity"
+pkgs="gcc g++ cmake libc6-dev mesa-vulkan-drivers libvulkan1 xvfb xauth libxkbcommon-x11-0 libx11-6 libxcursor1 libxrandr2 libxi6 libwayland-client0 libwayland-cursor0 libegl1 zenity"
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -18,6 +18,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Hermite(args)) => ede::cli::hermite::run(args),
         Some(Command::Deblink(args)) => ede::cli::deblink::run(args),
         Some(Command::Live(args)) => ede::cli::live::run(args),
+        Some(Command::Stream(args)) => ede::cli::stream::run(args),
         Some(Command::Blinks(cmd)) => ede::cli::blinks::run(cmd),
         Some(Command::Bench(cmd)) => ede::cli::bench::run(cmd),
         None => cli

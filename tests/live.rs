@@ -11,6 +11,7 @@ use common::{clean_eeg, ede};
 use ede::analysis::blink::{
     DeblinkOptions, Deblinker, EegData, Truth, score_cleaning, simulate_blinks,
 };
+use ede::analysis::live::source::FileSource;
 use ede::analysis::live::{LiveOptions, play};
 use ede::dsp::blink::BlinkParams;
 use ede::recording::{OpenOptions, Recording, edf_write};
@@ -52,7 +53,13 @@ fn live_at_full_speed_cleans_like_the_batch() {
     let (rec, data, truth) = simulated(dir.path());
     let (live_opts, batch_opts) = one_second_hops();
     let mut d = Deblinker::new(None);
-    let live = play(&data, &live_opts, &mut d, "sim", &mut |_, _| true).unwrap();
+    let live = play(
+        &mut FileSource::new(&data, Some(&rec), &live_opts),
+        &live_opts,
+        &mut d,
+        &mut |_, _| true,
+    )
+    .unwrap();
     // Every sample exactly once, in order.
     assert_eq!(live.original.data, data.data.data);
     assert_eq!(live.report.samples_out, data.data.cols as u64);
@@ -93,7 +100,13 @@ fn a_parameter_change_applies_from_the_next_hop() {
     let (_, data, _) = simulated(dir.path());
     let (opts, _) = one_second_hops();
     let mut d = Deblinker::new(None);
-    let steady = play(&data, &opts, &mut d, "sim", &mut |_, _| true).unwrap();
+    let steady = play(
+        &mut FileSource::new(&data, None, &opts),
+        &opts,
+        &mut d,
+        &mut |_, _| true,
+    )
+    .unwrap();
     // After hop 20 the component threshold goes out of reach: nothing is removed any more.
     let off = ede::dsp::blink::stream::StreamParams {
         blink: BlinkParams {
@@ -103,13 +116,18 @@ fn a_parameter_change_applies_from_the_next_hop() {
         ..opts.stream_params()
     };
     let mut count = 0;
-    let changed = play(&data, &opts, &mut d, "sim", &mut |_, streamer| {
-        count += 1;
-        if count == 21 {
-            streamer.set_params(off).unwrap();
-        }
-        true
-    })
+    let changed = play(
+        &mut FileSource::new(&data, None, &opts),
+        &opts,
+        &mut d,
+        &mut |_, streamer| {
+            count += 1;
+            if count == 21 {
+                streamer.set_params(off).unwrap();
+            }
+            true
+        },
+    )
     .unwrap();
     let boundary = (changed.report.hops[21].start_s * data.fs).round() as usize;
     let n = data.data.cols;
@@ -154,6 +172,8 @@ fn ede_live_runs_headless_and_paced() {
         "cpu",
         "--out",
         &p("cleaned.edf"),
+        "--record",
+        &p("session.edf"),
         "--report",
         &p("report.json"),
     ]);
@@ -184,6 +204,33 @@ fn ede_live_runs_headless_and_paced() {
     assert_ne!(fp1(&cleaned), fp1(&sim), "Fp1 cleaned");
     let eog = sim.signals.len() - 1;
     assert_eq!(cleaned.read_all(eog).unwrap(), sim.read_all(eog).unwrap());
+    // The session's recording: every channel as played, sample for sample, then the cleaned
+    // ones (EOG is kept, so it has none) as `--out` has them, and the blinks as annotations.
+    let session = Recording::open(Path::new(&p("session.edf")), &OpenOptions::default()).unwrap();
+    assert_eq!(session.format.to_string(), "EDF+C");
+    assert_eq!(session.signals.len(), 2 * sim.signals.len() - 1);
+    for (i, s) in sim.signals.iter().enumerate() {
+        assert_eq!(session.signals[i].label, s.label);
+        assert_eq!(
+            session.read_all(i).unwrap(),
+            sim.read_all(i).unwrap(),
+            "{}",
+            s.label
+        );
+    }
+    for i in 0..eog {
+        let j = sim.signals.len() + i;
+        assert_eq!(
+            session.signals[j].label,
+            format!("{} cln", sim.signals[i].label)
+        );
+        assert_eq!(session.read_all(j).unwrap(), cleaned.read_all(i).unwrap());
+    }
+    let blinks = (session.annotations.iter())
+        .filter(|a| a.text == "Blink")
+        .count();
+    assert_eq!(blinks, r["blinks"].as_array().unwrap().len());
+    assert_eq!(r["record"]["samples"], r["samples_out"]);
 
     // Paced: 4 s at 4x real time take a second at least; a stream shorter than the window
     // comes out whole from one short window.

@@ -8,6 +8,7 @@ pub mod export;
 pub mod hermite;
 pub mod info;
 pub mod live;
+pub mod stream;
 pub mod xapen;
 
 use std::path::{Path, PathBuf};
@@ -113,8 +114,11 @@ pub enum Command {
     Hermite(hermite::HermiteArgs),
     /// Remove eye blinks with ICA; the cleaned recording keeps the input's format.
     Deblink(deblink::DeblinkArgs),
-    /// Play a recording as a live stream through blink removal, hop by hop (no window).
+    /// Clean a live LSL stream, or a recording played as one, of blinks hop by hop (no
+    /// window); record the session.
     Live(live::LiveArgs),
+    /// Publish a recording as a Lab Streaming Layer stream.
+    Stream(stream::StreamArgs),
     /// Simulated blinks with known times, and scores of blink removal against them.
     #[command(subcommand)]
     Blinks(blinks::BlinksCommand),

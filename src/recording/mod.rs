@@ -8,6 +8,7 @@
 pub mod csv;
 pub mod demo;
 pub mod edf;
+pub mod edf_record;
 pub mod edf_write;
 pub mod wfdb;
 

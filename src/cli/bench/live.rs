@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use super::Stats;
 use crate::analysis::blink::{Deblinker, EegData};
+use crate::analysis::live::source::FileSource;
 use crate::analysis::live::{LiveOptions, play};
 use crate::analysis::xapen::cpu_name;
 use crate::cli::write_json;
@@ -66,7 +67,12 @@ struct Report {
 
 fn measure(name: &str, data: &EegData, opts: &LiveOptions) -> anyhow::Result<Run> {
     let mut d = Deblinker::new(None);
-    let s = play(data, opts, &mut d, name, &mut |_, _| true)?;
+    let s = play(
+        &mut FileSource::new(data, None, opts),
+        opts,
+        &mut d,
+        &mut |_, _| true,
+    )?;
     let r = &s.report;
     // The first hop waits for a whole window and covers it: leave it out of the per-hop
     // figures (it is in the report's hops).

@@ -88,9 +88,9 @@ pub fn propagation(label: &str) -> Option<f64> {
 /// Microvolts per unit of a channel's physical dimension, or `None` if it is no voltage.
 pub fn microvolts_per_unit(unit: &str) -> Option<f64> {
     match unit.trim() {
-        "uV" | "µV" | "μV" | "microV" => Some(1.0),
-        "mV" => Some(1e3),
-        "V" => Some(1e6),
+        "uV" | "µV" | "μV" | "microV" | "microvolts" => Some(1.0),
+        "mV" | "millivolts" => Some(1e3),
+        "V" | "volts" => Some(1e6),
         "nV" => Some(1e-3),
         _ => None,
     }

@@ -1,0 +1,380 @@
+//! Live blink removal (`ede live`): a `Source` (a recording played at its pace, or an LSL
+//! stream) hands chunks to `dsp::blink::stream::Streamer`, and every hop's processing time and
+//! latency are measured. Latency is from the arrival of a hop's first sample (the time its
+//! chunk was handed over) to the moment the hop came out cleaned: one hop of waiting plus the
+//! processing. Samples a source lost are filled (`source::gap_fill`) so that time goes on
+//! across the gap, and reported; so are stalls. The session may be recorded as it plays
+//! (`record`).
+
+pub mod lsl;
+pub mod record;
+pub mod source;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use nalgebra::DMatrix;
+use serde::Serialize;
+
+use super::blink::{BlinkJobError, BlinkTimes, DeblinkOptions, Deblinker, blink_times};
+use crate::dsp::blink::stream::{Hop, StreamParams, Streamer};
+use crate::dsp::blink::{Blink, Channels};
+use crate::dsp::ica::Observations;
+use record::{RecordReport, SessionRecorder};
+use source::{Event, Source, gap_fill};
+
+/// FastICA's iteration limit per hop. Each hop starts from the last hop's unmixing matrix, so
+/// the estimate goes on converging across hops: on the EEGLAB sample (32 channels, 20 s
+/// windows, 1 s hops) 30 iterations per hop left 5.0 % of FPz's blink height at 18 ms a hop,
+/// 200 left 8.3 % at 26 ms (the weak components wander further when let run), 10 changed
+/// O1/Oz/O2 by 1.7 % outside blinks at 12 ms.
+pub const LIVE_MAX_ITER: usize = 30;
+
+/// How a recording is played into the pipeline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LiveOptions {
+    pub deblink: DeblinkOptions,
+    pub hop_s: f64,
+    pub lookahead_s: f64,
+    /// Times real time; `None` for as fast as the pipeline goes.
+    pub speed: Option<f64>,
+    /// Seconds of the stream to play (until the source ends when `None`).
+    pub duration_s: Option<f64>,
+    /// Seconds of signal per chunk handed to the pipeline (an acquisition device's packets).
+    pub chunk_s: f64,
+    /// Where to record the session (EDF+ or BDF+), if anywhere.
+    pub record: Option<PathBuf>,
+    /// Keep the original and cleaned signal in the `Session` (off for long unattended runs,
+    /// which record to a file instead).
+    pub keep_signal: bool,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        let mut deblink = DeblinkOptions::default();
+        deblink.fastica.max_iter = LIVE_MAX_ITER;
+        LiveOptions {
+            deblink,
+            hop_s: 1.0,
+            lookahead_s: 0.0,
+            speed: None,
+            duration_s: None,
+            chunk_s: 1.0 / 32.0,
+            record: None,
+            keep_signal: true,
+        }
+    }
+}
+
+impl LiveOptions {
+    pub fn stream_params(&self) -> StreamParams {
+        StreamParams {
+            blink: self.deblink.params,
+            hop_s: self.hop_s,
+            lookahead_s: self.lookahead_s,
+        }
+    }
+}
+
+/// One hop as the report gives it.
+#[derive(Debug, Clone, Serialize)]
+pub struct HopReport {
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub window_start_s: f64,
+    pub window_s: f64,
+    /// Seconds the pipeline spent on this hop.
+    pub processing_s: f64,
+    /// Seconds from the arrival of the hop's first sample to its cleaned output.
+    pub latency_s: f64,
+    pub candidates: usize,
+    pub components_removed: Vec<usize>,
+    pub iterations: usize,
+    pub converged: bool,
+    pub blinks: usize,
+    pub error: Option<String>,
+}
+
+/// Samples a source lost, filled so that the stream's time goes on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GapReport {
+    /// Seconds from the session's start to the first lost sample.
+    pub at_s: f64,
+    pub samples: u64,
+}
+
+/// A stretch with nothing arriving.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StallReport {
+    /// Seconds of stream time at which it began.
+    pub at_s: f64,
+    /// Seconds of wall-clock time until samples came again (to the end if they never did).
+    pub lasted_s: f64,
+}
+
+/// What `ede live` writes.
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveReport {
+    pub source: String,
+    pub channels: Vec<String>,
+    pub fs: f64,
+    pub options: LiveOptions,
+    pub samples_in: u64,
+    pub samples_out: u64,
+    /// Samples the source lost (a recording played from a file loses none); each gap is also in
+    /// `gaps` and, when recording, an annotation.
+    pub dropped_samples: u64,
+    pub gaps: Vec<GapReport>,
+    pub stalls: Vec<StallReport>,
+    /// Why the source ended, if it failed.
+    pub source_error: Option<String>,
+    pub blinks: Vec<BlinkTimes>,
+    pub hops: Vec<HopReport>,
+    /// Hops whose processing took longer than the hop lasts at the playing speed: the pipeline
+    /// fell behind there.
+    pub late_hops: usize,
+    pub median_processing_s: f64,
+    pub max_processing_s: f64,
+    /// Seconds of signal per second of processing (over the hops' processing times).
+    pub real_time_factor: f64,
+    pub elapsed_s: f64,
+    pub record: Option<RecordReport>,
+}
+
+/// A finished session: the report, and the original and cleaned signal as they came out (empty
+/// unless `LiveOptions::keep_signal`).
+pub struct Session {
+    pub report: LiveReport,
+    pub original: Observations,
+    pub cleaned: Observations,
+    pub blinks: Vec<Blink>,
+}
+
+/// What the session has done so far, hop by hop.
+struct Tally<'a> {
+    opts: &'a LiveOptions,
+    fs: f64,
+    t0: Instant,
+    /// When each chunk was handed over: (its first sample, the instant).
+    arrivals: VecDeque<(u64, Instant)>,
+    original: Vec<Vec<f32>>,
+    cleaned: Vec<Vec<f32>>,
+    blinks: Vec<Blink>,
+    hops: Vec<HopReport>,
+    samples_out: u64,
+    recorder: Option<SessionRecorder>,
+    /// Events waiting for the recorder, which starts with the first hop: (sample, text).
+    notes: Vec<(u64, String)>,
+}
+
+impl Tally<'_> {
+    fn hop(
+        &mut self,
+        hop: &Hop,
+        processing: f64,
+        source: &dyn Source,
+        channels: &Channels,
+    ) -> Result<(), BlinkJobError> {
+        let arrived = (self.arrivals.iter())
+            .rev()
+            .find(|(s, _)| *s <= hop.start)
+            .map_or(self.t0, |a| a.1);
+        if self.opts.keep_signal {
+            for c in 0..hop.original.rows {
+                self.original[c].extend_from_slice(hop.original.row(c));
+                self.cleaned[c].extend_from_slice(hop.cleaned.row(c));
+            }
+        }
+        self.samples_out += hop.cleaned.cols as u64;
+        self.blinks.extend_from_slice(&hop.blinks);
+        let fs = self.fs;
+        self.hops.push(HopReport {
+            start_s: hop.start as f64 / fs,
+            duration_s: hop.cleaned.cols as f64 / fs,
+            window_start_s: hop.window_start as f64 / fs,
+            window_s: hop.window_len as f64 / fs,
+            processing_s: processing,
+            latency_s: arrived.elapsed().as_secs_f64(),
+            candidates: hop.candidates,
+            components_removed: hop.removed.clone(),
+            iterations: hop.iterations,
+            converged: hop.converged,
+            blinks: hop.blinks.len(),
+            error: hop.error.clone(),
+        });
+        if let Some(path) = &self.opts.record
+            && self.recorder.is_none()
+        {
+            let protect = std::path::Path::new(&source.meta().name);
+            self.recorder = Some(SessionRecorder::create(
+                path,
+                source.meta(),
+                &channels.keep,
+                hop,
+                Some(protect),
+            )?);
+        }
+        if let Some(r) = &mut self.recorder {
+            for (at, text) in self.notes.drain(..) {
+                r.note(at, &text);
+            }
+            r.hop(hop)?;
+        }
+        Ok(())
+    }
+
+    fn note(&mut self, at: u64, text: String) {
+        match &mut self.recorder {
+            Some(r) => r.note(at, &text),
+            None => self.notes.push((at, text)),
+        }
+    }
+}
+
+/// Plays `source` through the streaming pipeline. `on_hop` sees each hop as it comes out and
+/// stops the session by returning false; parameters may change through the `Streamer` it is
+/// handed, from the next hop on.
+pub fn play(
+    source: &mut dyn Source,
+    opts: &LiveOptions,
+    deblinker: &mut Deblinker<'_>,
+    on_hop: &mut dyn FnMut(&Hop, &mut Streamer) -> bool,
+) -> Result<Session, BlinkJobError> {
+    let meta = source.meta().clone();
+    let fs = meta.fs;
+    let rows = meta.labels.len();
+    let d = &opts.deblink;
+    let channels = Channels::resolve(&meta.labels, d.detect.as_deref(), d.keep.as_deref())?;
+    let mut streamer = Streamer::new(fs, channels.clone(), opts.stream_params())?;
+    let total = opts.duration_s.map(|d| (d * fs).round() as u64);
+    let mut ica =
+        |obs: &Observations, warm: Option<&DMatrix<f64>>| deblinker.ica(&opts.deblink, obs, warm);
+    let mut tally = Tally {
+        opts,
+        fs,
+        t0: Instant::now(),
+        arrivals: VecDeque::new(),
+        original: vec![Vec::new(); rows],
+        cleaned: vec![Vec::new(); rows],
+        blinks: Vec::new(),
+        hops: Vec::new(),
+        samples_out: 0,
+        recorder: None,
+        notes: Vec::new(),
+    };
+    let mut gaps = Vec::new();
+    let mut stalls: Vec<StallReport> = Vec::new();
+    let mut stalled: Option<Instant> = None;
+    let mut last = vec![0.0f32; rows];
+    let mut source_error = None;
+    let mut stopped = false;
+    while !stopped && total.is_none_or(|t| streamer.received() < t) {
+        let at = streamer.received();
+        let chunk = match source.next() {
+            Event::Samples(mut x) => {
+                if let Some(since) = stalled.take()
+                    && let Some(s) = stalls.last_mut()
+                {
+                    s.lasted_s = since.elapsed().as_secs_f64();
+                }
+                if let Some(t) = total
+                    && at + x.cols as u64 > t
+                {
+                    x = x.block(rows, 0..(t - at) as usize);
+                }
+                x
+            }
+            Event::Gap(n) => {
+                gaps.push(GapReport {
+                    at_s: at as f64 / fs,
+                    samples: n,
+                });
+                tally.note(
+                    at,
+                    format!("Gap: {n} samples lost (held at the last value)"),
+                );
+                let n = total.map_or(n, |t| n.min(t - at));
+                gap_fill(&last, n as usize)
+            }
+            Event::Stalled => {
+                stalled = Some(Instant::now());
+                stalls.push(StallReport {
+                    at_s: at as f64 / fs,
+                    lasted_s: 0.0,
+                });
+                tally.note(at, "Source stalled".into());
+                continue;
+            }
+            Event::Ended(why) => {
+                source_error = why;
+                break;
+            }
+        };
+        if chunk.cols == 0 {
+            continue;
+        }
+        for (c, v) in last.iter_mut().enumerate() {
+            *v = chunk.row(c)[chunk.cols - 1];
+        }
+        tally.arrivals.push_back((at, Instant::now()));
+        let started = Instant::now();
+        let done = streamer.push(&chunk, &mut ica);
+        let processing = started.elapsed().as_secs_f64() / done.len().max(1) as f64;
+        for hop in &done {
+            tally.hop(hop, processing, source, &channels)?;
+            stopped |= !on_hop(hop, &mut streamer);
+        }
+        while tally.arrivals.len() > 1 && tally.arrivals[1].0 <= streamer.emitted() {
+            tally.arrivals.pop_front();
+        }
+    }
+    if let Some(since) = stalled
+        && let Some(s) = stalls.last_mut()
+    {
+        s.lasted_s = since.elapsed().as_secs_f64();
+    }
+    let started = Instant::now();
+    if let Some(hop) = streamer.finish(&mut ica) {
+        tally.hop(&hop, started.elapsed().as_secs_f64(), source, &channels)?;
+        on_hop(&hop, &mut streamer);
+    }
+    let record = tally.recorder.take().map(|r| r.finish()).transpose()?;
+    let elapsed_s = tally.t0.elapsed().as_secs_f64();
+    let hops = tally.hops;
+    let mut processing: Vec<f64> = hops.iter().map(|h| h.processing_s).collect();
+    processing.sort_by(f64::total_cmp);
+    let busy: f64 = processing.iter().sum();
+    let played = tally.samples_out as f64 / fs;
+    // At full speed nothing is late: the next chunk waits for the pipeline.
+    let speed = opts.speed.unwrap_or(f64::INFINITY);
+    let report = LiveReport {
+        source: meta.name.clone(),
+        channels: meta.labels.clone(),
+        fs,
+        options: opts.clone(),
+        samples_in: streamer.received(),
+        samples_out: tally.samples_out,
+        dropped_samples: gaps.iter().map(|g: &GapReport| g.samples).sum(),
+        gaps,
+        stalls,
+        source_error,
+        blinks: blink_times(&tally.blinks, fs),
+        late_hops: hops
+            .iter()
+            .filter(|h| speed.is_finite() && h.processing_s > h.duration_s / speed)
+            .count(),
+        median_processing_s: processing.get(processing.len() / 2).copied().unwrap_or(0.0),
+        max_processing_s: processing.last().copied().unwrap_or(0.0),
+        real_time_factor: played / busy.max(1e-12),
+        hops,
+        elapsed_s,
+        record,
+    };
+    Ok(Session {
+        report,
+        original: Observations::from_rows(&tally.original),
+        cleaned: Observations::from_rows(&tally.cleaned),
+        blinks: tally.blinks,
+    })
+}

@@ -1,0 +1,150 @@
+//! Where a live session's samples come from: a recording played at its pace (or as fast as the
+//! pipeline goes), or a Lab Streaming Layer inlet (`super::lsl`). A source hands out chunks in
+//! order and says when samples were lost (a gap: the stream's time goes on across it), when
+//! nothing has arrived for a while (a stall) and when it has ended.
+
+use std::time::{Duration, Instant};
+
+use chrono::NaiveDateTime;
+
+use super::LiveOptions;
+use crate::analysis::blink::EegData;
+use crate::dsp::ica::Observations;
+use crate::recording::Recording;
+
+/// What a source says about its stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamMeta {
+    /// The file or the LSL stream's name.
+    pub name: String,
+    pub labels: Vec<String>,
+    pub units: Vec<String>,
+    pub fs: f64,
+    /// Clock time of the first sample.
+    pub start: NaiveDateTime,
+    /// Samples wider than 16 bits (BDF files, LSL's float and 32-bit formats): recorded as BDF+.
+    pub wide: bool,
+    /// Each channel's physical range where the source states one (a file's header).
+    pub ranges: Option<Vec<(f64, f64)>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The next samples (channels x samples).
+    Samples(Observations),
+    /// This many samples were lost before the next ones.
+    Gap(u64),
+    /// Nothing has arrived for `stall_s`; said once per stall, which ends with the next samples.
+    Stalled,
+    /// The source has nothing more to give, and why if it failed.
+    Ended(Option<String>),
+}
+
+pub trait Source {
+    fn meta(&self) -> &StreamMeta;
+    /// Blocks until the next event.
+    fn next(&mut self) -> Event;
+}
+
+/// A recording's EEG channels played as a stream: chunks of `LiveOptions::chunk_s`, each
+/// handed out when its last sample would have been recorded at `speed` times real time (at
+/// once for `None`), for `duration_s` seconds or to the end.
+pub struct FileSource<'a> {
+    meta: StreamMeta,
+    data: &'a Observations,
+    at: usize,
+    end: usize,
+    chunk: usize,
+    speed: Option<f64>,
+    started: Option<Instant>,
+    first: usize,
+}
+
+impl<'a> FileSource<'a> {
+    /// `rec` is the recording `data` was loaded from, for its name, units, ranges and start;
+    /// without one the channels are taken to be in microvolts.
+    pub fn new(data: &'a EegData, rec: Option<&Recording>, opts: &LiveOptions) -> Self {
+        let n = data.data.rows;
+        let meta = match rec {
+            Some(rec) => {
+                let signals: Vec<_> = data.signals.iter().map(|&i| &rec.signals[i]).collect();
+                StreamMeta {
+                    name: (rec.path.as_ref()).map_or("demo".into(), |p| p.display().to_string()),
+                    labels: data.channels.labels.clone(),
+                    units: signals.iter().map(|s| s.unit.clone()).collect(),
+                    fs: data.fs,
+                    start: rec.start,
+                    wide: rec.format.edf_family() != Some("edf"),
+                    ranges: Some(
+                        signals
+                            .iter()
+                            .map(|s| (s.physical_min, s.physical_max))
+                            .collect(),
+                    ),
+                }
+            }
+            None => StreamMeta {
+                name: "stream".into(),
+                labels: data.channels.labels.clone(),
+                units: vec!["uV".into(); n],
+                fs: data.fs,
+                start: NaiveDateTime::default(),
+                wide: true,
+                ranges: None,
+            },
+        };
+        let end = (opts.duration_s).map_or(data.data.cols, |d| {
+            ((d * data.fs).round() as usize).min(data.data.cols)
+        });
+        FileSource {
+            meta,
+            data: &data.data,
+            at: 0,
+            end,
+            chunk: ((opts.chunk_s * data.fs).round() as usize).max(1),
+            speed: opts.speed,
+            started: None,
+            first: 0,
+        }
+    }
+
+    /// Plays from sample `from` on (the start time moves with it).
+    pub fn starting_at(mut self, from: usize) -> Self {
+        let dt = chrono::Duration::nanoseconds((from as f64 / self.meta.fs * 1e9).round() as i64);
+        self.meta.start += dt;
+        let end = self.end - self.first;
+        self.first = from.min(self.data.cols);
+        self.at = self.first;
+        self.end = (self.first + end).min(self.data.cols);
+        self
+    }
+}
+
+impl Source for FileSource<'_> {
+    fn meta(&self) -> &StreamMeta {
+        &self.meta
+    }
+
+    fn next(&mut self) -> Event {
+        if self.at >= self.end {
+            return Event::Ended(None);
+        }
+        let to = (self.at + self.chunk).min(self.end);
+        let t0 = *self.started.get_or_insert_with(Instant::now);
+        if let Some(speed) = self.speed {
+            let played = (to - self.first) as f64 / self.meta.fs / speed;
+            let due = t0 + Duration::from_secs_f64(played);
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        }
+        let part = self.data.block(self.data.rows, self.at..to);
+        self.at = to;
+        Event::Samples(part)
+    }
+}
+
+/// Fills `missing` samples after a gap with each channel's last value: the pipeline needs a
+/// continuous signal, and a flat stretch disturbs its ICA least.
+pub fn gap_fill(last: &[f32], missing: usize) -> Observations {
+    let rows: Vec<Vec<f32>> = last.iter().map(|&v| vec![v; missing]).collect();
+    Observations::from_rows(&rows)
+}
