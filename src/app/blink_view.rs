@@ -115,6 +115,8 @@ pub struct BlinkView {
     shown: Option<(Request, Cleaned)>,
     error: Option<String>,
     saved: Option<String>,
+    /// Drawn while the shown result is borrowed: a cell.
+    maps: std::cell::RefCell<super::scalp_map::ScalpMaps>,
 }
 
 impl BlinkView {
@@ -127,6 +129,7 @@ impl BlinkView {
             side_by_side: false,
             panel_height: 380.0,
             worker: Worker::on_recording("ede blinks", &rec, &gpu, compute),
+            maps: Default::default(),
             rec,
             gpu,
             shown: None,
@@ -411,7 +414,10 @@ impl BlinkView {
                         });
                 }
             });
-            ui.allocate_ui(egui::vec2(ui.available_width(), height), |ui| {
+            let right = ui.available_width();
+            let layout = egui::Layout::top_down(egui::Align::Min);
+            ui.allocate_ui_with_layout(egui::vec2(right, height), layout, |ui| {
+                ui.set_max_width(right);
                 self.components(ui, c, (t0, t1));
             });
         });
@@ -448,6 +454,8 @@ impl BlinkView {
             }
         );
         let start = (c.offset + w.start) as f64 / fs;
+        let maps = &mut *self.maps.borrow_mut();
+        maps.ui(ui, &c.data.channels.labels, ica, &w.removed, 12);
         components_plot(
             ui,
             "blink components",

@@ -1,8 +1,8 @@
 //! Live mode (issue 10) on the open recording: it is played as a stream through the blink
 //! removal pipeline, hop by hop, on a thread of its own (`dsp::blink::stream`). The panel
 //! scrolls the last seconds of the original and cleaned channels (overlaid or side by side)
-//! with the blinks shaded, shows the newest window's components with the removed ones in red,
-//! and a meter: processing per hop against the hop's duration, latency, hops that fell behind.
+//! with the blinks shaded, shows the newest window's components with the removed ones in red
+//! (their traces, and scalp maps where the labels name 10-10 positions), and a meter: processing per hop against the hop's duration, latency, hops that fell behind.
 //! It starts where the browser is. Play, pause, step one hop, speed and seek; every control
 //! applies from the next hop, while playing or paused.
 
@@ -17,6 +17,7 @@ use nalgebra::DMatrix;
 
 use super::AnalysisView;
 use super::browser::Browser;
+use super::scalp_map::ScalpMaps;
 use crate::analysis::blink::{Deblinker, EegData};
 use crate::analysis::live::LiveOptions;
 use crate::dsp::blink::Blink;
@@ -31,6 +32,8 @@ const KEPT_S: f64 = 60.0;
 const SPREAD_S: f64 = 10.0;
 /// Hops the meter averages over.
 const METER_HOPS: usize = 20;
+/// Components with scalp maps.
+const MAPS: usize = 12;
 
 /// What the player thread is told.
 enum Command {
@@ -290,6 +293,7 @@ pub struct LiveView {
     commands: Option<Sender<Command>>,
     gpu: Option<GpuContext>,
     error: Option<String>,
+    maps: ScalpMaps,
 }
 
 impl LiveView {
@@ -317,6 +321,7 @@ impl LiveView {
             commands: None,
             gpu,
             error,
+            maps: ScalpMaps::default(),
         }
     }
 
@@ -495,7 +500,7 @@ impl LiveView {
         }
     }
 
-    fn panel(&self, ui: &mut egui::Ui) {
+    fn panel(&mut self, ui: &mut egui::Ui) {
         let Some(data) = &self.data else { return };
         let s = self.shared.lock().expect("live state");
         let fs = data.fs;
@@ -578,7 +583,13 @@ impl LiveView {
                     });
                 }
             });
-            ui.allocate_ui(egui::vec2(ui.available_width(), height), |ui| {
+            let right = ui.available_width();
+            let layout = egui::Layout::top_down(egui::Align::Min);
+            ui.allocate_ui_with_layout(egui::vec2(right, height), layout, |ui| {
+                ui.set_max_width(right);
+                if let Some(w) = &s.window {
+                    self.maps.ui(ui, labels, &w.ica, &w.removed, MAPS);
+                }
                 components(ui, s.window.as_ref(), fs, (t0, t1));
             });
         });

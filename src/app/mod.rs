@@ -10,6 +10,7 @@ pub mod export;
 pub mod hermite_view;
 pub mod live_view;
 pub mod scalogram_view;
+pub mod scalp_map;
 pub mod traces;
 pub mod worker;
 pub mod xapen_view;

@@ -1,0 +1,245 @@
+//! Scalp maps of ICA components: each component's topography (its mixing column) at the
+//! electrodes whose 10-20/10-10 labels `dsp::montage::electrode_position` knows, spread over the
+//! head by inverse-distance weighting and drawn in a diverging colour map, with the head's
+//! outline, nose and electrodes. Textures are made once per window, not every frame.
+
+use eframe::egui::{self, Color32, ColorImage, Pos2, Stroke, TextureHandle, TextureOptions, Vec2};
+
+use crate::dsp::ica::Ica;
+use crate::dsp::montage::electrode_position;
+
+/// Pixels across a map's texture.
+const SIZE: usize = 64;
+
+/// Where electrodes sit on the flat map: an azimuthal equidistant projection from the vertex,
+/// scaled so that the lowest electrode sits at radius `RIM`; `None` where fewer than three
+/// labels name a known position.
+pub fn layout(labels: &[String]) -> Option<Vec<Option<[f64; 2]>>> {
+    let polar: Vec<Option<(f64, f64, f64)>> = labels
+        .iter()
+        .map(|l| {
+            let [x, y, z] = electrode_position(l)?;
+            let theta = z.clamp(-1.0, 1.0).acos();
+            let r = (x * x + y * y).sqrt().max(1e-12);
+            Some((theta, x / r, y / r))
+        })
+        .collect();
+    if polar.iter().flatten().count() < 3 {
+        return None;
+    }
+    let reach = (polar.iter().flatten())
+        .map(|p| p.0)
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    Some(
+        (polar.into_iter())
+            .map(|p| p.map(|(t, cx, cy)| [RIM * t / reach * cx, RIM * t / reach * cy]))
+            .collect(),
+    )
+}
+
+/// The lowest electrodes' radius on a map of radius 1 (the head's outline).
+const RIM: f64 = 0.92;
+
+/// Values on a `size` x `size` grid over the unit disk (row 0 at the front), by inverse squared
+/// distance from the electrodes; `None` outside the head.
+pub fn interpolate(values: &[f64], at: &[Option<[f64; 2]>], size: usize) -> Vec<Option<f64>> {
+    let known: Vec<([f64; 2], f64)> = (at.iter().zip(values))
+        .filter_map(|(p, &v)| p.map(|p| (p, v)))
+        .collect();
+    let mut grid = vec![None; size * size];
+    for (k, cell) in grid.iter_mut().enumerate() {
+        let (row, col) = (k / size, k % size);
+        let x = (col as f64 + 0.5) / size as f64 * 2.0 - 1.0;
+        let y = 1.0 - (row as f64 + 0.5) / size as f64 * 2.0;
+        if x * x + y * y > 1.0 {
+            continue;
+        }
+        let (mut num, mut den) = (0.0, 0.0);
+        for &([px, py], v) in &known {
+            let d2 = (x - px).powi(2) + (y - py).powi(2);
+            if d2 < 1e-12 {
+                (num, den) = (v, 1.0);
+                break;
+            }
+            let w = 1.0 / (d2 * d2);
+            num += w * v;
+            den += w;
+        }
+        *cell = Some(num / den);
+    }
+    grid
+}
+
+/// Blue for negative, white for zero, red for positive, over `-scale..scale`.
+fn diverging(v: f64, scale: f64) -> Color32 {
+    let t = (v / scale.max(1e-30)).clamp(-1.0, 1.0);
+    let white = [247.0, 247.0, 247.0];
+    let end = if t < 0.0 {
+        [33.0, 102.0, 172.0]
+    } else {
+        [178.0, 24.0, 43.0]
+    };
+    let a = t.abs();
+    let c = |i: usize| (white[i] + (end[i] - white[i]) * a) as u8;
+    Color32::from_rgb(c(0), c(1), c(2))
+}
+
+/// One component's map as an image. The sign is chosen so that the largest weight is positive
+/// (ICA leaves it arbitrary).
+fn image(values: &[f64], at: &[Option<[f64; 2]>]) -> ColorImage {
+    let peak = (at.iter().zip(values))
+        .filter(|(p, _)| p.is_some())
+        .map(|(_, &v)| v)
+        .fold(0.0f64, |m, v| if v.abs() > m.abs() { v } else { m });
+    let sign = if peak < 0.0 { -1.0 } else { 1.0 };
+    let signed: Vec<f64> = values.iter().map(|v| v * sign).collect();
+    let grid = interpolate(&signed, at, SIZE);
+    let pixels = grid
+        .iter()
+        .map(|g| g.map_or(Color32::TRANSPARENT, |v| diverging(v, peak.abs())))
+        .collect();
+    ColorImage::new([SIZE, SIZE], pixels)
+}
+
+/// The maps of one window's components, kept as textures until the window changes.
+#[derive(Default)]
+pub struct ScalpMaps {
+    /// A fingerprint of the ICA they were made for, and the textures.
+    made_for: Option<u64>,
+    textures: Vec<TextureHandle>,
+    layout: Option<Vec<Option<[f64; 2]>>>,
+    labels: Vec<String>,
+}
+
+impl ScalpMaps {
+    /// Draws the first `shown` components' maps in rows of six, the removed ones in red.
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        labels: &[String],
+        ica: &Ica,
+        removed: &[usize],
+        shown: usize,
+    ) {
+        // A new ICA has a new mixing matrix: its bits tell windows (and refits) apart.
+        let window = (ica.mixing.iter()).fold(ica.mixing.ncols() as u64, |h, v| {
+            h.rotate_left(5) ^ v.to_bits()
+        });
+        if self.labels != labels {
+            self.labels = labels.to_vec();
+            self.layout = layout(labels);
+            self.made_for = None;
+        }
+        let Some(at) = &self.layout else {
+            ui.small("no scalp maps: no channel label names a 10-10 position");
+            return;
+        };
+        let shown = shown.min(ica.mixing.ncols());
+        if self.made_for != Some(window) || self.textures.len() != shown {
+            self.textures = (0..shown)
+                .map(|k| {
+                    let column: Vec<f64> = ica.mixing.column(k).iter().copied().collect();
+                    ui.ctx().load_texture(
+                        format!("scalp map {k}"),
+                        image(&column, at),
+                        TextureOptions::LINEAR,
+                    )
+                })
+                .collect();
+            self.made_for = Some(window);
+        }
+        let red = Color32::from_rgb(220, 50, 47);
+        let line = ui.visuals().text_color();
+        let width = ui.available_width();
+        let per_row = 6;
+        let side = (width / per_row as f32 - ui.spacing().item_spacing.x).clamp(30.0, 110.0);
+        for row in self.textures.chunks(per_row).enumerate() {
+            ui.horizontal(|ui| {
+                for (j, tex) in row.1.iter().enumerate() {
+                    let k = row.0 * per_row + j;
+                    map(ui, tex, at, side, removed.contains(&k), k, (red, line));
+                }
+            });
+        }
+    }
+}
+
+/// One map: the image in the head's outline with the nose and electrodes, and its name.
+fn map(
+    ui: &mut egui::Ui,
+    tex: &TextureHandle,
+    at: &[Option<[f64; 2]>],
+    side: f32,
+    gone: bool,
+    k: usize,
+    (red, line): (Color32, Color32),
+) {
+    ui.vertical(|ui| {
+        let (rect, _) = ui.allocate_exact_size(Vec2::splat(side), egui::Sense::hover());
+        let p = ui.painter_at(rect.expand(2.0));
+        let c = rect.center();
+        let r = side * 0.5 - 4.0;
+        let uv = egui::Rect::from_min_max(Pos2::ZERO, Pos2::new(1.0, 1.0));
+        let head = egui::Rect::from_center_size(c, Vec2::splat(2.0 * r));
+        p.image(tex.id(), head, uv, Color32::WHITE);
+        let colour = if gone { red } else { line };
+        let stroke = Stroke::new(if gone { 2.0 } else { 1.0 }, colour);
+        p.circle_stroke(c, r, stroke);
+        // The nose, at the front (up).
+        let nose = vec![
+            c + Vec2::new(-r * 0.15, -r * 0.98),
+            c + Vec2::new(0.0, -r * 1.12),
+            c + Vec2::new(r * 0.15, -r * 0.98),
+        ];
+        p.line(nose, stroke);
+        for q in at.iter().flatten() {
+            let e = c + Vec2::new(q[0] as f32 * r, -q[1] as f32 * r);
+            p.circle_filled(e, 1.2, Color32::from_gray(40));
+        }
+        let name = if gone {
+            format!("IC {k} removed")
+        } else {
+            format!("IC {k}")
+        };
+        ui.label(egui::RichText::new(name).small().color(colour));
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frontal_topography_is_strongest_at_the_front() {
+        let labels: Vec<String> = ["Fp1", "Fp2", "Fz", "Cz", "Pz", "O1", "O2", "EOG1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let at = layout(&labels).unwrap();
+        assert!(at[7].is_none(), "EOG has no scalp position");
+        // Front is +y on the map; Cz at the centre.
+        assert!(at[0].unwrap()[1] > 0.5 && at[5].unwrap()[1] < -0.5);
+        assert!(at[3].unwrap()[0].abs() < 1e-9 && at[3].unwrap()[1].abs() < 1e-9);
+        let values = [10.0, 10.0, 4.0, 1.0, 0.5, 0.2, 0.2, 99.0];
+        let grid = interpolate(&values, &at, 32);
+        let row_mean = |row: usize| {
+            let v: Vec<f64> = grid[row * 32..(row + 1) * 32]
+                .iter()
+                .flatten()
+                .copied()
+                .collect();
+            v.iter().sum::<f64>() / v.len() as f64
+        };
+        assert!(
+            row_mean(4) > 5.0 * row_mean(27),
+            "{} {}",
+            row_mean(4),
+            row_mean(27)
+        );
+        assert!(grid[0].is_none(), "corners are outside the head");
+        // EOG's 99 has no place on the scalp and must not leak in.
+        assert!(grid.iter().flatten().all(|&v| v <= 10.0 + 1e-9));
+        assert!(layout(&["EOG1".to_string(), "X".into()]).is_none());
+    }
+}
