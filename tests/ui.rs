@@ -1012,4 +1012,22 @@ fn live_view_plays_pauses_steps_and_takes_a_contrast_change() {
     h.get_by_label("Play").click();
     step_until(&mut h, |app| progress(app).0 >= paused_at + 4);
     assert_eq!(h.state().view_ref::<LiveView>().unwrap().error(), None);
+    // Record a few hops, stop: the file holds them, raw and cleaned.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.bdf");
+    let view = |app: &EdeApp| app.view_ref::<LiveView>().unwrap().recording();
+    h.state_mut()
+        .view_mut::<LiveView>()
+        .unwrap()
+        .record(Some(path.clone()));
+    step_until(&mut h, |app| view(app).0.is_some());
+    let started = progress(h.state()).0;
+    step_until(&mut h, |app| progress(app).0 >= started + 3);
+    h.get_by_label("Stop recording").click();
+    step_until(&mut h, |app| view(app).1.is_some());
+    let saved = view(h.state()).1.unwrap();
+    assert!(saved.contains("session.bdf"), "{saved}");
+    let rec = ede::recording::Recording::open(&path, &Default::default()).unwrap();
+    assert!(rec.signals.iter().any(|s| s.label.ends_with(" cln")));
+    assert!(rec.signals[0].samples >= 3 * rec.signals[0].fs as usize);
 }

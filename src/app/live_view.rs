@@ -7,6 +7,7 @@
 //! applies from the next hop, while playing or paused.
 
 use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,9 +20,12 @@ use super::AnalysisView;
 use super::browser::Browser;
 use super::scalp_map::ScalpMaps;
 use crate::analysis::blink::{Deblinker, EegData};
-use crate::analysis::live::LiveOptions;
+use crate::analysis::live::lsl::{InletOptions, LslSource};
+use crate::analysis::live::record::SessionRecorder;
+use crate::analysis::live::source::{FileSource, Source, StreamMeta};
+use crate::analysis::live::{Feed, LiveOptions, Note};
 use crate::dsp::blink::Blink;
-use crate::dsp::blink::stream::{Hop, Streamer};
+use crate::dsp::blink::stream::Hop;
 use crate::dsp::ica::{Contrast, Ica, Observations};
 use crate::gpu::GpuContext;
 use crate::recording::Recording;
@@ -43,6 +47,17 @@ enum Command {
     Speed(Option<f64>),
     Options(Box<LiveOptions>),
     Seek(f64),
+    /// Start recording to this file from the next hop, or stop.
+    Record(Option<PathBuf>),
+}
+
+/// Where the stream comes from.
+#[derive(Clone)]
+enum Input {
+    /// The open recording, played from a sample on.
+    Recording(Arc<EegData>, Arc<Recording>, u64),
+    /// An LSL stream: its name or PROPERTY=VALUE.
+    Lsl(String),
 }
 
 /// The newest window, for the components plot.
@@ -55,11 +70,15 @@ struct Window {
 /// What the player thread shares with the view.
 #[derive(Default)]
 struct Shared {
+    /// The stream's name, channels and rate, once the source is open.
+    meta: Option<StreamMeta>,
     /// Absolute sample of `original[c][0]` and `cleaned[c][0]`.
     start: u64,
     original: Vec<VecDeque<f32>>,
     cleaned: Vec<VecDeque<f32>>,
     blinks: VecDeque<Blink>,
+    /// Samples the source lost (start, count), filled with the last value.
+    gaps: VecDeque<(u64, u64)>,
     window: Option<Window>,
     /// Each channel's robust SD over the last `SPREAD_S` seconds: the lane scale, updated per
     /// hop rather than every frame.
@@ -68,28 +87,35 @@ struct Shared {
     latency: VecDeque<f64>,
     hops: usize,
     late: usize,
+    lost: u64,
     /// Samples received (the play position).
     received: u64,
     playing: bool,
+    stalled: bool,
     ended: bool,
+    /// The file being recorded, and what the last recording saved.
+    recording: Option<String>,
+    recorded: Option<String>,
     error: Option<String>,
 }
 
 impl Shared {
     fn clear(&mut self, channels: usize, at: u64) {
         *self = Shared {
+            meta: self.meta.take(),
             start: at,
             original: vec![VecDeque::new(); channels],
             cleaned: vec![VecDeque::new(); channels],
             received: at,
             playing: self.playing,
+            recorded: self.recorded.take(),
             ..Shared::default()
         };
     }
 
     /// Appends `hop`, whose sample numbers count from the recording's sample `origin` (where
     /// its stream began).
-    fn add(&mut self, hop: Hop, origin: u64, meter: (f64, f64, bool), fs: f64) {
+    fn add(&mut self, hop: &Hop, origin: u64, meter: (f64, f64, bool), fs: f64) {
         let (processing, latency, late) = meter;
         if self.original.iter().all(VecDeque::is_empty) {
             self.start = origin + hop.start;
@@ -124,10 +150,13 @@ impl Shared {
         while (self.blinks.front()).is_some_and(|b| (b.end as u64) < self.start) {
             self.blinks.pop_front();
         }
-        if let Some(ica) = hop.ica {
+        while (self.gaps.front()).is_some_and(|g| g.0 + g.1 < self.start) {
+            self.gaps.pop_front();
+        }
+        if let Some(ica) = &hop.ica {
             self.window = Some(Window {
-                ica,
-                removed: hop.removed,
+                ica: ica.clone(),
+                removed: hop.removed.clone(),
                 start: origin + hop.window_start,
             });
         }
@@ -145,73 +174,153 @@ impl Shared {
         }
         self.hops += 1;
         self.late += usize::from(late);
-        if let Some(e) = hop.error {
-            self.error = Some(e);
+        if let Some(e) = &hop.error {
+            self.error = Some(e.clone());
         }
     }
 }
 
-/// The player: pushes the recording into a `Streamer` chunk by chunk at the chosen speed,
-/// obeying `commands` between chunks (so a hop in flight always finishes as it began).
+/// An open source and the pipeline it feeds.
+struct Session<'a> {
+    source: Box<dyn Source + 'a>,
+    feed: Feed,
+    /// The recording's sample where the stream began (the streamer counts from 0).
+    origin: u64,
+    /// When each chunk was handed over: (its first sample, the instant).
+    arrivals: VecDeque<(u64, Instant)>,
+    recorder: Option<SessionRecorder>,
+}
+
+impl<'a> Session<'a> {
+    /// The recording from sample `from` (its first window at once), or the LSL stream.
+    fn open(input: &'a Input, from: u64, opts: &LiveOptions) -> Result<Self, String> {
+        let (source, origin): (Box<dyn Source + 'a>, u64) = match input {
+            Input::Recording(data, rec, _) => {
+                let from = from.min(data.data.cols.saturating_sub(1) as u64);
+                let window =
+                    opts.deblink
+                        .params
+                        .window_samples(data.data.rows, data.fs, usize::MAX);
+                let mut file_opts = opts.clone();
+                file_opts.duration_s = None;
+                let source = FileSource::new(data, Some(rec), &file_opts)
+                    .starting_at(from as usize)
+                    .unpaced(window);
+                (Box::new(source), from)
+            }
+            Input::Lsl(query) => (
+                Box::new(LslSource::resolve(query, InletOptions::default())?),
+                0,
+            ),
+        };
+        let feed = Feed::new(source.meta(), opts).map_err(|e| e.to_string())?;
+        Ok(Session {
+            source,
+            feed,
+            origin,
+            arrivals: VecDeque::new(),
+            recorder: None,
+        })
+    }
+
+    /// Starts the same input over from sample `at` (a recording's seek); a recording of the
+    /// session ends, since a file holds one continuous stretch.
+    fn reopen(&mut self, input: &'a Input, at: u64, opts: &LiveOptions, shared: &Mutex<Shared>) {
+        self.stop_recording(shared);
+        match Session::open(input, at, opts) {
+            Ok(s) => {
+                *self = s;
+                let rows = self.source.meta().labels.len();
+                shared.lock().expect("live state").clear(rows, self.origin);
+            }
+            Err(e) => shared.lock().expect("live state").error = Some(e),
+        }
+    }
+
+    /// Stops recording; says what was saved.
+    fn stop_recording(&mut self, shared: &Mutex<Shared>) {
+        let Some(r) = self.recorder.take() else {
+            return;
+        };
+        let mut s = shared.lock().expect("live state");
+        s.recording = None;
+        match r.finish() {
+            Ok(r) => {
+                s.recorded = Some(format!(
+                    "saved {} ({}, {:.1} s)",
+                    r.path,
+                    r.format,
+                    r.samples as f64 / self.source.meta().fs
+                ))
+            }
+            Err(e) => s.error = Some(e.to_string()),
+        }
+    }
+}
+
+/// The player: pulls the source into the pipeline at its pace, obeying `commands` between
+/// pulls (so a hop in flight always finishes as it began), and records when told to.
 fn player(
-    data: Arc<EegData>,
+    input: Input,
     mut opts: LiveOptions,
     gpu: Option<GpuContext>,
     shared: Arc<Mutex<Shared>>,
     commands: Receiver<Command>,
     ctx: egui::Context,
-    from: u64,
 ) {
-    let fs = data.fs;
-    let x = &data.data;
-    let total = x.cols as u64;
-    let chunk = ((opts.chunk_s * fs).round() as u64).max(1);
-    let mut deblinker = Deblinker::new(gpu.as_ref());
-    let fresh = |opts: &LiveOptions| Streamer::new(fs, data.channels.clone(), opts.stream_params());
-    let mut streamer = match fresh(&opts) {
-        Ok(s) => s,
-        Err(e) => {
-            shared.lock().expect("live state").error = Some(e.to_string());
-            return;
-        }
+    let fail = |e: String| {
+        shared.lock().expect("live state").error = Some(e);
+        ctx.request_repaint();
     };
+    let from = match &input {
+        Input::Recording(_, _, from) => *from,
+        Input::Lsl(_) => 0,
+    };
+    let file_input = matches!(input, Input::Recording(..));
+    let mut session = match Session::open(&input, from, &opts) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    {
+        let mut s = shared.lock().expect("live state");
+        s.meta = Some(session.source.meta().clone());
+        let rows = session.source.meta().labels.len();
+        s.clear(rows, session.origin);
+    }
+    let fs = session.source.meta().fs;
+    let mut deblinker = Deblinker::new(gpu.as_ref());
     let (mut playing, mut stepping) = (true, false);
-    // The pace: sample `paced_from` was due at `clock`.
-    let (mut clock, mut paced_from) = (Instant::now(), 0u64);
-    let mut pos = from.min(total.saturating_sub(1));
-    // The recording's sample where the current stream began (the streamer counts from 0).
-    let mut origin = pos;
-    shared.lock().expect("live state").clear(x.rows, pos);
+    let mut record_to: Option<PathBuf> = None;
     loop {
         // The view is gone when its sender is: the player ends with it.
         let next = if playing || stepping {
             match commands.try_recv() {
-                Err(TryRecvError::Disconnected) => return,
+                Err(TryRecvError::Disconnected) => break,
                 next => next.ok(),
             }
         } else {
             match commands.recv_timeout(Duration::from_millis(100)) {
-                Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Disconnected) => break,
                 next => next.ok(),
             }
         };
+        let ended = shared.lock().expect("live state").ended;
         match next {
             Some(Command::Play) => {
                 playing = true;
-                // Play at the end starts over.
-                if pos >= total {
-                    (pos, origin) = (0, 0);
-                    if let Ok(s) = fresh(&opts) {
-                        streamer = s;
-                    }
-                    shared.lock().expect("live state").clear(x.rows, 0);
+                // Play at the end of a recording starts over.
+                if ended && file_input {
+                    session.reopen(&input, 0, &opts, &shared);
                 }
             }
             Some(Command::Pause) => playing = false,
             Some(Command::Step) => stepping = true,
-            Some(Command::Speed(s)) => opts.speed = s,
+            Some(Command::Speed(v)) => {
+                opts.speed = v;
+                session.source.set_speed(v);
+            }
             Some(Command::Options(o)) => {
-                if let Err(e) = streamer.set_params(o.stream_params()) {
+                if let Err(e) = session.feed.streamer.set_params(o.stream_params()) {
                     shared.lock().expect("live state").error = Some(e.to_string());
                 } else {
                     opts = LiveOptions {
@@ -220,67 +329,122 @@ fn player(
                     };
                 }
             }
-            Some(Command::Seek(t)) => {
-                pos = ((t * fs) as u64).min(total.saturating_sub(1));
-                origin = pos;
-                if let Ok(s) = fresh(&opts) {
-                    streamer = s;
-                }
-                shared.lock().expect("live state").clear(x.rows, pos);
+            Some(Command::Seek(t)) if file_input => {
+                session.reopen(&input, (t * fs) as u64, &opts, &shared)
             }
-            None => {}
+            Some(Command::Record(Some(path))) => record_to = Some(path),
+            Some(Command::Record(None)) => {
+                record_to = None;
+                session.stop_recording(&shared);
+            }
+            _ => {}
         }
         {
             let mut s = shared.lock().expect("live state");
             s.playing = playing;
-            s.received = pos;
+            s.received = session.origin + session.feed.streamer.received();
         }
-        if !(playing || stepping) {
-            (clock, paced_from) = (Instant::now(), pos);
+        if !(playing || stepping) || ended {
+            session.source.paused();
+            if ended {
+                playing = false;
+            }
             continue;
         }
         let mut ica =
             |o: &Observations, warm: Option<&DMatrix<f64>>| deblinker.ica(&opts.deblink, o, warm);
-        let started = Instant::now();
-        let hops: Vec<Hop> = if pos >= total {
-            playing = false;
-            shared.lock().expect("live state").ended = true;
-            streamer.finish(&mut ica).into_iter().collect()
-        } else {
-            let to = (pos + chunk).min(total);
-            // The first window fills at once (as if recorded before the demo began); from
-            // then on each chunk waits for its last sample to be due.
-            let (window, _) = streamer.window_and_hop();
-            if let Some(speed) = opts.speed.filter(|_| streamer.received() >= window as u64) {
-                let due = clock + Duration::from_secs_f64((to - paced_from) as f64 / fs / speed);
-                std::thread::sleep(due.saturating_duration_since(Instant::now()));
-            } else {
-                (clock, paced_from) = (Instant::now(), to);
-            }
-            let part = x.block(x.rows, pos as usize..to as usize);
-            pos = to;
-            streamer.push(&part, &mut ica)
-        };
-        if hops.is_empty() {
-            continue;
+        let mut pulled = session.feed.pull(session.source.as_mut(), &mut ica);
+        if let Some(a) = pulled.arrived {
+            session.arrivals.push_back(a);
         }
-        let processing = started.elapsed().as_secs_f64() / hops.len() as f64;
         let mut s = shared.lock().expect("live state");
-        for hop in hops {
-            let duration = hop.cleaned.cols as f64 / fs;
-            let late = opts.speed.is_some_and(|v| processing > duration / v);
-            // A hop's first sample arrived one hop (at this speed) before its last.
-            let latency = processing + opts.speed.map_or(0.0, |v| duration / v);
-            s.add(hop, origin, (processing, latency, late), fs);
+        match pulled.note.take() {
+            Some(Note::Gap { at, samples }) => {
+                s.gaps.push_back((session.origin + at, samples));
+                s.lost += samples;
+                if let Some(r) = &mut session.recorder {
+                    r.note(
+                        at,
+                        &format!("Gap: {samples} samples lost (held at the last value)"),
+                    );
+                }
+            }
+            Some(Note::Stalled { at }) => {
+                s.stalled = true;
+                if let Some(r) = &mut session.recorder {
+                    r.note(at, "Source stalled");
+                }
+            }
+            Some(Note::Resumed) => s.stalled = false,
+            Some(Note::Ended(why)) => {
+                if let Some((hop, seconds)) = session.feed.finish(&mut ica) {
+                    pulled.hops.push(hop);
+                    pulled.processing_s = seconds;
+                }
+                s.ended = true;
+                if let Some(why) = why {
+                    s.error = Some(why);
+                }
+            }
+            None => {}
         }
-        s.received = pos;
+        for hop in &pulled.hops {
+            let duration = hop.cleaned.cols as f64 / fs;
+            let late = opts
+                .speed
+                .is_some_and(|v| pulled.processing_s > duration / v);
+            let arrived = (session.arrivals.iter())
+                .rev()
+                .find(|(at, _)| *at <= hop.start)
+                .map_or_else(Instant::now, |a| a.1);
+            let latency = arrived.elapsed().as_secs_f64();
+            s.add(
+                hop,
+                session.origin,
+                (pulled.processing_s, latency, late),
+                fs,
+            );
+            if let Some(path) = record_to.take() {
+                let protect = match &input {
+                    Input::Recording(_, rec, _) => rec.path.clone(),
+                    Input::Lsl(_) => None,
+                };
+                let meta = session.source.meta();
+                let keep = &session.feed.channels.keep;
+                match SessionRecorder::create(&path, meta, keep, hop, protect.as_deref()) {
+                    Ok(r) => {
+                        s.recording = Some(path.display().to_string());
+                        session.recorder = Some(r);
+                    }
+                    Err(e) => s.error = Some(e.to_string()),
+                }
+            }
+            if let Some(r) = &mut session.recorder
+                && let Err(e) = r.hop(hop)
+            {
+                s.error = Some(e.to_string());
+            }
+        }
+        let emitted = session.feed.streamer.emitted();
+        while session.arrivals.len() > 1 && session.arrivals[1].0 <= emitted {
+            session.arrivals.pop_front();
+        }
+        s.received = session.origin + session.feed.streamer.received();
+        let ended = s.ended;
         drop(s);
-        stepping = false;
-        ctx.request_repaint();
+        if ended && session.recorder.is_some() {
+            session.stop_recording(&shared);
+        }
+        if !pulled.hops.is_empty() {
+            stepping = false;
+            ctx.request_repaint();
+        }
     }
+    session.stop_recording(&shared);
 }
 
 pub struct LiveView {
+    rec: Arc<Recording>,
     data: Option<Arc<EegData>>,
     opts: LiveOptions,
     sent: LiveOptions,
@@ -289,6 +453,10 @@ pub struct LiveView {
     display_s: f64,
     /// The position the seek slider is being dragged to.
     seek_drag: Option<f64>,
+    /// The LSL stream asked for (name or PROPERTY=VALUE); the open recording when `None`.
+    lsl: Option<String>,
+    lsl_text: String,
+    record_path: String,
     shared: Arc<Mutex<Shared>>,
     commands: Option<Sender<Command>>,
     gpu: Option<GpuContext>,
@@ -306,10 +474,22 @@ impl LiveView {
             Ok(d) => (Some(Arc::new(d)), None),
             Err(e) => (None, Some(e.to_string())),
         };
-        let channels = data.as_ref().map_or(0, |d| d.data.rows);
-        let mut shared = Shared::default();
-        shared.clear(channels, 0);
+        let record_path = match &rec.path {
+            Some(p) => {
+                let stem = p.file_stem().map_or("ede".into(), |s| s.to_string_lossy());
+                let ext = if rec.format.edf_family() == Some("edf") {
+                    "edf"
+                } else {
+                    "bdf"
+                };
+                p.with_file_name(format!("{stem}-live.{ext}"))
+                    .display()
+                    .to_string()
+            }
+            None => "ede-live.bdf".into(),
+        };
         LiveView {
+            rec,
             data,
             sent: opts.clone(),
             speed: opts.speed,
@@ -317,7 +497,10 @@ impl LiveView {
             side_by_side: false,
             display_s: 10.0,
             seek_drag: None,
-            shared: Arc::new(Mutex::new(shared)),
+            lsl: None,
+            lsl_text: "type=EEG".into(),
+            record_path,
+            shared: Arc::new(Mutex::new(Shared::default())),
             commands: None,
             gpu,
             error,
@@ -357,40 +540,146 @@ impl LiveView {
         self.opts.deblink.fastica.contrast = contrast;
     }
 
-    /// Starts the player at `from_s` seconds (where the browser is).
+    /// Records the session to `path` (EDF+ or BDF+) from the next hop on, or stops.
+    pub fn record(&self, path: Option<PathBuf>) {
+        self.send(Command::Record(path));
+    }
+
+    /// Where it is recording to, and what the last recording saved.
+    pub fn recording(&self) -> (Option<String>, Option<String>) {
+        let s = self.shared.lock().expect("live state");
+        (s.recording.clone(), s.recorded.clone())
+    }
+
+    /// Switches to the LSL stream `query` (name or PROPERTY=VALUE), or back to the recording.
+    pub fn use_lsl(&mut self, query: Option<String>) {
+        if let Some(q) = &query {
+            self.lsl_text = q.clone();
+        }
+        self.lsl = query;
+        // Dropping the sender ends the player; the next frame starts one on the new input.
+        self.commands = None;
+        self.shared = Arc::new(Mutex::new(Shared::default()));
+    }
+
+    /// Starts the player, on the recording at `from_s` seconds (where the browser is) or on
+    /// the LSL stream.
     fn start(&mut self, ctx: &egui::Context, from_s: f64) {
-        let Some(data) = &self.data else { return };
         if self.commands.is_some() {
             return;
         }
+        let input = match (&self.lsl, &self.data) {
+            (Some(q), _) => Input::Lsl(q.clone()),
+            (None, Some(data)) => {
+                let from = (from_s.max(0.0) * data.fs) as u64;
+                Input::Recording(data.clone(), self.rec.clone(), from)
+            }
+            (None, None) => return,
+        };
         let (tx, rx) = channel();
-        let from = (from_s.max(0.0) * data.fs) as u64;
-        let (data, opts, gpu, shared, ctx) = (
-            data.clone(),
-            self.opts.clone(),
+        let (opts, gpu, shared, ctx) = (
+            self.sent.clone(),
             self.gpu.clone(),
             self.shared.clone(),
             ctx.clone(),
         );
         let spawned = std::thread::Builder::new()
             .name("ede live".into())
-            .spawn(move || player(data, opts, gpu, shared, rx, ctx, from));
+            .spawn(move || player(input, opts, gpu, shared, rx, ctx));
         match spawned {
             Ok(_) => self.commands = Some(tx),
             Err(e) => self.error = Some(format!("cannot start the player: {e}")),
         }
     }
 
+    /// The source: the open recording or an LSL stream.
+    fn source_controls(&mut self, ui: &mut egui::Ui) {
+        let mut lsl = self.lsl.is_some();
+        ui.horizontal(|ui| {
+            ui.label("source");
+            ui.radio_value(&mut lsl, false, "this recording");
+            ui.radio_value(&mut lsl, true, "LSL stream");
+        });
+        if !lsl && self.lsl.is_some() {
+            self.use_lsl(None);
+        }
+        if lsl {
+            ui.horizontal(|ui| {
+                ui.add(
+                    egui::TextEdit::singleline(&mut self.lsl_text)
+                        .desired_width(150.0)
+                        .hint_text("name or type=EEG"),
+                );
+                let text = self.lsl_text.trim().to_string();
+                if ui.button("Connect").clicked() && !text.is_empty() {
+                    self.use_lsl(Some(text));
+                }
+            });
+            if self.lsl.is_none() {
+                ui.small("a stream's name, or type=EEG for the first EEG stream");
+            }
+        }
+    }
+
+    /// Start and stop recording the session.
+    fn record_controls(&mut self, ui: &mut egui::Ui) {
+        let (recording, recorded) = self.recording();
+        match recording {
+            Some(path) => {
+                ui.colored_label(
+                    Color32::from_rgb(220, 50, 47),
+                    format!("REC · recording to {path}"),
+                );
+                if ui.button("Stop recording").clicked() {
+                    self.record(None);
+                }
+            }
+            None => {
+                ui.horizontal(|ui| {
+                    ui.add(egui::TextEdit::singleline(&mut self.record_path).desired_width(170.0));
+                    if ui.button("Record").clicked() {
+                        self.record(Some(PathBuf::from(self.record_path.trim())));
+                    }
+                });
+                ui.small(
+                    "raw and cleaned channels with blinks and gaps as annotations; .edf or .bdf",
+                );
+            }
+        }
+        if let Some(r) = recorded {
+            ui.small(r);
+        }
+    }
+
     fn controls(&mut self, ui: &mut egui::Ui) {
         ui.heading("Live");
-        ui.label("The recording streamed through blink removal, hop by hop.");
+        ui.label("A stream cleaned of blinks hop by hop: the recording played, or an LSL stream.");
         ui.add_space(4.0);
-        let (playing, received, ended) = {
+        self.source_controls(ui);
+        let (playing, received, ended, stalled, meta) = {
             let s = self.shared.lock().expect("live state");
-            (s.playing, s.received, s.ended)
+            (s.playing, s.received, s.ended, s.stalled, s.meta.clone())
         };
-        let fs = self.data.as_ref().map_or(1.0, |d| d.fs);
-        let length = self.data.as_ref().map_or(0.0, |d| d.duration_s());
+        let Some(meta) = meta else {
+            ui.label(match &self.lsl {
+                Some(q) => format!("looking for LSL stream {q:?}…"),
+                None => "opening…".into(),
+            });
+            if let Some(e) = self.shared.lock().expect("live state").error.clone() {
+                ui.colored_label(ui.visuals().error_fg_color, e);
+            }
+            return;
+        };
+        let fs = meta.fs;
+        let live = self.lsl.is_some();
+        if live {
+            ui.small(format!(
+                "{}: {} channels at {} Hz",
+                meta.name,
+                meta.labels.len(),
+                fs
+            ));
+        }
         ui.horizontal(|ui| {
             if playing {
                 if ui.button("Pause").clicked() {
@@ -406,35 +695,48 @@ impl LiveView {
                 self.step();
             }
         });
-        ui.horizontal(|ui| {
-            ui.label("speed");
-            for (label, v) in [
-                ("1x", Some(1.0)),
-                ("2x", Some(2.0)),
-                ("4x", Some(4.0)),
-                ("8x", Some(8.0)),
-                ("max", None),
-            ] {
-                ui.radio_value(&mut self.speed, v, label);
+        if stalled {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                "the source has stalled: waiting",
+            );
+        }
+        if live {
+            ui.small("paused, the stream is buffered and caught up on Play");
+        } else {
+            ui.horizontal(|ui| {
+                ui.label("speed");
+                for (label, v) in [
+                    ("1x", Some(1.0)),
+                    ("2x", Some(2.0)),
+                    ("4x", Some(4.0)),
+                    ("8x", Some(8.0)),
+                    ("max", None),
+                ] {
+                    ui.radio_value(&mut self.speed, v, label);
+                }
+            });
+            let length = self.data.as_ref().map_or(0.0, |d| d.duration_s());
+            // The slider follows the stream, except while the user holds it.
+            let mut at = self.seek_drag.unwrap_or(received as f64 / fs);
+            let seek = ui.add(
+                egui::Slider::new(&mut at, 0.0..=length.max(1e-3))
+                    .text("position (s)")
+                    .fixed_decimals(1),
+            );
+            if seek.dragged() {
+                self.seek_drag = Some(at);
             }
-        });
-        // The slider follows the stream, except while the user holds it.
-        let mut at = self.seek_drag.unwrap_or(received as f64 / fs);
-        let seek = ui.add(
-            egui::Slider::new(&mut at, 0.0..=length.max(1e-3))
-                .text("position (s)")
-                .fixed_decimals(1),
-        );
-        if seek.dragged() {
-            self.seek_drag = Some(at);
+            if seek.drag_stopped() || seek.clicked() {
+                self.seek_drag = None;
+                self.send(Command::Seek(at));
+            }
+            if ended {
+                ui.small("the recording has ended: seek or play from a position");
+            }
         }
-        if seek.drag_stopped() || seek.clicked() {
-            self.seek_drag = None;
-            self.send(Command::Seek(at));
-        }
-        if ended {
-            ui.small("the recording has ended: seek or play from a position");
-        }
+        ui.separator();
+        self.record_controls(ui);
         ui.separator();
         super::blink_view::pipeline_controls(ui, &mut self.opts.deblink);
         let o = &mut self.opts;
@@ -462,7 +764,13 @@ impl LiveView {
         }
         let mean = |q: &VecDeque<f64>| q.iter().sum::<f64>() / q.len() as f64;
         let (processing, latency) = (mean(&s.processing), mean(&s.latency));
-        let budget = self.sent.hop_s / self.sent.speed.unwrap_or(f64::INFINITY);
+        // A live stream comes at its own pace: real time.
+        let speed = if self.lsl.is_some() {
+            Some(1.0)
+        } else {
+            self.sent.speed
+        };
+        let budget = self.sent.hop_s / speed.unwrap_or(f64::INFINITY);
         let share = if budget.is_finite() {
             (processing / budget) as f32
         } else {
@@ -495,15 +803,25 @@ impl LiveView {
             latency * 1e3,
             s.late
         ));
+        if s.lost > 0 {
+            ui.colored_label(
+                ui.visuals().warn_fg_color,
+                format!(
+                    "{} samples lost by the source ({} gaps shown grey)",
+                    s.lost,
+                    s.gaps.len()
+                ),
+            );
+        }
         if let Some(e) = &s.error {
             ui.colored_label(ui.visuals().warn_fg_color, format!("last failed hop: {e}"));
         }
     }
 
     fn panel(&mut self, ui: &mut egui::Ui) {
-        let Some(data) = &self.data else { return };
         let s = self.shared.lock().expect("live state");
-        let fs = data.fs;
+        let Some(meta) = &s.meta else { return };
+        let fs = meta.fs;
         let len = s.original.first().map_or(0, VecDeque::len);
         if len == 0 {
             ui.centered_and_justified(|ui| ui.label("filling the first window…"));
@@ -514,7 +832,7 @@ impl LiveView {
         let step = (shown / 1500).max(1);
         let t_of = |k: usize| (s.start + k as u64) as f64 / fs;
         let (t0, t1) = (t_of(from), t_of(len));
-        let rows = data.data.rows;
+        let rows = meta.labels.len();
         let spread = &s.spread;
         let lane = |i: usize| -((i as f64) * 8.0);
         let trace = |q: &VecDeque<f32>, i: usize| -> PlotPoints<'static> {
@@ -532,15 +850,23 @@ impl LiveView {
             .map(|b| (b.start as f64 / fs, b.end as f64 / fs))
             .filter(|&(a, z)| z >= t0 && a <= t1)
             .collect();
-        let labels = &data.channels.labels;
+        // Samples the source lost, held at the last value: shaded grey.
+        let gaps: Vec<(f64, f64)> = (s.gaps.iter())
+            .map(|&(a, n)| (a as f64 / fs, (a + n) as f64 / fs))
+            .filter(|&(a, z)| z >= t0 && a <= t1)
+            .collect();
+        let gap_shade = Color32::from_rgba_unmultiplied(128, 128, 128, 70);
+        let labels = &meta.labels;
         let decorate = |p: &mut egui_plot::PlotUi<'_>| {
-            for &(a, z) in &blinks {
-                let (a, z) = (a.max(t0), z.min(t1));
-                p.polygon(
-                    Polygon::new("blink", vec![[a, bottom], [z, bottom], [z, 6.0], [a, 6.0]])
-                        .fill_color(shade)
-                        .stroke(egui::Stroke::NONE),
-                );
+            for (spans, colour, name) in [(&blinks, shade, "blink"), (&gaps, gap_shade, "gap")] {
+                for &(a, z) in spans {
+                    let (a, z) = (a.max(t0), z.min(t1));
+                    p.polygon(
+                        Polygon::new(name, vec![[a, bottom], [z, bottom], [z, 6.0], [a, 6.0]])
+                            .fill_color(colour)
+                            .stroke(egui::Stroke::NONE),
+                    );
+                }
             }
             super::blink_view::lane_labels(p, labels, |i| (t0, lane(i)), text);
         };

@@ -138,6 +138,8 @@ pub struct StartOptions {
     pub size: (f32, f32),
     pub start: Option<f64>,
     pub span: Option<Span>,
+    /// An LSL stream for the Live tab (which it then opens on).
+    pub lsl: Option<String>,
 }
 
 /// What persists between runs (eframe storage).
@@ -723,7 +725,17 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
                 app.browser.show(args.start.unwrap_or(t0), span);
             }
             app.page_png = screenshot.map(|p| PagePng::new(p, None, true));
-            app.show_view(&args.view);
+            match &args.lsl {
+                Some(query) => {
+                    app.show_view("live");
+                    if let Some(live) = app.view_mut::<live_view::LiveView>() {
+                        live.use_lsl(Some(query.clone()));
+                    }
+                }
+                None => {
+                    app.show_view(&args.view);
+                }
+            }
             Ok(Box::new(app))
         }),
     )

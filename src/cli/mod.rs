@@ -43,7 +43,7 @@ pub struct GuiArgs {
     /// Render the window after the first complete frame, save it as PNG and exit.
     #[arg(long, value_name = "PNG")]
     pub screenshot: Option<PathBuf>,
-    /// Which view to show: browser, xapen, scalogram or beats.
+    /// Which view to show: browser, xapen, scalogram, beats, blinks or live.
     #[arg(long, default_value = "browser")]
     pub view: String,
     /// Window size for the screenshot, WIDTHxHEIGHT.
@@ -55,6 +55,9 @@ pub struct GuiArgs {
     /// Seconds per page to open with, or "all" for the whole recording.
     #[arg(long, value_name = "SECONDS|all", value_parser = parse_span)]
     pub span: Option<Span>,
+    /// Open the Live tab on this LSL stream (its name, or PROPERTY=VALUE such as type=EEG).
+    #[arg(long, value_name = "NAME")]
+    pub lsl: Option<String>,
 }
 
 impl GuiArgs {
@@ -79,6 +82,7 @@ impl GuiArgs {
             size,
             start: self.start,
             span: self.span,
+            lsl: self.lsl.clone(),
         })
     }
 }

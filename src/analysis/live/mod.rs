@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use super::blink::{BlinkJobError, BlinkTimes, DeblinkOptions, Deblinker, blink_times};
 use crate::dsp::blink::stream::{Hop, StreamParams, Streamer};
-use crate::dsp::blink::{Blink, Channels};
+use crate::dsp::blink::{Blink, Channels, IcaFn};
 use crate::dsp::ica::Observations;
 use record::{RecordReport, SessionRecorder};
 use source::{Event, Source, gap_fill};
@@ -232,6 +232,116 @@ impl Tally<'_> {
     }
 }
 
+/// Something a pull from the source brought besides samples.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Note {
+    /// `samples` were lost from stream sample `at` on (filled, so time goes on).
+    Gap { at: u64, samples: u64 },
+    /// Nothing has arrived for a while, from stream sample `at`.
+    Stalled { at: u64 },
+    /// Samples arrive again after a stall.
+    Resumed,
+    /// The source has ended, and why if it failed.
+    Ended(Option<String>),
+}
+
+/// What one pull gave: the hops it completed (each took `processing_s`), when its samples
+/// arrived (their first sample, the instant), and what else happened.
+pub struct Pulled {
+    pub hops: Vec<Hop>,
+    pub processing_s: f64,
+    pub arrived: Option<(u64, Instant)>,
+    pub note: Option<Note>,
+}
+
+/// The source side of a live session, shared by `play` (headless) and the Live tab: pulls a
+/// source's events into a `Streamer`, filling gaps and noting stalls.
+pub struct Feed {
+    pub streamer: Streamer,
+    pub channels: Channels,
+    /// Each channel's last sample (what a gap is filled with).
+    last: Vec<f32>,
+    stalled: bool,
+    /// Samples to play at most.
+    limit: Option<u64>,
+}
+
+impl Feed {
+    pub fn new(meta: &source::StreamMeta, opts: &LiveOptions) -> Result<Self, BlinkJobError> {
+        let d = &opts.deblink;
+        let channels = Channels::resolve(&meta.labels, d.detect.as_deref(), d.keep.as_deref())?;
+        let streamer = Streamer::new(meta.fs, channels.clone(), opts.stream_params())?;
+        Ok(Feed {
+            streamer,
+            channels,
+            last: vec![0.0; meta.labels.len()],
+            stalled: false,
+            limit: opts.duration_s.map(|d| (d * meta.fs).round() as u64),
+        })
+    }
+
+    /// Whether the samples asked for have all come.
+    pub fn done(&self) -> bool {
+        self.limit.is_some_and(|t| self.streamer.received() >= t)
+    }
+
+    /// Takes the source's next event into the pipeline.
+    pub fn pull(&mut self, source: &mut dyn Source, ica: &mut IcaFn<'_>) -> Pulled {
+        let at = self.streamer.received();
+        let room = self.limit.map_or(u64::MAX, |t| t.saturating_sub(at));
+        let mut note = None;
+        let chunk = match source.next() {
+            Event::Samples(x) => {
+                if std::mem::take(&mut self.stalled) {
+                    note = Some(Note::Resumed);
+                }
+                let n = (x.cols as u64).min(room) as usize;
+                if n < x.cols { x.block(x.rows, 0..n) } else { x }
+            }
+            Event::Gap(samples) => {
+                note = Some(Note::Gap { at, samples });
+                gap_fill(&self.last, samples.min(room) as usize)
+            }
+            Event::Stalled => {
+                self.stalled = true;
+                note = Some(Note::Stalled { at });
+                Observations::new(self.last.len(), 0, Vec::new())
+            }
+            Event::Ended(why) => {
+                note = Some(Note::Ended(why));
+                Observations::new(self.last.len(), 0, Vec::new())
+            }
+        };
+        if chunk.cols == 0 {
+            return Pulled {
+                hops: Vec::new(),
+                processing_s: 0.0,
+                arrived: None,
+                note,
+            };
+        }
+        for (c, v) in self.last.iter_mut().enumerate() {
+            *v = chunk.row(c)[chunk.cols - 1];
+        }
+        let arrived = Some((at, Instant::now()));
+        let started = Instant::now();
+        let hops = self.streamer.push(&chunk, ica);
+        Pulled {
+            processing_s: started.elapsed().as_secs_f64() / hops.len().max(1) as f64,
+            hops,
+            arrived,
+            note,
+        }
+    }
+
+    /// The rest once the stream has ended, and the seconds it took.
+    pub fn finish(&mut self, ica: &mut IcaFn<'_>) -> Option<(Hop, f64)> {
+        let started = Instant::now();
+        let hop = self.streamer.finish(ica)?;
+        Some((hop, started.elapsed().as_secs_f64()))
+    }
+}
+
 /// Plays `source` through the streaming pipeline. `on_hop` sees each hop as it comes out and
 /// stops the session by returning false; parameters may change through the `Streamer` it is
 /// handed, from the next hop on.
@@ -244,10 +354,7 @@ pub fn play(
     let meta = source.meta().clone();
     let fs = meta.fs;
     let rows = meta.labels.len();
-    let d = &opts.deblink;
-    let channels = Channels::resolve(&meta.labels, d.detect.as_deref(), d.keep.as_deref())?;
-    let mut streamer = Streamer::new(fs, channels.clone(), opts.stream_params())?;
-    let total = opts.duration_s.map(|d| (d * fs).round() as u64);
+    let mut feed = Feed::new(&meta, opts)?;
     let mut ica =
         |obs: &Observations, warm: Option<&DMatrix<f64>>| deblinker.ica(&opts.deblink, obs, warm);
     let mut tally = Tally {
@@ -266,79 +373,58 @@ pub fn play(
     let mut gaps = Vec::new();
     let mut stalls: Vec<StallReport> = Vec::new();
     let mut stalled: Option<Instant> = None;
-    let mut last = vec![0.0f32; rows];
     let mut source_error = None;
     let mut stopped = false;
-    while !stopped && total.is_none_or(|t| streamer.received() < t) {
-        let at = streamer.received();
-        let chunk = match source.next() {
-            Event::Samples(mut x) => {
-                if let Some(since) = stalled.take()
-                    && let Some(s) = stalls.last_mut()
-                {
-                    s.lasted_s = since.elapsed().as_secs_f64();
-                }
-                if let Some(t) = total
-                    && at + x.cols as u64 > t
-                {
-                    x = x.block(rows, 0..(t - at) as usize);
-                }
-                x
-            }
-            Event::Gap(n) => {
+    while !stopped && !feed.done() {
+        let pulled = feed.pull(source, &mut ica);
+        match pulled.note {
+            Some(Note::Gap { at, samples }) => {
                 gaps.push(GapReport {
                     at_s: at as f64 / fs,
-                    samples: n,
+                    samples,
                 });
-                tally.note(
-                    at,
-                    format!("Gap: {n} samples lost (held at the last value)"),
-                );
-                let n = total.map_or(n, |t| n.min(t - at));
-                gap_fill(&last, n as usize)
+                let text = format!("Gap: {samples} samples lost (held at the last value)");
+                tally.note(at, text);
             }
-            Event::Stalled => {
+            Some(Note::Stalled { at }) => {
                 stalled = Some(Instant::now());
                 stalls.push(StallReport {
                     at_s: at as f64 / fs,
                     lasted_s: 0.0,
                 });
                 tally.note(at, "Source stalled".into());
-                continue;
             }
-            Event::Ended(why) => {
+            Some(Note::Resumed) => {
+                if let (Some(since), Some(s)) = (stalled.take(), stalls.last_mut()) {
+                    s.lasted_s = since.elapsed().as_secs_f64();
+                }
+            }
+            Some(Note::Ended(why)) => {
                 source_error = why;
                 break;
             }
-        };
-        if chunk.cols == 0 {
-            continue;
+            None => {}
         }
-        for (c, v) in last.iter_mut().enumerate() {
-            *v = chunk.row(c)[chunk.cols - 1];
+        if let Some(a) = pulled.arrived {
+            tally.arrivals.push_back(a);
         }
-        tally.arrivals.push_back((at, Instant::now()));
-        let started = Instant::now();
-        let done = streamer.push(&chunk, &mut ica);
-        let processing = started.elapsed().as_secs_f64() / done.len().max(1) as f64;
-        for hop in &done {
-            tally.hop(hop, processing, source, &channels)?;
-            stopped |= !on_hop(hop, &mut streamer);
+        for hop in &pulled.hops {
+            tally.hop(hop, pulled.processing_s, source, &feed.channels)?;
+            stopped |= !on_hop(hop, &mut feed.streamer);
         }
-        while tally.arrivals.len() > 1 && tally.arrivals[1].0 <= streamer.emitted() {
+        let emitted = feed.streamer.emitted();
+        while tally.arrivals.len() > 1 && tally.arrivals[1].0 <= emitted {
             tally.arrivals.pop_front();
         }
     }
-    if let Some(since) = stalled
-        && let Some(s) = stalls.last_mut()
-    {
+    if let (Some(since), Some(s)) = (stalled, stalls.last_mut()) {
         s.lasted_s = since.elapsed().as_secs_f64();
     }
-    let started = Instant::now();
-    if let Some(hop) = streamer.finish(&mut ica) {
-        tally.hop(&hop, started.elapsed().as_secs_f64(), source, &channels)?;
-        on_hop(&hop, &mut streamer);
+    if let Some((hop, seconds)) = feed.finish(&mut ica) {
+        tally.hop(&hop, seconds, source, &feed.channels)?;
+        on_hop(&hop, &mut feed.streamer);
     }
+    let streamer = &feed.streamer;
     let record = tally.recorder.take().map(|r| r.finish()).transpose()?;
     let elapsed_s = tally.t0.elapsed().as_secs_f64();
     let hops = tally.hops;

@@ -44,6 +44,12 @@ pub trait Source {
     fn meta(&self) -> &StreamMeta;
     /// Blocks until the next event.
     fn next(&mut self) -> Event;
+    /// The receiver paused: a paced source keeps its pace from the next sample on (a live
+    /// one buffers meanwhile).
+    fn paused(&mut self) {}
+    /// Times real time for a recording played (`None`: as fast as it is taken); a live
+    /// stream keeps its own pace.
+    fn set_speed(&mut self, _speed: Option<f64>) {}
 }
 
 /// A recording's EEG channels played as a stream: chunks of `LiveOptions::chunk_s`, each
@@ -56,8 +62,10 @@ pub struct FileSource<'a> {
     end: usize,
     chunk: usize,
     speed: Option<f64>,
-    started: Option<Instant>,
-    first: usize,
+    /// The pace: when the sample `.1` was due.
+    pace: Option<(Instant, usize)>,
+    /// Samples before this one are handed out at once (a window filled before the demo).
+    unpaced_until: usize,
 }
 
 impl<'a> FileSource<'a> {
@@ -103,8 +111,8 @@ impl<'a> FileSource<'a> {
             end,
             chunk: ((opts.chunk_s * data.fs).round() as usize).max(1),
             speed: opts.speed,
-            started: None,
-            first: 0,
+            pace: None,
+            unpaced_until: 0,
         }
     }
 
@@ -112,11 +120,25 @@ impl<'a> FileSource<'a> {
     pub fn starting_at(mut self, from: usize) -> Self {
         let dt = chrono::Duration::nanoseconds((from as f64 / self.meta.fs * 1e9).round() as i64);
         self.meta.start += dt;
-        let end = self.end - self.first;
-        self.first = from.min(self.data.cols);
-        self.at = self.first;
-        self.end = (self.first + end).min(self.data.cols);
+        let length = self.end - self.at;
+        self.at = from.min(self.data.cols);
+        self.end = (self.at + length).min(self.data.cols);
         self
+    }
+
+    /// Hands out the first `samples` at once, as if recorded before the session began.
+    pub fn unpaced(mut self, samples: usize) -> Self {
+        self.unpaced_until = self.at + samples;
+        self
+    }
+
+    /// Samples handed out so far, from the recording's start.
+    pub fn position(&self) -> usize {
+        self.at
+    }
+
+    pub fn length(&self) -> usize {
+        self.data.cols
     }
 }
 
@@ -130,15 +152,26 @@ impl Source for FileSource<'_> {
             return Event::Ended(None);
         }
         let to = (self.at + self.chunk).min(self.end);
-        let t0 = *self.started.get_or_insert_with(Instant::now);
-        if let Some(speed) = self.speed {
-            let played = (to - self.first) as f64 / self.meta.fs / speed;
-            let due = t0 + Duration::from_secs_f64(played);
-            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        match self.speed {
+            Some(speed) if to > self.unpaced_until => {
+                let (t0, from) = *self.pace.get_or_insert((Instant::now(), self.at));
+                let due = t0 + Duration::from_secs_f64((to - from) as f64 / self.meta.fs / speed);
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            }
+            _ => self.pace = None,
         }
         let part = self.data.block(self.data.rows, self.at..to);
         self.at = to;
         Event::Samples(part)
+    }
+
+    fn paused(&mut self) {
+        self.pace = None;
+    }
+
+    fn set_speed(&mut self, speed: Option<f64>) {
+        self.speed = speed;
+        self.pace = None;
     }
 }
 
