@@ -1030,4 +1030,20 @@ fn live_view_plays_pauses_steps_and_takes_a_contrast_change() {
     let rec = ede::recording::Recording::open(&path, &Default::default()).unwrap();
     assert!(rec.signals.iter().any(|s| s.label.ends_with(" cln")));
     assert!(rec.signals[0].samples >= 3 * rec.signals[0].fs as usize);
+    // Following: another tab shows the newest window, and moves with it.
+    h.state_mut()
+        .view_mut::<LiveView>()
+        .unwrap()
+        .set_follow(true);
+    assert!(h.state_mut().show_view("scalogram"));
+    let follow = |app: &EdeApp| app.view_ref::<LiveView>().unwrap().follow_span().unwrap();
+    let first = follow(h.state());
+    step_until(&mut h, |app| follow(app).0 > first.0);
+    h.run_steps(1);
+    let (t0, span) = follow(h.state());
+    let (b0, b1) = h.state().browser.visible_span();
+    assert!(
+        (b0 - t0).abs() < 1.5 && (b1 - b0 - span).abs() < 1e-6,
+        "{b0}..{b1} vs {t0}+{span}"
+    );
 }

@@ -65,6 +65,7 @@ struct Window {
     ica: Ica,
     removed: Vec<usize>,
     start: u64,
+    len: usize,
 }
 
 /// What the player thread shares with the view.
@@ -158,6 +159,7 @@ impl Shared {
                 ica: ica.clone(),
                 removed: hop.removed.clone(),
                 start: origin + hop.window_start,
+                len: hop.window_len,
             });
         }
         // The first hop is the first window, filled at once: not a hop of the meter.
@@ -457,6 +459,8 @@ pub struct LiveView {
     lsl: Option<String>,
     lsl_text: String,
     record_path: String,
+    /// The other tabs show the newest window of the recording being played.
+    follow: bool,
     shared: Arc<Mutex<Shared>>,
     commands: Option<Sender<Command>>,
     gpu: Option<GpuContext>,
@@ -500,6 +504,7 @@ impl LiveView {
             lsl: None,
             lsl_text: "type=EEG".into(),
             record_path,
+            follow: false,
             shared: Arc::new(Mutex::new(Shared::default())),
             commands: None,
             gpu,
@@ -549,6 +554,21 @@ impl LiveView {
     pub fn recording(&self) -> (Option<String>, Option<String>) {
         let s = self.shared.lock().expect("live state");
         (s.recording.clone(), s.recorded.clone())
+    }
+
+    /// The newest window of the recording being played (start and length, seconds), when the
+    /// other tabs are to follow the stream.
+    pub fn follow_span(&self) -> Option<(f64, f64)> {
+        if !self.follow || self.lsl.is_some() {
+            return None;
+        }
+        let s = self.shared.lock().expect("live state");
+        let (w, fs) = (s.window.as_ref()?, s.meta.as_ref()?.fs);
+        Some((w.start as f64 / fs, w.len as f64 / fs))
+    }
+
+    pub fn set_follow(&mut self, follow: bool) {
+        self.follow = follow;
     }
 
     /// Switches to the LSL stream `query` (name or PROPERTY=VALUE), or back to the recording.
@@ -734,6 +754,13 @@ impl LiveView {
             if ended {
                 ui.small("the recording has ended: seek or play from a position");
             }
+        }
+        if !live {
+            ui.checkbox(&mut self.follow, "other tabs follow the stream")
+                .on_hover_text(
+                    "the browser, Cross-ApEn, scalogram and beat tabs show the newest window \
+                     while it plays",
+                );
         }
         ui.separator();
         self.record_controls(ui);

@@ -424,6 +424,15 @@ impl EdeApp {
                 }
             });
         });
+        // Live mode can lead the other tabs: they show its newest window.
+        let live = VIEWS.iter().position(|v| v.id == "live");
+        if self.view != live
+            && let Some((t0, span)) = self
+                .view_ref::<live_view::LiveView>()
+                .and_then(|v| v.follow_span())
+        {
+            self.browser.show(t0, Some(span));
+        }
         match self.view {
             None => self.browser.ui(ui),
             Some(k) => {

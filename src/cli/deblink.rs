@@ -69,16 +69,26 @@ pub struct PipelineArgs {
     pub max_components: usize,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+    /// Fit each window's unmixing on at most this many of its samples (every k-th), then
+    /// unmix them all; 0 for all (the default, but 2560 in `ede live`).
+    #[arg(long)]
+    pub fit_samples: Option<usize>,
 }
 
 impl PipelineArgs {
     pub fn options(&self) -> DeblinkOptions {
-        self.options_with(crate::analysis::blink::PIPELINE_MAX_ITER)
+        self.options_with(crate::analysis::blink::PIPELINE_MAX_ITER, None)
     }
 
-    /// The options, with `max_iter` where `--max-iter` is not given.
-    pub fn options_with(&self, max_iter: usize) -> DeblinkOptions {
+    /// The options, with `max_iter` and `fit_samples` where `--max-iter` and `--fit-samples`
+    /// are not given.
+    pub fn options_with(&self, max_iter: usize, fit_samples: Option<usize>) -> DeblinkOptions {
         DeblinkOptions {
+            fit_samples: match self.fit_samples {
+                Some(0) => None,
+                Some(n) => Some(n),
+                None => fit_samples,
+            },
             params: BlinkParams {
                 window_s: self.window,
                 hop_s: self.hop,

@@ -11,7 +11,7 @@ use super::deblink::PipelineArgs;
 use crate::analysis::blink::{Deblinker, EegData, write_cleaned};
 use crate::analysis::live::lsl::{InletOptions, LslSource};
 use crate::analysis::live::source::{FileSource, Source};
-use crate::analysis::live::{LIVE_MAX_ITER, LiveOptions, play};
+use crate::analysis::live::{LIVE_FIT_SAMPLES, LIVE_MAX_ITER, LiveOptions, play};
 
 #[derive(Debug, clap::Args)]
 pub struct LiveArgs {
@@ -78,7 +78,9 @@ pub fn run(args: &LiveArgs) -> anyhow::Result<()> {
     }
     positive("stall", args.stall)?;
     positive("timeout", args.timeout)?;
-    let deblink = args.pipeline.options_with(LIVE_MAX_ITER);
+    let deblink = args
+        .pipeline
+        .options_with(LIVE_MAX_ITER, Some(LIVE_FIT_SAMPLES));
     deblink.fastica.validate()?;
     let opts = LiveOptions {
         hop_s: args.pipeline.hop.unwrap_or(DEFAULT_HOP_S),

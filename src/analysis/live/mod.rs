@@ -31,6 +31,10 @@ use source::{Event, Source, gap_fill};
 /// O1/Oz/O2 by 1.7 % outside blinks at 12 ms.
 pub const LIVE_MAX_ITER: usize = 30;
 
+/// Live mode fits each window's unmixing on at most this many samples (`DeblinkOptions::
+/// fit_samples`): a 20 s window at 128 Hz whole, every 4th sample at 512 Hz.
+pub const LIVE_FIT_SAMPLES: usize = 2560;
+
 /// How a recording is played into the pipeline.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LiveOptions {
@@ -54,6 +58,7 @@ impl Default for LiveOptions {
     fn default() -> Self {
         let mut deblink = DeblinkOptions::default();
         deblink.fastica.max_iter = LIVE_MAX_ITER;
+        deblink.fit_samples = Some(LIVE_FIT_SAMPLES);
         LiveOptions {
             deblink,
             hop_s: 1.0,

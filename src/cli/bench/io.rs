@@ -149,7 +149,8 @@ pub fn run(args: &IoArgs) -> anyhow::Result<()> {
 }
 
 /// One egui pass of the whole window plus tessellation; returns its seconds.
-fn run_frame(ctx: &egui::Context, app: &mut EdeApp, size: egui::Vec2) -> f64 {
+/// One frame's CPU work: the egui pass of the whole window and its tessellation, seconds.
+pub(super) fn run_frame(ctx: &egui::Context, app: &mut EdeApp, size: egui::Vec2) -> f64 {
     let input = egui::RawInput {
         screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, size)),
         ..Default::default()

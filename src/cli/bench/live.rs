@@ -11,6 +11,7 @@
 //!   principal components.
 
 use std::path::PathBuf;
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -37,6 +38,10 @@ pub struct LiveBenchArgs {
     /// Seconds of the 64 x 512 Hz stream played.
     #[arg(long, default_value_t = 60.0)]
     pub many: f64,
+    /// Seconds of Live-tab frames measured while it plays at maximum speed (the EEGLAB sample
+    /// lasts about 4 s at that speed).
+    #[arg(long, default_value_t = 3.0)]
+    pub frames: f64,
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -63,6 +68,62 @@ struct Run {
 struct Report {
     cpu: String,
     runs: Vec<Run>,
+    frames: Frames,
+}
+
+/// The Live tab's frames (the CPU work of an egui pass and its tessellation, as `ede bench io`
+/// measures them) while its player runs at maximum speed on the other core.
+#[derive(Debug, Serialize)]
+struct Frames {
+    window_px: [f32; 2],
+    frame_s: Stats,
+    /// Frames over 16 ms (60 Hz).
+    over_16ms: usize,
+    /// Hops the player cleaned meanwhile.
+    hops: usize,
+    seconds: f64,
+}
+
+fn live_frames(record: &std::path::Path, seconds: f64) -> anyhow::Result<Frames> {
+    use crate::app::live_view::LiveView;
+    use crate::app::{EdeApp, Settings};
+    use eframe::egui;
+    let mut app = EdeApp::new(Some(record.to_path_buf()), None, Settings::default(), None);
+    anyhow::ensure!(app.show_view("live"), "no Live tab");
+    let view = app
+        .view_mut::<LiveView>()
+        .ok_or(anyhow::anyhow!("no Live tab"))?;
+    view.set_speed(None);
+    let ctx = egui::Context::default();
+    let size = egui::vec2(1600.0, 1000.0);
+    let progress = |app: &EdeApp| app.view_ref::<LiveView>().map_or(0, |v| v.progress().0);
+    // Until the first window is out (it fills at once), then measured.
+    let t = Instant::now();
+    while progress(&app) < 2 && t.elapsed().as_secs_f64() < 60.0 {
+        super::io::run_frame(&ctx, &mut app, size);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let (start, first) = (Instant::now(), progress(&app));
+    let mut times = Vec::new();
+    while start.elapsed().as_secs_f64() < seconds {
+        times.push(super::io::run_frame(&ctx, &mut app, size));
+    }
+    let hops = progress(&app) - first;
+    let over_16ms = times.iter().filter(|&&t| t > 0.016).count();
+    eprintln!(
+        "live tab at max speed: {} frames, {:.1} ms median, {:.1} ms max, {over_16ms} over 16 ms; \
+         {hops} hops meanwhile",
+        times.len(),
+        Stats::of(times.clone()).median * 1e3,
+        Stats::of(times.clone()).max * 1e3,
+    );
+    Ok(Frames {
+        window_px: [size.x, size.y],
+        frame_s: Stats::of(times),
+        over_16ms,
+        hops,
+        seconds,
+    })
 }
 
 fn measure(name: &str, data: &EegData, opts: &LiveOptions) -> anyhow::Result<Run> {
@@ -170,14 +231,21 @@ pub fn run(args: &LiveBenchArgs) -> anyhow::Result<()> {
         ..opts
     };
     runs.push(measure("64ch-512hz-full-speed", &many, &fast)?);
-    // ICA of the 24 leading principal components: a quarter of the products per iteration.
+    // The unmixing fitted on every sample (4x the default's 2560 per window) ...
+    let mut whole = fast.clone();
+    whole.deblink.fit_samples = None;
+    runs.push(measure("64ch-512hz-fit-on-all-samples", &many, &whole)?);
+    // ... and on the 24 leading principal components: a quarter of the products per
+    // iteration.
     let mut fewer = fast.clone();
     fewer.deblink.fastica.components = Some(24);
     runs.push(measure("64ch-512hz-24-components", &many, &fewer)?);
+    let frames = live_frames(&args.record, args.frames)?;
     write_json(
         &Report {
             cpu: cpu_name(),
             runs,
+            frames,
         },
         args.out.as_deref(),
     )

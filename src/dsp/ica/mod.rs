@@ -73,6 +73,16 @@ impl Observations {
     }
 
     /// Samples `cols` of the first `rows` channels.
+    /// Every `stride`-th sample (column) of every row.
+    pub fn strided(&self, stride: usize) -> Observations {
+        let stride = stride.max(1);
+        let cols = self.cols.div_ceil(stride);
+        let data = (0..self.rows)
+            .flat_map(|i| self.row(i).iter().step_by(stride).copied())
+            .collect();
+        Observations::new(self.rows, cols, data)
+    }
+
     pub fn block(&self, rows: usize, cols: std::ops::Range<usize>) -> Observations {
         let data = (0..rows)
             .flat_map(|i| self.row(i)[cols.clone()].iter().copied())
@@ -171,6 +181,28 @@ pub struct Ica {
     /// FastICA iterations (the most of any component for deflation); JADE sweeps.
     pub iterations: usize,
     pub converged: bool,
+}
+
+impl Ica {
+    /// The sources of `x` (the same channels) under this unmixing, centred on `x`'s own means:
+    /// for an ICA fitted on a subsample of `x`'s samples.
+    pub fn with_sources_of(mut self, x: &Observations) -> Ica {
+        let t = x.cols.max(1);
+        self.channel_means = (0..x.rows)
+            .map(|i| x.row(i).iter().map(|&v| v as f64).sum::<f64>() / t as f64)
+            .collect();
+        let centred: Vec<f32> = (0..x.rows)
+            .flat_map(|i| {
+                let mu = self.channel_means[i] as f32;
+                x.row(i).iter().map(move |&v| v - mu)
+            })
+            .collect();
+        let centred = Observations::new(x.rows, x.cols, centred);
+        self.sources = rotate(&self.unmixing, &centred);
+        let mu = DMatrix::from_column_slice(x.rows, 1, &self.channel_means);
+        self.source_means = (&self.unmixing * mu).as_slice().to_vec();
+        self
+    }
 }
 
 /// Centring and whitening: Z = K (X - mu), K = D^-1/2 E^T over the kept eigenpairs, so that
