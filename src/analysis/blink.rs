@@ -16,7 +16,7 @@ use crate::dsp::ica::{self, Algorithm, Approach, FastIcaParams, Ica, IcaError, O
 use crate::dsp::montage::is_eeg;
 use crate::gpu::GpuContext;
 use crate::gpu::ica::GpuFastIca;
-use crate::recording::{ReadError, Recording, edf_write};
+use crate::recording::{ReadError, Recording, edf_write, most_common_rate};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BlinkJobError {
@@ -87,15 +87,7 @@ impl EegData {
                 && s.samples > 0
         };
         let candidates: Vec<usize> = (0..rec.signals.len()).filter(|&i| eeg(i)).collect();
-        let mut rates: Vec<(f64, usize)> = Vec::new();
-        for &i in &candidates {
-            let fs = rec.signals[i].fs;
-            match rates.iter_mut().find(|(f, _)| (*f - fs).abs() < 1e-9) {
-                Some(r) => r.1 += 1,
-                None => rates.push((fs, 1)),
-            }
-        }
-        let Some(&(fs, _)) = rates.iter().max_by_key(|r| r.1) else {
+        let Some(fs) = most_common_rate(candidates.iter().map(|&i| rec.signals[i].fs)) else {
             return Err(BlinkJobError::Selection(
                 "the recording has no EEG channels in a voltage unit (uV, mV, V)".into(),
             ));

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use chrono::{NaiveDateTime, Timelike};
 
 use super::ReadError;
+use super::edf_write::{fmt_onset, padded, signed};
 
 /// Bytes of annotation text each record can carry (whole 2- and 3-byte samples); more wait for
 /// the next record.
@@ -142,7 +143,7 @@ impl EdfRecorder {
         let text = text.replace(['\x14', '\x15', '\0'], " ");
         let t = signed(onset + self.subsecond);
         let tal = if duration > 0.0 {
-            format!("{t}\x15{}\x14{text}\x14\0", plain(duration))
+            format!("{t}\x15{}\x14{text}\x14\0", fmt_onset(duration))
         } else {
             format!("{t}\x14{text}\x14\0")
         };
@@ -301,23 +302,6 @@ fn render_header(h: &RecordHeader, spr: usize, record_s: f64) -> Vec<u8> {
     out
 }
 
-fn padded(text: &str, width: usize) -> Vec<u8> {
-    let mut b: Vec<u8> = text
-        .chars()
-        .map(|c| {
-            if c.is_ascii() && !c.is_ascii_control() {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(width)
-        .map(|c| c as u8)
-        .collect();
-    b.resize(width, b' ');
-    b
-}
-
 /// A number in at most 8 characters, with as many decimals as fit.
 fn number(v: f64) -> String {
     for decimals in (0..=6).rev() {
@@ -332,17 +316,6 @@ fn number(v: f64) -> String {
         }
     }
     format!("{}", v.round() as i64)
-}
-
-fn signed(t: f64) -> String {
-    format!("{}{}", if t < 0.0 { '-' } else { '+' }, plain(t.abs()))
-}
-
-/// Seconds as TALs write them: no sign, no exponent, no trailing zeros.
-fn plain(t: f64) -> String {
-    let s = format!("{t:.6}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s.is_empty() { "0".into() } else { s.into() }
 }
 
 #[cfg(test)]

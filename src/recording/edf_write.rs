@@ -115,8 +115,20 @@ fn field(h: &[u8], at: usize, width: usize) -> String {
         .to_string()
 }
 
-fn padded(text: &str, width: usize) -> Vec<u8> {
-    let mut b: Vec<u8> = text.bytes().take(width).collect();
+/// A header field: `text` in printable ASCII (anything else as '_'), cut or padded with spaces
+/// to `width`.
+pub(super) fn padded(text: &str, width: usize) -> Vec<u8> {
+    let mut b: Vec<u8> = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii() && !c.is_ascii_control() {
+                c as u8
+            } else {
+                b'_'
+            }
+        })
+        .take(width)
+        .collect();
     b.resize(width, b' ');
     b
 }
@@ -347,12 +359,12 @@ fn header_offset(src: &[u8], rec: &Recording) -> f64 {
 }
 
 /// An onset as a TAL starts: its sign, then `fmt_onset` of its size.
-fn signed(t: f64) -> String {
+pub(super) fn signed(t: f64) -> String {
     format!("{}{}", if t < 0.0 { '-' } else { '+' }, fmt_onset(t.abs()))
 }
 
 /// Seconds as TALs write them: no sign, no exponent, no trailing zeros.
-fn fmt_onset(t: f64) -> String {
+pub(super) fn fmt_onset(t: f64) -> String {
     let s = format!("{t:.9}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s.is_empty() || s == "-" {

@@ -48,6 +48,19 @@ impl ReadError {
     }
 }
 
+/// The sampling rate most of `rates` share (of equally common ones, the last seen), `None` for
+/// none.
+pub fn most_common_rate(rates: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut counts: Vec<(f64, usize)> = Vec::new();
+    for fs in rates {
+        match counts.iter_mut().find(|(f, _)| (*f - fs).abs() < 1e-9) {
+            Some(r) => r.1 += 1,
+            None => counts.push((fs, 1)),
+        }
+    }
+    counts.iter().max_by_key(|r| r.1).map(|r| r.0)
+}
+
 /// The file format, spelled as `ede info` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Format {

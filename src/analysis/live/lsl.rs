@@ -15,7 +15,7 @@ use super::source::{Event, Source, StreamMeta};
 use crate::dsp::blink::is_eog;
 use crate::dsp::ica::Observations;
 use crate::dsp::montage::is_eeg;
-use crate::recording::Recording;
+use crate::recording::{Recording, most_common_rate};
 
 /// Steps between time stamps beyond the nominal one by more than this are gaps, seconds.
 pub const GAP_S: f64 = 0.1;
@@ -269,17 +269,8 @@ pub fn publish(
     opts: &PublishOptions,
     on_chunk: &mut dyn FnMut(u64) -> bool,
 ) -> Result<Published, String> {
-    let mut rates: Vec<(f64, usize)> = Vec::new();
-    for s in rec.signals.iter().filter(|s| s.samples > 0) {
-        match rates.iter_mut().find(|r| (r.0 - s.fs).abs() < 1e-9) {
-            Some(r) => r.1 += 1,
-            None => rates.push((s.fs, 1)),
-        }
-    }
-    let fs = rates
-        .iter()
-        .max_by_key(|r| r.1)
-        .map(|r| r.0)
+    let with_samples = rec.signals.iter().filter(|s| s.samples > 0);
+    let fs = most_common_rate(with_samples.map(|s| s.fs))
         .ok_or("the recording has no signal to stream")?;
     let picks: Vec<usize> = (0..rec.signals.len())
         .filter(|&i| (rec.signals[i].fs - fs).abs() < 1e-9 && rec.signals[i].samples > 0)
