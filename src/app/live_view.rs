@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use eframe::egui::{self, Color32};
 use egui_plot::{Line, Plot, PlotPoints, Polygon};
@@ -188,39 +188,31 @@ struct Session<'a> {
     feed: Feed,
     /// The recording's sample where the stream began (the streamer counts from 0).
     origin: u64,
-    /// When each chunk was handed over: (its first sample, the instant).
-    arrivals: VecDeque<(u64, Instant)>,
     recorder: Option<SessionRecorder>,
 }
 
 impl<'a> Session<'a> {
     /// The recording from sample `from` (its first window at once), or the LSL stream.
     fn open(input: &'a Input, from: u64, opts: &LiveOptions) -> Result<Self, String> {
-        let (source, origin): (Box<dyn Source + 'a>, u64) = match input {
+        let bad = |e: crate::analysis::blink::BlinkJobError| e.to_string();
+        let (source, feed, origin): (Box<dyn Source + 'a>, _, _) = match input {
             Input::Recording(data, rec, _) => {
                 let from = from.min(data.data.cols.saturating_sub(1) as u64);
-                let window =
-                    opts.deblink
-                        .params
-                        .window_samples(data.data.rows, data.fs, usize::MAX);
-                let mut file_opts = opts.clone();
-                file_opts.duration_s = None;
-                let source = FileSource::new(data, Some(rec), &file_opts)
-                    .starting_at(from as usize)
-                    .unpaced(window);
-                (Box::new(source), from)
+                let source = FileSource::new(data, Some(rec), opts).starting_at(from as usize);
+                let feed = Feed::new(source.meta(), opts).map_err(bad)?;
+                let (window, _) = feed.streamer.window_and_hop();
+                (Box::new(source.unpaced(window)), feed, from)
             }
-            Input::Lsl(query) => (
-                Box::new(LslSource::resolve(query, InletOptions::default())?),
-                0,
-            ),
+            Input::Lsl(query) => {
+                let source = LslSource::resolve(query, InletOptions::default())?;
+                let feed = Feed::new(source.meta(), opts).map_err(bad)?;
+                (Box::new(source), feed, 0)
+            }
         };
-        let feed = Feed::new(source.meta(), opts).map_err(|e| e.to_string())?;
         Ok(Session {
             source,
             feed,
             origin,
-            arrivals: VecDeque::new(),
             recorder: None,
         })
     }
@@ -356,31 +348,21 @@ fn player(
         let mut ica =
             |o: &Observations, warm: Option<&DMatrix<f64>>| deblinker.ica(&opts.deblink, o, warm);
         let mut pulled = session.feed.pull(session.source.as_mut(), &mut ica);
-        if let Some(a) = pulled.arrived {
-            session.arrivals.push_back(a);
-        }
         let mut s = shared.lock().expect("live state");
+        if let (Some(r), Some(note)) = (&mut session.recorder, &pulled.note) {
+            r.event(note);
+        }
         match pulled.note.take() {
             Some(Note::Gap { at, samples }) => {
                 s.gaps.push_back((session.origin + at, samples));
                 s.lost += samples;
-                if let Some(r) = &mut session.recorder {
-                    r.note(
-                        at,
-                        &format!("Gap: {samples} samples lost (held at the last value)"),
-                    );
-                }
             }
-            Some(Note::Stalled { at }) => {
-                s.stalled = true;
-                if let Some(r) = &mut session.recorder {
-                    r.note(at, "Source stalled");
-                }
-            }
+            Some(Note::Stalled { .. }) => s.stalled = true,
             Some(Note::Resumed) => s.stalled = false,
             Some(Note::Ended(why)) => {
-                if let Some((hop, seconds)) = session.feed.finish(&mut ica) {
+                if let Some((hop, seconds, latency)) = session.feed.finish(&mut ica) {
                     pulled.hops.push(hop);
+                    pulled.latencies.push(latency);
                     pulled.processing_s = seconds;
                 }
                 s.ended = true;
@@ -390,16 +372,11 @@ fn player(
             }
             None => {}
         }
-        for hop in &pulled.hops {
+        for (hop, &latency) in pulled.hops.iter().zip(&pulled.latencies) {
             let duration = hop.cleaned.cols as f64 / fs;
             let late = opts
                 .speed
                 .is_some_and(|v| pulled.processing_s > duration / v);
-            let arrived = (session.arrivals.iter())
-                .rev()
-                .find(|(at, _)| *at <= hop.start)
-                .map_or_else(Instant::now, |a| a.1);
-            let latency = arrived.elapsed().as_secs_f64();
             s.add(
                 hop,
                 session.origin,
@@ -426,10 +403,6 @@ fn player(
             {
                 s.error = Some(e.to_string());
             }
-        }
-        let emitted = session.feed.streamer.emitted();
-        while session.arrivals.len() > 1 && session.arrivals[1].0 <= emitted {
-            session.arrivals.pop_front();
         }
         s.received = session.origin + session.feed.streamer.received();
         let ended = s.ended;
@@ -656,7 +629,9 @@ impl LiveView {
             }
             None => {
                 ui.horizontal(|ui| {
-                    ui.add(egui::TextEdit::singleline(&mut self.record_path).desired_width(170.0));
+                    let field =
+                        egui::TextEdit::singleline(&mut self.record_path).desired_width(170.0);
+                    ui.add(field).on_hover_text(&self.record_path);
                     if ui.button("Record").clicked() {
                         self.record(Some(PathBuf::from(self.record_path.trim())));
                     }
@@ -941,7 +916,7 @@ impl LiveView {
             ui.allocate_ui_with_layout(egui::vec2(right, height), layout, |ui| {
                 ui.set_max_width(right);
                 if let Some(w) = &s.window {
-                    self.maps.ui(ui, labels, &w.ica, &w.removed, MAPS);
+                    self.maps.ui(ui, labels, &w.ica, &w.removed, (MAPS, 6));
                 }
                 components(ui, s.window.as_ref(), fs, (t0, t1));
             });

@@ -113,14 +113,14 @@ pub struct ScalpMaps {
 }
 
 impl ScalpMaps {
-    /// Draws the first `shown` components' maps in rows of six, the removed ones in red.
+    /// Draws the first `shown` components' maps, `per_row` to a row, the removed ones in red.
     pub fn ui(
         &mut self,
         ui: &mut egui::Ui,
         labels: &[String],
         ica: &Ica,
         removed: &[usize],
-        shown: usize,
+        (shown, per_row): (usize, usize),
     ) {
         // A new ICA has a new mixing matrix: its bits tell windows (and refits) apart.
         let window = (ica.mixing.iter()).fold(ica.mixing.ncols() as u64, |h, v| {
@@ -152,7 +152,6 @@ impl ScalpMaps {
         let red = Color32::from_rgb(220, 50, 47);
         let line = ui.visuals().text_color();
         let width = ui.available_width();
-        let per_row = 6;
         let side = (width / per_row as f32 - ui.spacing().item_spacing.x).clamp(30.0, 110.0);
         for row in self.textures.chunks(per_row).enumerate() {
             ui.horizontal(|ui| {

@@ -161,30 +161,24 @@ struct Tally<'a> {
     opts: &'a LiveOptions,
     fs: f64,
     t0: Instant,
-    /// When each chunk was handed over: (its first sample, the instant).
-    arrivals: VecDeque<(u64, Instant)>,
     original: Vec<Vec<f32>>,
     cleaned: Vec<Vec<f32>>,
     blinks: Vec<Blink>,
     hops: Vec<HopReport>,
     samples_out: u64,
     recorder: Option<SessionRecorder>,
-    /// Events waiting for the recorder, which starts with the first hop: (sample, text).
-    notes: Vec<(u64, String)>,
+    /// Gaps and stalls waiting for the recorder, which starts with the first hop.
+    notes: Vec<Note>,
 }
 
 impl Tally<'_> {
     fn hop(
         &mut self,
         hop: &Hop,
-        processing: f64,
+        (processing, latency): (f64, f64),
         source: &dyn Source,
         channels: &Channels,
     ) -> Result<(), BlinkJobError> {
-        let arrived = (self.arrivals.iter())
-            .rev()
-            .find(|(s, _)| *s <= hop.start)
-            .map_or(self.t0, |a| a.1);
         if self.opts.keep_signal {
             for c in 0..hop.original.rows {
                 self.original[c].extend_from_slice(hop.original.row(c));
@@ -200,7 +194,7 @@ impl Tally<'_> {
             window_start_s: hop.window_start as f64 / fs,
             window_s: hop.window_len as f64 / fs,
             processing_s: processing,
-            latency_s: arrived.elapsed().as_secs_f64(),
+            latency_s: latency,
             candidates: hop.candidates,
             components_removed: hop.removed.clone(),
             iterations: hop.iterations,
@@ -221,18 +215,18 @@ impl Tally<'_> {
             )?);
         }
         if let Some(r) = &mut self.recorder {
-            for (at, text) in self.notes.drain(..) {
-                r.note(at, &text);
+            for note in self.notes.drain(..) {
+                r.event(&note);
             }
             r.hop(hop)?;
         }
         Ok(())
     }
 
-    fn note(&mut self, at: u64, text: String) {
+    fn note(&mut self, note: Note) {
         match &mut self.recorder {
-            Some(r) => r.note(at, &text),
-            None => self.notes.push((at, text)),
+            Some(r) => r.event(&note),
+            None => self.notes.push(note),
         }
     }
 }
@@ -250,12 +244,13 @@ pub enum Note {
     Ended(Option<String>),
 }
 
-/// What one pull gave: the hops it completed (each took `processing_s`), when its samples
-/// arrived (their first sample, the instant), and what else happened.
+/// What one pull gave: the hops it completed (each took `processing_s`), each hop's latency
+/// (seconds from the arrival of its first sample to now, when it came out cleaned), and what
+/// else happened.
 pub struct Pulled {
     pub hops: Vec<Hop>,
+    pub latencies: Vec<f64>,
     pub processing_s: f64,
-    pub arrived: Option<(u64, Instant)>,
     pub note: Option<Note>,
 }
 
@@ -269,6 +264,9 @@ pub struct Feed {
     stalled: bool,
     /// Samples to play at most.
     limit: Option<u64>,
+    /// When each chunk was handed over (its first sample, the instant), back to the oldest
+    /// sample not yet emitted.
+    arrivals: VecDeque<(u64, Instant)>,
 }
 
 impl Feed {
@@ -282,6 +280,7 @@ impl Feed {
             last: vec![0.0; meta.labels.len()],
             stalled: false,
             limit: opts.duration_s.map(|d| (d * meta.fs).round() as u64),
+            arrivals: VecDeque::new(),
         })
     }
 
@@ -320,30 +319,48 @@ impl Feed {
         if chunk.cols == 0 {
             return Pulled {
                 hops: Vec::new(),
+                latencies: Vec::new(),
                 processing_s: 0.0,
-                arrived: None,
                 note,
             };
         }
         for (c, v) in self.last.iter_mut().enumerate() {
             *v = chunk.row(c)[chunk.cols - 1];
         }
-        let arrived = Some((at, Instant::now()));
+        self.arrivals.push_back((at, Instant::now()));
         let started = Instant::now();
         let hops = self.streamer.push(&chunk, ica);
         Pulled {
             processing_s: started.elapsed().as_secs_f64() / hops.len().max(1) as f64,
+            latencies: self.latencies(&hops),
             hops,
-            arrived,
             note,
         }
     }
 
-    /// The rest once the stream has ended, and the seconds it took.
-    pub fn finish(&mut self, ica: &mut IcaFn<'_>) -> Option<(Hop, f64)> {
+    /// The rest once the stream has ended: the hop, the seconds it took and its latency.
+    pub fn finish(&mut self, ica: &mut IcaFn<'_>) -> Option<(Hop, f64, f64)> {
         let started = Instant::now();
         let hop = self.streamer.finish(ica)?;
-        Some((hop, started.elapsed().as_secs_f64()))
+        let latency = self.latencies(std::slice::from_ref(&hop))[0];
+        Some((hop, started.elapsed().as_secs_f64(), latency))
+    }
+
+    /// Each hop's latency, then forgets the arrivals of samples already emitted.
+    fn latencies(&mut self, hops: &[Hop]) -> Vec<f64> {
+        let latencies = (hops.iter())
+            .map(|hop| {
+                (self.arrivals.iter())
+                    .rev()
+                    .find(|(at, _)| *at <= hop.start)
+                    .map_or(0.0, |a| a.1.elapsed().as_secs_f64())
+            })
+            .collect();
+        let emitted = self.streamer.emitted();
+        while self.arrivals.len() > 1 && self.arrivals[1].0 <= emitted {
+            self.arrivals.pop_front();
+        }
+        latencies
     }
 }
 
@@ -366,7 +383,6 @@ pub fn play(
         opts,
         fs,
         t0: Instant::now(),
-        arrivals: VecDeque::new(),
         original: vec![Vec::new(); rows],
         cleaned: vec![Vec::new(); rows],
         blinks: Vec::new(),
@@ -388,8 +404,7 @@ pub fn play(
                     at_s: at as f64 / fs,
                     samples,
                 });
-                let text = format!("Gap: {samples} samples lost (held at the last value)");
-                tally.note(at, text);
+                tally.note(Note::Gap { at, samples });
             }
             Some(Note::Stalled { at }) => {
                 stalled = Some(Instant::now());
@@ -397,7 +412,7 @@ pub fn play(
                     at_s: at as f64 / fs,
                     lasted_s: 0.0,
                 });
-                tally.note(at, "Source stalled".into());
+                tally.note(Note::Stalled { at });
             }
             Some(Note::Resumed) => {
                 if let (Some(since), Some(s)) = (stalled.take(), stalls.last_mut()) {
@@ -410,23 +425,16 @@ pub fn play(
             }
             None => {}
         }
-        if let Some(a) = pulled.arrived {
-            tally.arrivals.push_back(a);
-        }
-        for hop in &pulled.hops {
-            tally.hop(hop, pulled.processing_s, source, &feed.channels)?;
+        for (hop, &latency) in pulled.hops.iter().zip(&pulled.latencies) {
+            tally.hop(hop, (pulled.processing_s, latency), source, &feed.channels)?;
             stopped |= !on_hop(hop, &mut feed.streamer);
-        }
-        let emitted = feed.streamer.emitted();
-        while tally.arrivals.len() > 1 && tally.arrivals[1].0 <= emitted {
-            tally.arrivals.pop_front();
         }
     }
     if let (Some(since), Some(s)) = (stalled, stalls.last_mut()) {
         s.lasted_s = since.elapsed().as_secs_f64();
     }
-    if let Some((hop, seconds)) = feed.finish(&mut ica) {
-        tally.hop(&hop, seconds, source, &feed.channels)?;
+    if let Some((hop, seconds, latency)) = feed.finish(&mut ica) {
+        tally.hop(&hop, (seconds, latency), source, &feed.channels)?;
         on_hop(&hop, &mut feed.streamer);
     }
     let streamer = &feed.streamer;

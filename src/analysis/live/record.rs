@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::Note;
 use super::source::StreamMeta;
 use crate::dsp::blink::Blink;
 use crate::dsp::blink::stream::Hop;
@@ -115,9 +116,17 @@ impl SessionRecorder {
         self.out.annotate(onset, duration, "Blink");
     }
 
-    /// An event of the session (a gap, a stall) at sample `at`.
-    pub fn note(&mut self, at: u64, text: &str) {
-        self.out.annotate(at as f64 / self.fs, 0.0, text);
+    /// A gap or a stall, as an annotation where it began.
+    pub fn event(&mut self, note: &Note) {
+        let (at, text) = match note {
+            Note::Gap { at, samples } => (
+                *at,
+                format!("Gap: {samples} samples lost (held at the last value)"),
+            ),
+            Note::Stalled { at } => (*at, "Source stalled".to_string()),
+            Note::Resumed | Note::Ended(_) => return,
+        };
+        self.out.annotate(at as f64 / self.fs, 0.0, &text);
     }
 
     pub fn finish(self) -> Result<RecordReport, ReadError> {
