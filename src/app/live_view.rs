@@ -346,7 +346,7 @@ fn player(
             continue;
         }
         let mut ica =
-            |o: &Observations, warm: Option<&DMatrix<f64>>| deblinker.ica(&opts.deblink, o, warm);
+            |o: &Observations, warm: Option<&DMatrix<f64>>| opts.hop_ica(&mut deblinker, o, warm);
         let mut pulled = session.feed.pull(session.source.as_mut(), &mut ica);
         let mut s = shared.lock().expect("live state");
         if let (Some(r), Some(note)) = (&mut session.recorder, &pulled.note) {

@@ -17,19 +17,23 @@ use std::time::Instant;
 use nalgebra::DMatrix;
 use serde::Serialize;
 
-use super::blink::{BlinkJobError, BlinkTimes, DeblinkOptions, Deblinker, blink_times};
+use super::blink::{
+    BlinkJobError, BlinkTimes, DeblinkOptions, Deblinker, PIPELINE_MAX_ITER, blink_times,
+};
 use crate::dsp::blink::stream::{Hop, StreamParams, Streamer};
 use crate::dsp::blink::{Blink, Channels, IcaFn};
-use crate::dsp::ica::Observations;
+use crate::dsp::ica::{Ica, IcaError, Observations};
 use record::{RecordReport, SessionRecorder};
 use source::{Event, Source, gap_fill};
 
 /// FastICA's iteration limit per hop. Each hop starts from the last hop's unmixing matrix, so
-/// the estimate goes on converging across hops: on the EEGLAB sample (32 channels, 20 s
-/// windows, 1 s hops) 30 iterations per hop left 5.0 % of FPz's blink height at 18 ms a hop,
-/// 200 left 8.3 % at 26 ms (the weak components wander further when let run), 10 changed
-/// O1/Oz/O2 by 1.7 % outside blinks at 12 ms.
-pub const LIVE_MAX_ITER: usize = 30;
+/// the estimate goes on converging across hops; the first window, which starts cold, gets the
+/// batch's `PIPELINE_MAX_ITER` (`LiveOptions::hop_ica`). With that cold start, on the EEGLAB
+/// sample (32 channels, 20 s windows, 1 s hops) 30, 15, 10, 5 and 3 iterations per hop left
+/// 8.1, 6.4, 8.1, 8.5 and 8.3 % of FPz's blink height and changed O1/Oz/O2 by 0.00 % outside
+/// blinks; without it (every window limited alike) 10 iterations had changed them by 1.7 %.
+/// 10 keeps a margin and costs a third of 30.
+pub const LIVE_MAX_ITER: usize = 10;
 
 /// Live mode fits each window's unmixing on at most this many samples (`DeblinkOptions::
 /// fit_samples`): a 20 s window at 128 Hz whole, every 4th sample at 512 Hz.
@@ -73,6 +77,23 @@ impl Default for LiveOptions {
 }
 
 impl LiveOptions {
+    /// One hop's ICA of window `x`: from `warm` (the last hop's unmixing) with the per-hop
+    /// iteration limit; the first window, which starts cold, gets the batch's
+    /// `PIPELINE_MAX_ITER`, so that the hops after it start from a converged estimate.
+    pub fn hop_ica(
+        &self,
+        deblinker: &mut Deblinker,
+        x: &Observations,
+        warm: Option<&DMatrix<f64>>,
+    ) -> Result<Ica, IcaError> {
+        if warm.is_none() && self.deblink.fastica.max_iter < PIPELINE_MAX_ITER {
+            let mut cold = self.deblink.clone();
+            cold.fastica.max_iter = PIPELINE_MAX_ITER;
+            return deblinker.ica(&cold, x, None);
+        }
+        deblinker.ica(&self.deblink, x, warm)
+    }
+
     pub fn stream_params(&self) -> StreamParams {
         StreamParams {
             blink: self.deblink.params,
@@ -378,7 +399,7 @@ pub fn play(
     let rows = meta.labels.len();
     let mut feed = Feed::new(&meta, opts)?;
     let mut ica =
-        |obs: &Observations, warm: Option<&DMatrix<f64>>| deblinker.ica(&opts.deblink, obs, warm);
+        |obs: &Observations, warm: Option<&DMatrix<f64>>| opts.hop_ica(deblinker, obs, warm);
     let mut tally = Tally {
         opts,
         fs,

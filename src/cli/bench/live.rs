@@ -1,5 +1,6 @@
 //! `ede bench live`: live mode's speed goals, in one run, with its defaults (window 10 s,
-//! lengthened to 2.5 n^2 samples; hop 1 s; 30 FastICA iterations per hop):
+//! lengthened to 2.5 n^2 samples; hop 1 s; 10 FastICA iterations per hop after a cold first
+//! window of 200):
 //!
 //! - the EEGLAB sample (32 channels at 128 Hz) played at full speed: processing per hop and
 //!   the real-time factor;
@@ -42,6 +43,10 @@ pub struct LiveBenchArgs {
     /// lasts about 4 s at that speed).
     #[arg(long, default_value_t = 3.0)]
     pub frames: f64,
+    /// Only the runs whose names contain this (e.g. "64ch-512hz-full"), and no frames unless
+    /// it names "frames": for profiling one of them.
+    #[arg(long)]
+    pub only: Option<String>,
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -68,7 +73,7 @@ struct Run {
 struct Report {
     cpu: String,
     runs: Vec<Run>,
-    frames: Frames,
+    frames: Option<Frames>,
 }
 
 /// The Live tab's frames (the CPU work of an egui pass and its tessellation, as `ede bench io`
@@ -176,7 +181,7 @@ fn measure(name: &str, data: &EegData, opts: &LiveOptions) -> anyhow::Result<Run
 }
 
 /// 64 channels at 4x the rate: see the module's notes.
-fn many_channels(data: &EegData) -> anyhow::Result<EegData> {
+pub fn many_channels(data: &EegData) -> anyhow::Result<EegData> {
     let (x, up) = (&data.data, 4usize);
     let n = x.cols * up;
     let upsampled = |row: &[f32]| -> Vec<f32> {
@@ -218,29 +223,39 @@ pub fn run(args: &LiveBenchArgs) -> anyhow::Result<()> {
     let rec = Recording::open(&args.record, &OpenOptions::default())?;
     let opts = LiveOptions::default();
     let data = EegData::load(&rec, &opts.deblink)?;
-    let mut runs = vec![measure("eeglab-full-speed", &data, &opts)?];
+    let wanted = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
+    let mut runs = Vec::new();
+    let mut run = |name: &str, data: &EegData, opts: &LiveOptions| -> anyhow::Result<()> {
+        if wanted(name) {
+            runs.push(measure(name, data, opts)?);
+        }
+        Ok(())
+    };
+    run("eeglab-full-speed", &data, &opts)?;
     let paced = LiveOptions {
         speed: Some(1.0),
         duration_s: Some(args.paced),
         ..opts.clone()
     };
-    runs.push(measure("eeglab-1x", &data, &paced)?);
+    run("eeglab-1x", &data, &paced)?;
     let many = many_channels(&data)?;
     let fast = LiveOptions {
         duration_s: Some(args.many),
         ..opts
     };
-    runs.push(measure("64ch-512hz-full-speed", &many, &fast)?);
+    run("64ch-512hz-full-speed", &many, &fast)?;
     // The unmixing fitted on every sample (4x the default's 2560 per window) ...
     let mut whole = fast.clone();
     whole.deblink.fit_samples = None;
-    runs.push(measure("64ch-512hz-fit-on-all-samples", &many, &whole)?);
+    run("64ch-512hz-fit-on-all-samples", &many, &whole)?;
     // ... and on the 24 leading principal components: a quarter of the products per
     // iteration.
     let mut fewer = fast.clone();
     fewer.deblink.fastica.components = Some(24);
-    runs.push(measure("64ch-512hz-24-components", &many, &fewer)?);
-    let frames = live_frames(&args.record, args.frames)?;
+    run("64ch-512hz-24-components", &many, &fewer)?;
+    let frames = wanted("frames")
+        .then(|| live_frames(&args.record, args.frames))
+        .transpose()?;
     write_json(
         &Report {
             cpu: cpu_name(),

@@ -24,48 +24,94 @@ fn g(n: usize) -> f64 {
 
 /// One level: approximation and detail of a periodic signal of even length.
 fn analyze(x: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let (a, d) = analyze_with(x, true);
+    (a, d.expect("detail"))
+}
+
+/// `analyze`, the detail only when `detail` (a band-pass discards most of them).
+///
+/// Written in polyphase form (even and odd samples apart) so that the loops over outputs run
+/// on contiguous slices and vectorize; each output sums its eight taps in the same order as
+/// the plain form (`tests::analyze_plain`), so the results are the same to the bit.
+fn analyze_with(x: &[f64], detail: bool) -> (Vec<f64>, Option<Vec<f64>>) {
     let n = x.len();
     let half = n / 2;
-    let mut a = vec![0.0; half];
-    let mut d = vec![0.0; half];
     let gs: [f64; 8] = std::array::from_fn(g);
-    for k in 0..half {
-        let (mut sa, mut sd) = (0.0, 0.0);
-        if 2 * k + 8 <= n {
-            // Away from the wrap: no index arithmetic in the inner loop.
-            let w = &x[2 * k..2 * k + 8];
-            for t in 0..8 {
-                sa += H[t] * w[t];
-                sd += gs[t] * w[t];
-            }
-        } else {
-            for t in 0..8 {
-                let v = x[(2 * k + t) % n];
-                sa += H[t] * v;
-                sd += gs[t] * v;
+    // Outputs k < inner read x[2k..2k + 8] without wrapping.
+    let inner = (half + 1).saturating_sub(4);
+    let even: Vec<f64> = x.iter().step_by(2).copied().collect();
+    let odd: Vec<f64> = x.iter().skip(1).step_by(2).copied().collect();
+    let filter = |taps: &[f64; 8]| -> Vec<f64> {
+        let mut out = vec![0.0; half];
+        let acc = &mut out[..inner];
+        for (t, &tap) in taps.iter().enumerate().filter(|_| inner > 0) {
+            let src = if t % 2 == 0 { &even } else { &odd };
+            let src = &src[t / 2..t / 2 + inner];
+            acc.iter_mut().zip(src).for_each(|(a, &v)| *a += tap * v);
+        }
+        for (k, o) in out.iter_mut().enumerate().skip(inner) {
+            for (t, &tap) in taps.iter().enumerate() {
+                *o += tap * x[(2 * k + t) % n];
             }
         }
-        a[k] = sa;
-        d[k] = sd;
-    }
-    (a, d)
+        out
+    };
+    (filter(&H), detail.then(|| filter(&gs)))
 }
 
 /// The inverse of `analyze`.
 fn synthesize(a: &[f64], d: &[f64]) -> Vec<f64> {
-    let n = 2 * a.len();
+    synthesize_with(a, Some(d))
+}
+
+/// `synthesize`; `None` for a detail of zeros (skipped: its terms would add exact zeros).
+///
+/// Output 2j + p (p = 0, 1) gathers tap 2i + p of coefficient j - i, i = 3, 2, 1, 0: the
+/// order in which the plain form (`tests::synthesize_plain`, coefficient by coefficient)
+/// adds them, so the results are the same to the bit. Outputs below 6 also gather the last
+/// coefficients (the wrap), which the plain form adds after the first ones: they are summed
+/// apart in that order.
+fn synthesize_with(a: &[f64], d: Option<&[f64]>) -> Vec<f64> {
+    let half = a.len();
+    let n = 2 * half;
     let gs: [f64; 8] = std::array::from_fn(g);
+    let term = |t: usize, k: usize| match d {
+        Some(d) => H[t] * a[k] + gs[t] * d[k],
+        None => H[t] * a[k],
+    };
     let mut x = vec![0.0; n];
-    for k in 0..a.len() {
-        let (ak, dk) = (a[k], d[k]);
-        if 2 * k + 8 <= n {
-            let w = &mut x[2 * k..2 * k + 8];
+    if half < 8 {
+        for k in 0..half {
             for t in 0..8 {
-                w[t] += H[t] * ak + gs[t] * dk;
+                x[(2 * k + t) % n] += term(t, k);
             }
-        } else {
-            for t in 0..8 {
-                x[(2 * k + t) % n] += H[t] * ak + gs[t] * dk;
+        }
+        return x;
+    }
+    for p in 0..2 {
+        let mut out = vec![0.0; half - 3];
+        for i in (0..4).rev() {
+            let t = 2 * i + p;
+            let (h, g) = (H[t], gs[t]);
+            let from = 3 - i;
+            let ak = &a[from..from + half - 3];
+            match d {
+                Some(d) => {
+                    let dk = &d[from..from + half - 3];
+                    (out.iter_mut().zip(ak).zip(dk)).for_each(|((o, &a), &d)| *o += h * a + g * d);
+                }
+                None => out.iter_mut().zip(ak).for_each(|(o, &a)| *o += h * a),
+            }
+        }
+        for (j, v) in out.into_iter().enumerate() {
+            x[2 * (j + 3) + p] = v;
+        }
+    }
+    for k in [0, 1, 2, half - 3, half - 2, half - 1] {
+        for t in 0..8 {
+            let m = (2 * k + t) % n;
+            if m < 6 {
+                x[m] += term(t, k);
             }
         }
     }
@@ -126,22 +172,81 @@ pub fn band(x: &[f32], levels: &[usize]) -> Vec<f32> {
         }
         x[k as usize] as f64
     };
-    let ext: Vec<f64> = (0..len)
-        .map(|i| reflect(i as isize - margin as isize))
-        .collect();
-    let (mut details, approx) = wavedec(&ext, depth);
-    for (j, d) in details.iter_mut().enumerate() {
-        if !levels.contains(&(j + 1)) {
-            d.fill(0.0);
-        }
+    let mut ext: Vec<f64> = Vec::with_capacity(len);
+    ext.extend((0..margin).map(|i| reflect(i as isize - margin as isize)));
+    ext.extend(x.iter().map(|&v| v as f64));
+    ext.extend((margin + n..len).map(|i| reflect(i as isize - margin as isize)));
+    // Only the levels kept need their details; the approximation at `depth` is dropped.
+    let mut a = ext;
+    let mut details: Vec<Option<Vec<f64>>> = Vec::with_capacity(depth);
+    for j in 1..=depth {
+        let (next, d) = analyze_with(&a, levels.contains(&j));
+        details.push(d);
+        a = next;
     }
-    let y = waverec(&details, &vec![0.0; approx.len()]);
-    y[margin..margin + n].iter().map(|&v| v as f32).collect()
+    a.fill(0.0);
+    for d in details.iter().rev() {
+        a = synthesize_with(&a, d.as_deref());
+    }
+    a[margin..margin + n].iter().map(|&v| v as f32).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `analyze` as the filter bank is written on paper.
+    fn analyze_plain(x: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let n = x.len();
+        let gs: [f64; 8] = std::array::from_fn(g);
+        let (mut a, mut d) = (vec![0.0; n / 2], vec![0.0; n / 2]);
+        for k in 0..n / 2 {
+            for t in 0..8 {
+                a[k] += H[t] * x[(2 * k + t) % n];
+                d[k] += gs[t] * x[(2 * k + t) % n];
+            }
+        }
+        (a, d)
+    }
+
+    /// `synthesize` as the filter bank is written on paper.
+    fn synthesize_plain(a: &[f64], d: &[f64]) -> Vec<f64> {
+        let n = 2 * a.len();
+        let gs: [f64; 8] = std::array::from_fn(g);
+        let mut x = vec![0.0; n];
+        for k in 0..a.len() {
+            for t in 0..8 {
+                x[(2 * k + t) % n] += H[t] * a[k] + gs[t] * d[k];
+            }
+        }
+        x
+    }
+
+    #[test]
+    fn polyphase_forms_equal_the_plain_ones_to_the_bit() {
+        for n in [2, 4, 6, 8, 14, 16, 18, 30, 64, 1000] {
+            let x: Vec<f64> = (0..n)
+                .map(|i| ((i * 71 % 37) as f64 * 0.61).sin())
+                .collect();
+            let (a, d) = analyze(&x);
+            assert_eq!(
+                (a.clone(), d.clone()),
+                analyze_plain(&x),
+                "analysis, n = {n}"
+            );
+            assert_eq!(
+                synthesize(&a, &d),
+                synthesize_plain(&a, &d),
+                "synthesis, n = {n}"
+            );
+            let zeros = vec![0.0; d.len()];
+            assert_eq!(
+                synthesize_with(&a, None),
+                synthesize_plain(&a, &zeros),
+                "synthesis without detail, n = {n}"
+            );
+        }
+    }
 
     #[test]
     fn reconstruction_is_perfect_and_energy_kept() {
@@ -170,5 +275,40 @@ mod tests {
         assert!(rms(&band(&tone(3.0), &levels)) > 0.6);
         assert!(rms(&band(&tone(40.0), &levels)) < 0.05);
         assert!(rms(&band(&tone(0.1), &levels)) < 0.05);
+    }
+
+    #[test]
+    fn band_equals_the_full_decomposition_with_other_levels_zeroed() {
+        let x: Vec<f32> = (0..1000)
+            .map(|i| ((i * 53 % 97) as f32 * 0.37).sin() * 20.0 + (i as f32 * 0.05).cos())
+            .collect();
+        for levels in [vec![4, 5, 6], vec![2], vec![1, 3]] {
+            let depth = *levels.iter().max().unwrap();
+            let block = 1usize << depth;
+            let margin = (7 * block).min(x.len() - 1);
+            let len = (x.len() + 2 * margin).div_ceil(block) * block;
+            let n = x.len() as isize;
+            let ext: Vec<f64> = (0..len as isize)
+                .map(|i| {
+                    let period = 2 * n - 2;
+                    let mut k = (i - margin as isize).rem_euclid(period);
+                    if k >= n {
+                        k = period - k;
+                    }
+                    x[k as usize] as f64
+                })
+                .collect();
+            let (mut d, a) = wavedec(&ext, depth);
+            for (j, dj) in d.iter_mut().enumerate() {
+                if !levels.contains(&(j + 1)) {
+                    dj.fill(0.0);
+                }
+            }
+            let want: Vec<f32> = waverec(&d, &vec![0.0; a.len()])[margin..margin + x.len()]
+                .iter()
+                .map(|&v| v as f32)
+                .collect();
+            assert_eq!(band(&x, &levels), want, "levels {levels:?}");
+        }
     }
 }

@@ -35,6 +35,7 @@ pub mod simulate;
 pub mod stream;
 
 use nalgebra::DMatrix;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::dsp::ica::{Ica, IcaError, Observations};
@@ -475,24 +476,46 @@ pub fn process_window(
     }
     let result = ica(x, prior.warm)?;
     if !candidates.is_empty() {
+        let bands_of = WindowBands::of(x, &result, &levels);
         confirm(
             &result,
             channels,
             (&bands, &candidates),
+            &bands_of.sources,
             prior.known,
             p,
-            &levels,
             fs,
             &mut out,
         );
+        if !out.removed.is_empty() {
+            out.mask = mask(&out, p, fs);
+            out.correction = correction(&result, channels, &out, &bands_of, p);
+        }
     }
     out.ica = Some(result);
-    if !out.removed.is_empty() {
-        let ica = out.ica.as_ref().expect("ica");
-        out.mask = mask(&out, p, fs);
-        out.correction = correction(ica, channels, &out, x, p, &levels);
-    }
     Ok(out)
+}
+
+/// The blink band (`dwt::band`) of every channel and every component of a window.
+struct WindowBands {
+    channels: Observations,
+    sources: Observations,
+}
+
+impl WindowBands {
+    /// The band-pass is linear and a constant has no band, so a component's band is its
+    /// unmixing row times the channels' bands: one wavelet transform per channel, not one
+    /// more per component (with many channels these transforms were the largest part of a
+    /// window's work after the ICA).
+    fn of(x: &Observations, ica: &Ica, levels: &[usize]) -> Self {
+        let rows: Vec<Vec<f32>> = (0..x.rows)
+            .into_par_iter()
+            .map(|i| dwt::band(x.row(i), levels))
+            .collect();
+        let channels = Observations::from_rows(&rows);
+        let sources = crate::dsp::ica::rotate(&ica.unmixing, &channels);
+        WindowBands { channels, sources }
+    }
 }
 
 /// Step 1 on window `x`: the band-passed frontal derivations and the candidates on them.
@@ -507,7 +530,10 @@ fn detect_candidates(
     let half = (0.5 * fs).round() as usize;
     let hit = (p.hit_s * fs).round() as usize;
     let derivations = frontal_derivations(channels, |i| x.row(i).to_vec());
-    let bands: Vec<Vec<f32>> = derivations.iter().map(|d| dwt::band(d, &levels)).collect();
+    let bands: Vec<Vec<f32>> = derivations
+        .par_iter()
+        .map(|d| dwt::band(d, &levels))
+        .collect();
     let c = candidates(&bands, p, gap, half, hit);
     (bands, c)
 }
@@ -579,9 +605,9 @@ fn confirm(
     ica: &Ica,
     channels: &Channels,
     (bands, candidates): (&[Vec<f32>], &[Peak]),
+    source_bands: &Observations,
     known: &[Vec<f64>],
     p: &BlinkParams,
-    levels: &[usize],
     fs: f64,
     out: &mut WindowResult,
 ) {
@@ -596,12 +622,18 @@ fn confirm(
             .map(|&(a, b)| ica.mixing[(a, c)] - b.map_or(0.0, |b| ica.mixing[(b, c)]))
             .sum()
     };
+    // The components' band-passed shares and their thresholds, on both cores.
+    let shares: Vec<(Vec<f32>, f32)> = (0..ica.sources.rows)
+        .into_par_iter()
+        .map(|c| {
+            let w = weight(c) as f32;
+            let band: Vec<f32> = source_bands.row(c).iter().map(|&s| w * s).collect();
+            let thr = p.component_z as f32 * robust_sigma(&band);
+            (band, thr)
+        })
+        .collect();
     let mut scored: Vec<(usize, usize, Vec<Peak>)> = Vec::new();
-    for c in 0..ica.sources.rows {
-        let w = weight(c) as f32;
-        let share: Vec<f32> = ica.sources.row(c).iter().map(|&s| w * s).collect();
-        let band = dwt::band(&share, levels);
-        let thr = p.component_z as f32 * robust_sigma(&band);
+    for (c, (band, thr)) in shares.into_iter().enumerate() {
         if thr <= 0.0 {
             continue;
         }
@@ -710,38 +742,45 @@ fn correction(
     ica: &Ica,
     channels: &Channels,
     w: &WindowResult,
-    x: &Observations,
+    bands_of: &WindowBands,
     p: &BlinkParams,
-    levels: &[usize],
 ) -> Vec<f32> {
     let len = w.len;
     let n = channels.labels.len();
     let k = w.removed.len();
     // The components' bands, and their Gram matrix over the mask (the normal equations).
-    let bands: Vec<Vec<f32>> = (w.removed.iter())
-        .map(|&c| dwt::band(ica.sources.row(c), levels))
+    let bands: Vec<&[f32]> = (w.removed.iter())
+        .map(|&c| bands_of.sources.row(c))
         .collect();
     let inner = |a: &[f32], b: &[f32]| -> f64 {
         (a.iter().zip(b).zip(&w.mask))
             .map(|((&u, &v), &m)| (m * u * v) as f64)
             .sum()
     };
-    let gram = DMatrix::from_fn(k, k, |i, j| inner(&bands[i], &bands[j]));
+    let gram = DMatrix::from_fn(k, k, |i, j| inner(bands[i], bands[j]));
     let solve = (p.scope == Scope::Blinks)
         .then(|| gram.clone().cholesky())
         .flatten();
     let mut corr = vec![0.0f32; n * len];
-    for i in (0..n).filter(|&i| !channels.keep[i]) {
-        let weights: Vec<f64> = match &solve {
+    let weights: Vec<Vec<f64>> = (0..n)
+        .into_par_iter()
+        .map(|i| match &solve {
+            _ if channels.keep[i] => Vec::new(),
             Some(chol) => {
-                let bx = dwt::band(x.row(i), levels);
-                let rhs = nalgebra::DVector::from_iterator(k, bands.iter().map(|b| inner(&bx, b)));
+                let bx = bands_of.channels.row(i);
+                let rhs = nalgebra::DVector::from_iterator(k, bands.iter().map(|b| inner(bx, b)));
                 chol.solve(&rhs).iter().copied().collect()
             }
             None => w.removed.iter().map(|&c| ica.mixing[(i, c)]).collect(),
-        };
+        })
+        .collect();
+    for (i, weights) in weights
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| !channels.keep[i])
+    {
         let row = &mut corr[i * len..(i + 1) * len];
-        for (&c, &a) in w.removed.iter().zip(&weights) {
+        for (&c, &a) in w.removed.iter().zip(weights.iter()) {
             let a = a as f32;
             for (o, &v) in row.iter_mut().zip(ica.sources.row(c)) {
                 *o += a * v;

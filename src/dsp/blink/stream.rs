@@ -166,11 +166,11 @@ impl Streamer {
         let from = end.saturating_sub(window as u64).max(self.kept_from);
         let len = (end - from) as usize;
         let at = (from - self.kept_from) as usize;
-        let x = Observations::from_rows(
-            &(self.kept.iter())
-                .map(|k| k.range(at..at + len).copied().collect::<Vec<f32>>())
-                .collect::<Vec<_>>(),
-        );
+        let mut data = Vec::with_capacity(self.kept.len() * len);
+        for k in &self.kept {
+            data.extend(k.range(at..at + len));
+        }
+        let x = Observations::new(self.kept.len(), len, data);
         let out_from = (self.emitted - from) as usize;
         let out_to = (upto.max(self.emitted) - from) as usize;
         let mut h = Hop {

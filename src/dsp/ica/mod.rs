@@ -61,10 +61,10 @@ impl Observations {
     /// From equally long channels.
     pub fn from_rows(rows: &[Vec<f32>]) -> Self {
         let cols = rows.first().map_or(0, Vec::len);
-        let data: Vec<f32> = rows
-            .iter()
-            .flat_map(|r| r[..cols].iter().copied())
-            .collect();
+        let mut data = Vec::with_capacity(rows.len() * cols);
+        for r in rows {
+            data.extend_from_slice(&r[..cols]);
+        }
         Observations::new(rows.len(), cols, data)
     }
 
@@ -77,16 +77,18 @@ impl Observations {
     pub fn strided(&self, stride: usize) -> Observations {
         let stride = stride.max(1);
         let cols = self.cols.div_ceil(stride);
-        let data = (0..self.rows)
-            .flat_map(|i| self.row(i).iter().step_by(stride).copied())
-            .collect();
+        let mut data = Vec::with_capacity(self.rows * cols);
+        for i in 0..self.rows {
+            data.extend(self.row(i).iter().step_by(stride));
+        }
         Observations::new(self.rows, cols, data)
     }
 
     pub fn block(&self, rows: usize, cols: std::ops::Range<usize>) -> Observations {
-        let data = (0..rows)
-            .flat_map(|i| self.row(i)[cols.clone()].iter().copied())
-            .collect();
+        let mut data = Vec::with_capacity(rows * cols.len());
+        for i in 0..rows {
+            data.extend_from_slice(&self.row(i)[cols.clone()]);
+        }
         Observations::new(rows, cols.len(), data)
     }
 }
@@ -191,13 +193,10 @@ impl Ica {
         self.channel_means = (0..x.rows)
             .map(|i| x.row(i).iter().map(|&v| v as f64).sum::<f64>() / t as f64)
             .collect();
-        let centred: Vec<f32> = (0..x.rows)
-            .flat_map(|i| {
-                let mu = self.channel_means[i] as f32;
-                x.row(i).iter().map(move |&v| v - mu)
-            })
-            .collect();
-        let centred = Observations::new(x.rows, x.cols, centred);
+        let mut centred = x.clone();
+        for (row, &mu) in centred.data.chunks_exact_mut(t).zip(&self.channel_means) {
+            row.iter_mut().for_each(|v| *v -= mu as f32);
+        }
         self.sources = rotate(&self.unmixing, &centred);
         let mu = DMatrix::from_column_slice(x.rows, 1, &self.channel_means);
         self.source_means = (&self.unmixing * mu).as_slice().to_vec();
@@ -360,14 +359,48 @@ impl Whitening {
     }
 }
 
-/// Y = W Z for an r x r `w` and r x T `z`, in f32.
+/// Y = W Z for an m x r `w` and r x T `z`, in f32; long `z` in column blocks on all cores.
 pub fn rotate(w: &DMatrix<f64>, z: &Observations) -> Observations {
-    let r = w.nrows();
+    use rayon::prelude::*;
+    let (m, r, t) = (w.nrows(), z.rows, z.cols);
+    assert_eq!(w.ncols(), r, "rotation width");
     let wf: Vec<f32> = w.transpose().as_slice().iter().map(|&v| v as f32).collect();
-    let mut y = vec![0.0f32; r * z.cols];
-    sgemm_rows(r, z.rows, z.cols, &wf, &z.data, &mut y);
-    Observations::new(r, z.cols, y)
+    let mut y = vec![0.0f32; m * t];
+    const COLUMNS: usize = 2048;
+    let starts: Vec<usize> = (0..t).step_by(COLUMNS).collect();
+    let out = SendPtr(y.as_mut_ptr());
+    starts.par_iter().for_each(|&c0| {
+        let len = COLUMNS.min(t - c0);
+        let out = &out;
+        // SAFETY: `wf` is m x r row-major; the block of `z` is r x len from column c0 with row
+        // stride t; the block of `y` is m x len from column c0 with row stride t. Blocks
+        // cover disjoint columns, so no two tasks write the same element.
+        unsafe {
+            matrixmultiply::sgemm(
+                m,
+                r,
+                len,
+                1.0,
+                wf.as_ptr(),
+                r as isize,
+                1,
+                z.data.as_ptr().add(c0),
+                t as isize,
+                1,
+                0.0,
+                out.0.add(c0),
+                t as isize,
+                1,
+            );
+        }
+    });
+    Observations::new(m, t, y)
 }
+
+/// A pointer that tasks writing disjoint parts of one buffer share.
+struct SendPtr(*mut f32);
+// SAFETY: only used for writes to disjoint elements (see `rotate`).
+unsafe impl Sync for SendPtr {}
 
 /// c (m x n) = a (m x k) b (k x n), all row-major f32.
 pub(crate) fn sgemm_rows(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
