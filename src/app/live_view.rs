@@ -578,7 +578,20 @@ impl LiveView {
         );
         let spawned = std::thread::Builder::new()
             .name("ede live".into())
-            .spawn(move || player(input, opts, gpu, shared, rx, ctx));
+            .spawn(move || {
+                // The pipeline's parallel parts run on their own pool of one core fewer than
+                // the machine has: at maximum speed they would otherwise take every core and
+                // hold up the frames (on two cores a quarter of them went over 16 ms).
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(cores.saturating_sub(1).max(1))
+                    .thread_name(|i| format!("ede live {i}"))
+                    .build();
+                match pool {
+                    Ok(pool) => pool.install(|| player(input, opts, gpu, shared, rx, ctx)),
+                    Err(_) => player(input, opts, gpu, shared, rx, ctx),
+                }
+            });
         match spawned {
             Ok(_) => self.commands = Some(tx),
             Err(e) => self.error = Some(format!("cannot start the player: {e}")),

@@ -44,31 +44,60 @@ const RIM: f64 = 0.92;
 /// Values on a `size` x `size` grid over the unit disk (row 0 at the front), by inverse squared
 /// distance from the electrodes; `None` outside the head.
 pub fn interpolate(values: &[f64], at: &[Option<[f64; 2]>], size: usize) -> Vec<Option<f64>> {
-    let known: Vec<([f64; 2], f64)> = (at.iter().zip(values))
-        .filter_map(|(p, &v)| p.map(|p| (p, v)))
-        .collect();
-    let mut grid = vec![None; size * size];
-    for (k, cell) in grid.iter_mut().enumerate() {
-        let (row, col) = (k / size, k % size);
-        let x = (col as f64 + 0.5) / size as f64 * 2.0 - 1.0;
-        let y = 1.0 - (row as f64 + 0.5) / size as f64 * 2.0;
-        if x * x + y * y > 1.0 {
-            continue;
-        }
-        let (mut num, mut den) = (0.0, 0.0);
-        for &([px, py], v) in &known {
-            let d2 = (x - px).powi(2) + (y - py).powi(2);
-            if d2 < 1e-12 {
-                (num, den) = (v, 1.0);
-                break;
-            }
-            let w = 1.0 / (d2 * d2);
-            num += w * v;
-            den += w;
-        }
-        *cell = Some(num / den);
+    Interpolation::new(at, size).apply(values)
+}
+
+/// `interpolate`'s weights for one layout, worked out once: a map is then one weighted sum
+/// per pixel (the distances cost thirty times more, and the Live tab draws a dozen maps for
+/// every new window).
+pub struct Interpolation {
+    /// The electrodes with a position (indices into the channels).
+    known: Vec<usize>,
+    /// Per cell, the normalized weights of `known`; `None` outside the head.
+    cells: Vec<Option<Vec<f64>>>,
+}
+
+impl Interpolation {
+    pub fn new(at: &[Option<[f64; 2]>], size: usize) -> Self {
+        let known: Vec<usize> = (0..at.len()).filter(|&i| at[i].is_some()).collect();
+        let cells = (0..size * size)
+            .map(|k| {
+                let (row, col) = (k / size, k % size);
+                let x = (col as f64 + 0.5) / size as f64 * 2.0 - 1.0;
+                let y = 1.0 - (row as f64 + 0.5) / size as f64 * 2.0;
+                if x * x + y * y > 1.0 {
+                    return None;
+                }
+                let d2: Vec<f64> = (known.iter())
+                    .map(|&i| {
+                        at[i].map_or(f64::INFINITY, |[px, py]| {
+                            (x - px).powi(2) + (y - py).powi(2)
+                        })
+                    })
+                    .collect();
+                // On an electrode: its value.
+                if let Some(hit) = d2.iter().position(|&d| d < 1e-12) {
+                    let mut w = vec![0.0; known.len()];
+                    w[hit] = 1.0;
+                    return Some(w);
+                }
+                let w: Vec<f64> = d2.iter().map(|d| 1.0 / (d * d)).collect();
+                let sum: f64 = w.iter().sum();
+                Some(w.into_iter().map(|v| v / sum).collect())
+            })
+            .collect();
+        Interpolation { known, cells }
     }
-    grid
+
+    /// The grid for one value per channel.
+    pub fn apply(&self, values: &[f64]) -> Vec<Option<f64>> {
+        (self.cells.iter())
+            .map(|w| {
+                w.as_ref()
+                    .map(|w| self.known.iter().zip(w).map(|(&i, w)| w * values[i]).sum())
+            })
+            .collect()
+    }
 }
 
 /// Blue for negative, white for zero, red for positive, over `-scale..scale`.
@@ -87,16 +116,14 @@ fn diverging(v: f64, scale: f64) -> Color32 {
 
 /// One component's map as an image. The sign is chosen so that the largest weight is positive
 /// (ICA leaves it arbitrary).
-fn image(values: &[f64], at: &[Option<[f64; 2]>]) -> ColorImage {
+fn image(values: &[f64], at: &[Option<[f64; 2]>], grid: &Interpolation) -> ColorImage {
     let peak = (at.iter().zip(values))
         .filter(|(p, _)| p.is_some())
         .map(|(_, &v)| v)
         .fold(0.0f64, |m, v| if v.abs() > m.abs() { v } else { m });
     let sign = if peak < 0.0 { -1.0 } else { 1.0 };
     let signed: Vec<f64> = values.iter().map(|v| v * sign).collect();
-    let grid = interpolate(&signed, at, SIZE);
-    let pixels = grid
-        .iter()
+    let pixels = (grid.apply(&signed).iter())
         .map(|g| g.map_or(Color32::TRANSPARENT, |v| diverging(v, peak.abs())))
         .collect();
     ColorImage::new([SIZE, SIZE], pixels)
@@ -108,7 +135,7 @@ pub struct ScalpMaps {
     /// A fingerprint of the ICA they were made for, and the textures.
     made_for: Option<u64>,
     textures: Vec<TextureHandle>,
-    layout: Option<Vec<Option<[f64; 2]>>>,
+    layout: Option<(Vec<Option<[f64; 2]>>, Interpolation)>,
     labels: Vec<String>,
 }
 
@@ -128,10 +155,13 @@ impl ScalpMaps {
         });
         if self.labels != labels {
             self.labels = labels.to_vec();
-            self.layout = layout(labels);
+            self.layout = layout(labels).map(|at| {
+                let grid = Interpolation::new(&at, SIZE);
+                (at, grid)
+            });
             self.made_for = None;
         }
-        let Some(at) = &self.layout else {
+        let Some((at, grid)) = &self.layout else {
             ui.small("no scalp maps: no channel label names a 10-10 position");
             return;
         };
@@ -142,7 +172,7 @@ impl ScalpMaps {
                     let column: Vec<f64> = ica.mixing.column(k).iter().copied().collect();
                     ui.ctx().load_texture(
                         format!("scalp map {k}"),
-                        image(&column, at),
+                        image(&column, at, grid),
                         TextureOptions::LINEAR,
                     )
                 })
@@ -240,5 +270,38 @@ mod tests {
         // EOG's 99 has no place on the scalp and must not leak in.
         assert!(grid.iter().flatten().all(|&v| v <= 10.0 + 1e-9));
         assert!(layout(&["EOG1".to_string(), "X".into()]).is_none());
+    }
+
+    #[test]
+    fn precomputed_weights_equal_the_plain_inverse_distance_sums() {
+        let labels: Vec<String> = ["Fp1", "Fp2", "F7", "Fz", "Cz", "T8", "Pz", "O1", "EOG"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let at = layout(&labels).unwrap();
+        let values = [3.0, -1.0, 0.5, 2.0, -4.0, 1.5, 0.25, -2.0, 50.0];
+        let size = 24;
+        let grid = interpolate(&values, &at, size);
+        for (k, cell) in grid.iter().enumerate() {
+            let x = ((k % size) as f64 + 0.5) / size as f64 * 2.0 - 1.0;
+            let y = 1.0 - ((k / size) as f64 + 0.5) / size as f64 * 2.0;
+            if x * x + y * y > 1.0 {
+                assert!(cell.is_none());
+                continue;
+            }
+            let (mut num, mut den) = (0.0, 0.0);
+            for (p, v) in at.iter().zip(values) {
+                if let Some([px, py]) = p {
+                    let w = 1.0 / ((x - px).powi(2) + (y - py).powi(2)).powi(2);
+                    num += w * v;
+                    den += w;
+                }
+            }
+            let want = num / den;
+            assert!(
+                (cell.unwrap() - want).abs() < 1e-12 * want.abs().max(1.0),
+                "cell {k}"
+            );
+        }
     }
 }

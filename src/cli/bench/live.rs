@@ -40,7 +40,7 @@ pub struct LiveBenchArgs {
     #[arg(long, default_value_t = 60.0)]
     pub many: f64,
     /// Seconds of Live-tab frames measured while it plays at maximum speed (the EEGLAB sample
-    /// lasts about 4 s at that speed).
+    /// lasts about 3 s at that speed), and again at 1x.
     #[arg(long, default_value_t = 3.0)]
     pub frames: f64,
     /// Only the runs whose names contain this (e.g. "64ch-512hz-full"), and no frames unless
@@ -73,14 +73,20 @@ struct Run {
 struct Report {
     cpu: String,
     runs: Vec<Run>,
-    frames: Option<Frames>,
+    /// At maximum speed, and at 1x (the pipeline nearly idle: what the machine itself does to
+    /// frames).
+    frames: Vec<Frames>,
 }
 
 /// The Live tab's frames (the CPU work of an egui pass and its tessellation, as `ede bench io`
-/// measures them) while its player runs at maximum speed on the other core.
+/// measures them) while its player runs at `speed` (maximum speed when `None`) on the other
+/// core. The first frame that draws the whole tab (its fonts, maps and plots laid out for the
+/// first time) is given apart.
 #[derive(Debug, Serialize)]
 struct Frames {
+    speed: Option<f64>,
     window_px: [f32; 2],
+    first_frame_s: f64,
     frame_s: Stats,
     /// Frames over 16 ms (60 Hz).
     over_16ms: usize,
@@ -89,7 +95,11 @@ struct Frames {
     seconds: f64,
 }
 
-fn live_frames(record: &std::path::Path, seconds: f64) -> anyhow::Result<Frames> {
+fn live_frames(
+    record: &std::path::Path,
+    seconds: f64,
+    speed: Option<f64>,
+) -> anyhow::Result<Frames> {
     use crate::app::live_view::LiveView;
     use crate::app::{EdeApp, Settings};
     use eframe::egui;
@@ -98,7 +108,7 @@ fn live_frames(record: &std::path::Path, seconds: f64) -> anyhow::Result<Frames>
     let view = app
         .view_mut::<LiveView>()
         .ok_or(anyhow::anyhow!("no Live tab"))?;
-    view.set_speed(None);
+    view.set_speed(speed);
     let ctx = egui::Context::default();
     let size = egui::vec2(1600.0, 1000.0);
     let progress = |app: &EdeApp| app.view_ref::<LiveView>().map_or(0, |v| v.progress().0);
@@ -108,6 +118,7 @@ fn live_frames(record: &std::path::Path, seconds: f64) -> anyhow::Result<Frames>
         super::io::run_frame(&ctx, &mut app, size);
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    let first_frame_s = super::io::run_frame(&ctx, &mut app, size);
     let (start, first) = (Instant::now(), progress(&app));
     let mut times = Vec::new();
     while start.elapsed().as_secs_f64() < seconds {
@@ -116,14 +127,18 @@ fn live_frames(record: &std::path::Path, seconds: f64) -> anyhow::Result<Frames>
     let hops = progress(&app) - first;
     let over_16ms = times.iter().filter(|&&t| t > 0.016).count();
     eprintln!(
-        "live tab at max speed: {} frames, {:.1} ms median, {:.1} ms max, {over_16ms} over 16 ms; \
-         {hops} hops meanwhile",
+        "live tab at {}: first frame {:.1} ms, then {} frames, {:.1} ms median, {:.1} ms max, \
+         {over_16ms} over 16 ms; {hops} hops meanwhile",
+        speed.map_or("max speed".into(), |v| format!("{v}x")),
+        first_frame_s * 1e3,
         times.len(),
         Stats::of(times.clone()).median * 1e3,
         Stats::of(times.clone()).max * 1e3,
     );
     Ok(Frames {
+        speed,
         window_px: [size.x, size.y],
+        first_frame_s,
         frame_s: Stats::of(times),
         over_16ms,
         hops,
@@ -253,9 +268,12 @@ pub fn run(args: &LiveBenchArgs) -> anyhow::Result<()> {
     let mut fewer = fast.clone();
     fewer.deblink.fastica.components = Some(24);
     run("64ch-512hz-24-components", &many, &fewer)?;
-    let frames = wanted("frames")
-        .then(|| live_frames(&args.record, args.frames))
-        .transpose()?;
+    let mut frames = Vec::new();
+    if wanted("frames") {
+        for speed in [None, Some(1.0)] {
+            frames.push(live_frames(&args.record, args.frames, speed)?);
+        }
+    }
     write_json(
         &Report {
             cpu: cpu_name(),
