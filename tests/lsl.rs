@@ -148,3 +148,85 @@ fn a_disconnection_is_reported_and_the_stream_resumes_on_time() {
     assert!(notes.iter().any(|t| t.starts_with("Gap")), "{notes:?}");
     assert!(notes.contains(&"Source stalled"), "{notes:?}");
 }
+
+/// With "other tabs follow the stream" on an LSL stream, the other tabs read a recording of
+/// the stream's newest samples (an LSL stream has no file), it is made again as hops arrive,
+/// the Cross-ApEn tab computes on it, and turning following off brings the file back.
+#[test]
+fn other_tabs_follow_an_lsl_stream() {
+    use std::sync::Arc;
+
+    use ede::app::live_view::LiveView;
+    use ede::app::xapen_view::XapenView;
+    use ede::app::{EdeApp, Settings};
+    use ede::recording::Format;
+    use egui_kittest::Harness;
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("clean.edf");
+    clean_eeg(&file, false, 120);
+    let cfg = lsl_config(dir.path());
+    // The Live tab's inlet runs in this process. SAFETY: no other thread of this test binary
+    // reads the environment meanwhile (the other tests set LSLAPICFG on their children only).
+    unsafe { std::env::set_var("LSLAPICFG", &cfg) };
+    let name = "ede-follow-test";
+    let mut sender = ede_cmd(&cfg)
+        .args(["stream", file.to_str().unwrap(), "--name", name])
+        .args(["--speed", "4", "--wait-for-consumer", "60"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let app = EdeApp::new(Some(file.clone()), None, Settings::default(), None);
+    let mut h = Harness::builder()
+        .with_size(eframe::egui::vec2(1280.0, 800.0))
+        .wgpu()
+        .build_ui_state(|ui, app: &mut EdeApp| app.ui(ui), app);
+    let step_until = |h: &mut Harness<'_, EdeApp>, what: &str, done: &dyn Fn(&EdeApp) -> bool| {
+        let t = std::time::Instant::now();
+        while !done(h.state()) {
+            assert!(t.elapsed().as_secs() < 90, "timed out waiting for {what}");
+            h.step();
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    };
+    assert!(h.state_mut().show_view("live"));
+    fn live(app: &mut EdeApp) -> &mut LiveView {
+        app.view_mut::<LiveView>().unwrap()
+    }
+    live(h.state_mut()).use_lsl(Some(name.into()));
+    live(h.state_mut()).set_follow(true);
+    let hops = |app: &EdeApp| app.view_ref::<LiveView>().unwrap().progress().0;
+    step_until(&mut h, "two hops", &|app| hops(app) >= 2);
+    assert!(h.state_mut().show_view("xapen"));
+    step_until(&mut h, "the stream's recording", &|app| {
+        app.browser.rec.format == Format::Lsl
+    });
+    let rec = h.state().browser.rec.clone();
+    let labels: Vec<&str> = rec.signals.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        common::EEG_LABELS,
+        "the stream's channels, in its order"
+    );
+    assert!(rec.duration_s() >= 10.0, "at least the first window");
+    // The newest window is shown, and the matrix is computed on the stream's samples.
+    let (t0, t1) = h.state().browser.visible_span();
+    assert!(
+        (t1 - rec.duration_s()).abs() < 1.5,
+        "{t0}..{t1} of {}",
+        rec.duration_s()
+    );
+    step_until(&mut h, "a Cross-ApEn matrix", &|app| {
+        app.view_ref::<XapenView>().is_some_and(|v| v.ready())
+    });
+    // It moves with the stream.
+    step_until(&mut h, "a newer copy", &|app| {
+        !Arc::ptr_eq(&app.browser.rec, &rec)
+    });
+    // Following off: the file again.
+    live(h.state_mut()).set_follow(false);
+    h.run_steps(2);
+    assert_eq!(h.state().browser.rec.path.as_deref(), Some(file.as_path()));
+    let _ = sender.kill();
+    let _ = sender.wait();
+}

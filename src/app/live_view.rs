@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use eframe::egui::{self, Color32};
 use egui_plot::{Line, Plot, PlotPoints, Polygon};
@@ -28,10 +28,12 @@ use crate::dsp::blink::Blink;
 use crate::dsp::blink::stream::Hop;
 use crate::dsp::ica::{Contrast, Ica, Observations};
 use crate::gpu::GpuContext;
-use crate::recording::Recording;
+use crate::recording::{Annotation, Format, Recording, in_memory};
 
 /// Seconds of signal kept for display.
 const KEPT_S: f64 = 60.0;
+/// How often the copy of an LSL stream that the other tabs follow is made again, at most.
+const STREAM_COPY_EVERY: Duration = Duration::from_secs(1);
 /// Seconds of the newest signal the lane scales are taken from.
 const SPREAD_S: f64 = 10.0;
 /// Hops the meter averages over.
@@ -65,7 +67,6 @@ struct Window {
     ica: Ica,
     removed: Vec<usize>,
     start: u64,
-    len: usize,
 }
 
 /// What the player thread shares with the view.
@@ -81,6 +82,9 @@ struct Shared {
     /// Samples the source lost (start, count), filled with the last value.
     gaps: VecDeque<(u64, u64)>,
     window: Option<Window>,
+    /// The newest window (absolute first sample, length), with or without an ICA: what the
+    /// other tabs follow.
+    newest: Option<(u64, usize)>,
     /// Each channel's robust SD over the last `SPREAD_S` seconds: the lane scale, updated per
     /// hop rather than every frame.
     spread: Vec<f64>,
@@ -154,12 +158,12 @@ impl Shared {
         while (self.gaps.front()).is_some_and(|g| g.0 + g.1 < self.start) {
             self.gaps.pop_front();
         }
+        self.newest = Some((origin + hop.window_start, hop.window_len));
         if let Some(ica) = &hop.ica {
             self.window = Some(Window {
                 ica: ica.clone(),
                 removed: hop.removed.clone(),
                 start: origin + hop.window_start,
-                len: hop.window_len,
             });
         }
         // The first hop is the first window, filled at once: not a hop of the meter.
@@ -439,6 +443,9 @@ pub struct LiveView {
     gpu: Option<GpuContext>,
     error: Option<String>,
     maps: ScalpMaps,
+    /// The LSL stream's newest samples as a recording, for the tabs that follow it, and the
+    /// hop it was made at.
+    stream_copy: Option<(usize, Instant, Arc<Recording>)>,
 }
 
 impl LiveView {
@@ -483,6 +490,7 @@ impl LiveView {
             gpu,
             error,
             maps: ScalpMaps::default(),
+            stream_copy: None,
         }
     }
 
@@ -536,8 +544,66 @@ impl LiveView {
             return None;
         }
         let s = self.shared.lock().expect("live state");
-        let (w, fs) = (s.window.as_ref()?, s.meta.as_ref()?.fs);
-        Some((w.start as f64 / fs, w.len as f64 / fs))
+        let ((start, len), fs) = (s.newest?, s.meta.as_ref()?.fs);
+        Some((start as f64 / fs, len as f64 / fs))
+    }
+
+    /// With "other tabs follow the stream" on an LSL stream (which has no file for them to
+    /// read): the stream's newest samples as a recording (the `KEPT_S` seconds this tab keeps,
+    /// as they arrived, blinks as annotations; times from its first sample) and the newest
+    /// window in it. Made again when a hop arrives.
+    pub fn follow_stream(&mut self) -> Option<(Arc<Recording>, f64, f64)> {
+        if !self.follow || self.lsl.is_none() {
+            self.stream_copy = None;
+            return None;
+        }
+        let s = self.shared.lock().expect("live state");
+        let ((start, len), meta) = (s.newest?, s.meta.as_ref()?);
+        let fs = meta.fs;
+        let t0 = start.saturating_sub(s.start) as f64 / fs;
+        let span = len as f64 / fs;
+        // At most one copy a second: at 4x or more a copy per hop would supersede the
+        // following tabs' jobs (newest wins) before the slower ones (blinks) could finish.
+        if let Some((hops, made, rec)) = &self.stream_copy
+            && (*hops == s.hops || made.elapsed() < STREAM_COPY_EVERY)
+        {
+            let (t0, span) = (rec.duration_s() - span, span);
+            return Some((rec.clone(), t0.max(0.0), span));
+        }
+        let data: Vec<Vec<f32>> = (s.original.iter())
+            .map(|q| q.iter().copied().collect())
+            .collect();
+        let seconds = |samples: u64| samples as f64 / fs;
+        let annotations = (s.blinks.iter())
+            .filter(|b| b.start as u64 >= s.start)
+            .map(|b| Annotation {
+                onset: seconds(b.start as u64 - s.start),
+                duration: seconds((b.end - b.start) as u64),
+                text: "blink".into(),
+            })
+            .collect();
+        let start =
+            meta.start + chrono::Duration::milliseconds((seconds(s.start) * 1e3).round() as i64);
+        let signals = (meta.labels.iter().zip(&meta.units))
+            .map(|(l, u)| (l.clone(), u.clone(), fs))
+            .collect();
+        let kept = data.first().map_or(0, Vec::len) as f64 / fs;
+        let mut rec = in_memory(
+            Some(PathBuf::from(format!("LSL {}", meta.name))),
+            Format::Lsl,
+            start,
+            signals,
+            data,
+            annotations,
+            Vec::new(),
+        );
+        rec.recording_info = format!(
+            "the newest {kept:.0} s of the LSL stream {}, as they arrived",
+            meta.name
+        );
+        let rec = Arc::new(rec);
+        self.stream_copy = Some((s.hops, Instant::now(), rec.clone()));
+        Some((rec, t0, span))
     }
 
     pub fn set_follow(&mut self, follow: bool) {

@@ -37,6 +37,20 @@ pub trait AnalysisView: std::any::Any {
     fn take_png_request(&mut self) -> Option<(PathBuf, Rect)> {
         None
     }
+    /// A live stream's newest samples replace the recording (live mode's "other tabs follow
+    /// the stream" on an LSL stream): a view that can follow one keeps its parameters,
+    /// recomputes and returns true; the others return false and are made again on the
+    /// recording when next shown.
+    fn follow_recording(&mut self, _rec: Arc<Recording>) -> bool {
+        false
+    }
+}
+
+/// Whether two recordings have the same signals (labels and rates): a view's channel choice
+/// carries over from one to the other.
+fn same_channels(a: &Recording, b: &Recording) -> bool {
+    a.signals.len() == b.signals.len()
+        && (a.signals.iter().zip(&b.signals)).all(|(x, y)| x.label == y.label && x.fs == y.fs)
 }
 
 /// A kind of analysis view: its `--view` name, its tab title and how it is made.
@@ -172,6 +186,8 @@ pub struct EdeApp {
     )>,
     /// The "open a path" field, when shown, and why (no dialog could be shown).
     path_field: Option<(String, Option<String>)>,
+    /// The open recording while the tabs follow an LSL stream instead.
+    followed_file: Option<Arc<Recording>>,
 }
 
 /// A dialog that answers "nothing chosen" faster than this could not be shown at all.
@@ -218,6 +234,7 @@ impl EdeApp {
             styled: false,
             dialog: None,
             path_field: None,
+            followed_file: None,
         };
         if let Some(p) = file.filter(|_| app.error.is_none()) {
             app.remember(p);
@@ -236,6 +253,7 @@ impl EdeApp {
     fn show(&mut self, rec: Recording) {
         self.browser = Browser::new(Arc::new(rec), self.browser.settings.clone());
         self.views.iter_mut().for_each(|v| *v = None);
+        self.followed_file = None;
     }
 
     /// Shows the browser ("browser") or the view with this `VIEWS` id; false for no such view.
@@ -250,6 +268,56 @@ impl EdeApp {
                 true
             }
             None => false,
+        }
+    }
+
+    /// The other tabs follow live mode's newest window: in the recording being played, or in
+    /// a recording of an LSL stream's newest samples, which stands in for the file until
+    /// following stops.
+    fn follow_live(&mut self) {
+        // Only a Live tab that exists: looking it up must not make one (or any other view).
+        let Some(live) = (self.views.iter_mut().flatten()).find_map(|v| {
+            (&mut **v as &mut dyn std::any::Any).downcast_mut::<live_view::LiveView>()
+        }) else {
+            return;
+        };
+        if let Some((t0, span)) = live.follow_span() {
+            self.browser.show(t0, Some(span));
+            return;
+        }
+        let stream = live.follow_stream();
+        let rec = match (stream, &self.followed_file) {
+            (Some((rec, t0, span)), _) => {
+                if !Arc::ptr_eq(&rec, &self.browser.rec) {
+                    let starts = self.followed_file.is_none();
+                    self.followed_file
+                        .get_or_insert_with(|| self.browser.rec.clone());
+                    self.replace_recording(rec, starts);
+                }
+                self.browser.show(t0, Some(span));
+                return;
+            }
+            (None, Some(file)) => file.clone(),
+            (None, None) => return,
+        };
+        self.followed_file = None;
+        self.replace_recording(rec, true);
+    }
+
+    /// The browser and the views that follow (`AnalysisView::follow_recording`) on `rec`, the
+    /// browser's settings kept. With `remake`, the views that cannot follow are made again on
+    /// `rec` when next shown (as following starts and ends; in between they keep the copy they
+    /// were made on).
+    fn replace_recording(&mut self, rec: Arc<Recording>, remake: bool) {
+        let live = VIEWS.iter().position(|v| v.id == "live");
+        self.browser = Browser::new(rec.clone(), self.browser.settings.clone());
+        for (k, view) in self.views.iter_mut().enumerate() {
+            let Some(v) = view.as_mut().filter(|_| Some(k) != live) else {
+                continue;
+            };
+            if !v.follow_recording(rec.clone()) && remake {
+                *view = None;
+            }
         }
     }
 
@@ -426,12 +494,8 @@ impl EdeApp {
         });
         // Live mode can lead the other tabs: they show its newest window.
         let live = VIEWS.iter().position(|v| v.id == "live");
-        if self.view != live
-            && let Some((t0, span)) = self
-                .view_ref::<live_view::LiveView>()
-                .and_then(|v| v.follow_span())
-        {
-            self.browser.show(t0, Some(span));
+        if self.view != live {
+            self.follow_live();
         }
         match self.view {
             None => self.browser.ui(ui),

@@ -806,6 +806,14 @@ impl AnalysisView for ScalogramView {
     fn take_png_request(&mut self) -> Option<(std::path::PathBuf, Rect)> {
         Some((self.png_request.take()?, self.image_rect))
     }
+
+    fn follow_recording(&mut self, rec: Arc<Recording>) -> bool {
+        if !super::same_channels(&self.rec, &rec) {
+            self.traces.clear();
+        }
+        self.rec = rec;
+        true
+    }
 }
 
 #[cfg(test)]

@@ -52,6 +52,19 @@ struct Done {
     report: XapenReport,
 }
 
+/// The EEG channels at the most common rate (all channels at that rate where none is EEG).
+fn default_selection(rec: &Recording) -> Vec<bool> {
+    let fs = rec.most_common_rate();
+    let eeg: Vec<bool> = (rec.signals.iter())
+        .map(|s| s.fs == fs && crate::dsp::montage::is_eeg(&s.label, &s.unit))
+        .collect();
+    if eeg.iter().any(|&e| e) {
+        eeg
+    } else {
+        rec.signals.iter().map(|s| s.fs == fs).collect()
+    }
+}
+
 /// The job without its parameters: what the cached input and device buffers depend on.
 type InputKey = (usize, Vec<usize>, usize, usize, EpochCount);
 
@@ -167,17 +180,7 @@ pub struct XapenView {
 impl XapenView {
     /// EEG channels of the most common rate are selected to begin with.
     pub fn new(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Self {
-        let fs = rec.most_common_rate();
-        let eeg: Vec<bool> = rec
-            .signals
-            .iter()
-            .map(|s| s.fs == fs && crate::dsp::montage::is_eeg(&s.label, &s.unit))
-            .collect();
-        let selected = if eeg.iter().any(|&e| e) {
-            eeg
-        } else {
-            rec.signals.iter().map(|s| s.fs == fs).collect()
-        };
+        let selected = default_selection(&rec);
         let backend = super::default_backend(gpu.as_ref());
         XapenView {
             rec,
@@ -660,6 +663,14 @@ impl super::AnalysisView for XapenView {
 
     fn take_png_request(&mut self) -> Option<(std::path::PathBuf, Rect)> {
         Some((self.png_request.take()?, self.matrix_rect))
+    }
+
+    fn follow_recording(&mut self, rec: Arc<Recording>) -> bool {
+        if !super::same_channels(&self.rec, &rec) {
+            self.selected = default_selection(&rec);
+        }
+        self.rec = rec;
+        true
     }
 }
 

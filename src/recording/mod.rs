@@ -82,6 +82,9 @@ pub enum Format {
     Csv,
     #[serde(rename = "DEMO")]
     Demo,
+    /// The newest samples of a Lab Streaming Layer stream, held in memory (live mode).
+    #[serde(rename = "LSL")]
+    Lsl,
 }
 
 impl Format {
@@ -91,7 +94,7 @@ impl Format {
         match self {
             Format::Edf | Format::EdfPlusC | Format::EdfPlusD => Some("edf"),
             Format::Bdf | Format::BdfPlusC | Format::BdfPlusD => Some("bdf"),
-            Format::Wfdb | Format::Csv | Format::Demo => None,
+            Format::Wfdb | Format::Csv | Format::Demo | Format::Lsl => None,
         }
     }
 }
@@ -108,6 +111,7 @@ impl fmt::Display for Format {
             Format::Wfdb => "WFDB",
             Format::Csv => "CSV",
             Format::Demo => "DEMO",
+            Format::Lsl => "LSL",
         };
         f.write_str(s)
     }

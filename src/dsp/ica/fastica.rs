@@ -168,26 +168,8 @@ pub fn expectations(
             // iteration cost more in page faults than the products.
             SCRATCH.with_borrow_mut(|y| {
                 y.resize(m * len, 0.0);
-                // SAFETY: `wf` is m x r row-major; the block of `z` is r x len starting at column
-                // c0 with row stride t (c0 + len <= t); `y` is m x len.
-                unsafe {
-                    matrixmultiply::sgemm(
-                        m,
-                        r,
-                        len,
-                        1.0,
-                        wf.as_ptr(),
-                        r as isize,
-                        1,
-                        z.data.as_ptr().add(c0),
-                        t as isize,
-                        1,
-                        0.0,
-                        y.as_mut_ptr(),
-                        len as isize,
-                        1,
-                    );
-                }
+                // SAFETY: `y` is m x len, this task's own.
+                unsafe { super::sgemm_columns(&wf, m, z, (c0, len), y.as_mut_ptr(), len) };
                 let gp: Vec<f64> = y
                     .chunks_exact_mut(len)
                     .map(|row| nonlinearity(contrast, row))

@@ -372,29 +372,49 @@ pub fn rotate(w: &DMatrix<f64>, z: &Observations) -> Observations {
     starts.par_iter().for_each(|&c0| {
         let len = COLUMNS.min(t - c0);
         let out = &out;
-        // SAFETY: `wf` is m x r row-major; the block of `z` is r x len from column c0 with row
-        // stride t; the block of `y` is m x len from column c0 with row stride t. Blocks
-        // cover disjoint columns, so no two tasks write the same element.
-        unsafe {
-            matrixmultiply::sgemm(
-                m,
-                r,
-                len,
-                1.0,
-                wf.as_ptr(),
-                r as isize,
-                1,
-                z.data.as_ptr().add(c0),
-                t as isize,
-                1,
-                0.0,
-                out.0.add(c0),
-                t as isize,
-                1,
-            );
-        }
+        // SAFETY: `y` is m x t; blocks cover disjoint columns, so no two tasks write the same
+        // element.
+        unsafe { sgemm_columns(&wf, m, z, (c0, len), out.0.add(c0), t) };
     });
     Observations::new(m, t, y)
+}
+
+/// `out` = W Z[.., c0..c0 + len] for W m x z.rows (row-major `wf`), rows of `out` `stride`
+/// apart.
+///
+/// # Safety
+/// `out` must point at m rows of `stride >= len` writable elements that nothing else
+/// touches meanwhile, and `c0 + len <= z.cols`.
+pub(crate) unsafe fn sgemm_columns(
+    wf: &[f32],
+    m: usize,
+    z: &Observations,
+    (c0, len): (usize, usize),
+    out: *mut f32,
+    stride: usize,
+) {
+    let (r, t) = (z.rows, z.cols);
+    assert!(wf.len() >= m * r && c0 + len <= t && len <= stride);
+    // SAFETY: `wf` is m x r row-major; the block of `z` is r x len from column c0 with row
+    // stride t; `out` as the caller promised.
+    unsafe {
+        matrixmultiply::sgemm(
+            m,
+            r,
+            len,
+            1.0,
+            wf.as_ptr(),
+            r as isize,
+            1,
+            z.data.as_ptr().add(c0),
+            t as isize,
+            1,
+            0.0,
+            out,
+            stride as isize,
+            1,
+        );
+    }
 }
 
 /// A pointer that tasks writing disjoint parts of one buffer share.
