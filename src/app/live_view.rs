@@ -443,8 +443,8 @@ pub struct LiveView {
     gpu: Option<GpuContext>,
     error: Option<String>,
     maps: ScalpMaps,
-    /// The LSL stream's newest samples as a recording, for the tabs that follow it, and the
-    /// hop it was made at.
+    /// The LSL stream's newest samples as a recording, for the tabs that follow it, with the
+    /// hop and the moment it was made at.
     stream_copy: Option<(usize, Instant, Arc<Recording>)>,
 }
 

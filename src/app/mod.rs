@@ -39,8 +39,8 @@ pub trait AnalysisView: std::any::Any {
     }
     /// A live stream's newest samples replace the recording (live mode's "other tabs follow
     /// the stream" on an LSL stream): a view that can follow one keeps its parameters,
-    /// recomputes and returns true; the others return false and are made again on the
-    /// recording when next shown.
+    /// recomputes and returns true; the others return false (the app makes them again on the
+    /// stream's copy, or the file, when following starts or stops).
     fn follow_recording(&mut self, _rec: Arc<Recording>) -> bool {
         false
     }
@@ -281,13 +281,9 @@ impl EdeApp {
         }) else {
             return;
         };
-        if let Some((t0, span)) = live.follow_span() {
-            self.browser.show(t0, Some(span));
-            return;
-        }
-        let stream = live.follow_stream();
-        let rec = match (stream, &self.followed_file) {
-            (Some((rec, t0, span)), _) => {
+        let (stream, played) = (live.follow_stream(), live.follow_span());
+        match stream {
+            Some((rec, t0, span)) => {
                 if !Arc::ptr_eq(&rec, &self.browser.rec) {
                     let starts = self.followed_file.is_none();
                     self.followed_file
@@ -297,11 +293,16 @@ impl EdeApp {
                 self.browser.show(t0, Some(span));
                 return;
             }
-            (None, Some(file)) => file.clone(),
-            (None, None) => return,
-        };
-        self.followed_file = None;
-        self.replace_recording(rec, true);
+            // Following an LSL stream stopped (or the Live tab went back to the file).
+            None => {
+                if let Some(file) = self.followed_file.take() {
+                    self.replace_recording(file, true);
+                }
+            }
+        }
+        if let Some((t0, span)) = played {
+            self.browser.show(t0, Some(span));
+        }
     }
 
     /// The browser and the views that follow (`AnalysisView::follow_recording`) on `rec`, the
