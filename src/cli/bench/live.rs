@@ -196,7 +196,7 @@ fn measure(name: &str, data: &EegData, opts: &LiveOptions) -> anyhow::Result<Run
 }
 
 /// 64 channels at 4x the rate: see the module's notes.
-pub fn many_channels(data: &EegData) -> anyhow::Result<EegData> {
+fn many_channels(data: &EegData) -> anyhow::Result<EegData> {
     let (x, up) = (&data.data, 4usize);
     let n = x.cols * up;
     let upsampled = |row: &[f32]| -> Vec<f32> {
