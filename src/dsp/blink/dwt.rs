@@ -28,24 +28,44 @@ fn analyze(x: &[f64]) -> (Vec<f64>, Vec<f64>) {
     (a, d.expect("detail"))
 }
 
+/// Buffers that the transforms reuse from level to level (and a band-pass from call to call
+/// on one thread): allocating and zeroing them afresh was half of a band-pass's time.
+#[derive(Default)]
+struct Scratch {
+    even: Vec<f64>,
+    odd: Vec<f64>,
+    phase: Vec<f64>,
+}
+
 /// `analyze`, the detail only when `detail` (a band-pass discards most of them).
+fn analyze_with(x: &[f64], detail: bool) -> (Vec<f64>, Option<Vec<f64>>) {
+    let (mut a, mut d) = (Vec::new(), detail.then(Vec::new));
+    analyze_into(x, &mut a, d.as_mut(), &mut Scratch::default());
+    (a, d)
+}
+
+/// `analyze_with` into `approx` and `detail`.
 ///
 /// Written in polyphase form (even and odd samples apart) so that the loops over outputs run
 /// on contiguous slices and vectorize; each output sums its eight taps in the same order as
 /// the plain form (`tests::analyze_plain`), so the results are the same to the bit.
-fn analyze_with(x: &[f64], detail: bool) -> (Vec<f64>, Option<Vec<f64>>) {
+fn analyze_into(x: &[f64], approx: &mut Vec<f64>, detail: Option<&mut Vec<f64>>, s: &mut Scratch) {
     let n = x.len();
     let half = n / 2;
     let gs: [f64; 8] = std::array::from_fn(g);
     // Outputs k < inner read x[2k..2k + 8] without wrapping.
     let inner = (half + 1).saturating_sub(4);
-    let even: Vec<f64> = x.iter().step_by(2).copied().collect();
-    let odd: Vec<f64> = x.iter().skip(1).step_by(2).copied().collect();
-    let filter = |taps: &[f64; 8]| -> Vec<f64> {
-        let mut out = vec![0.0; half];
+    s.even.clear();
+    s.even.extend(x.iter().step_by(2));
+    s.odd.clear();
+    s.odd.extend(x.iter().skip(1).step_by(2));
+    let (even, odd) = (&s.even, &s.odd);
+    let filter = |taps: &[f64; 8], out: &mut Vec<f64>| {
+        out.clear();
+        out.resize(half, 0.0);
         let acc = &mut out[..inner];
         for (t, &tap) in taps.iter().enumerate().filter(|_| inner > 0) {
-            let src = if t % 2 == 0 { &even } else { &odd };
+            let src = if t % 2 == 0 { even } else { odd };
             let src = &src[t / 2..t / 2 + inner];
             acc.iter_mut().zip(src).for_each(|(a, &v)| *a += tap * v);
         }
@@ -54,9 +74,11 @@ fn analyze_with(x: &[f64], detail: bool) -> (Vec<f64>, Option<Vec<f64>>) {
                 *o += tap * x[(2 * k + t) % n];
             }
         }
-        out
     };
-    (filter(&H), detail.then(|| filter(&gs)))
+    filter(&H, approx);
+    if let Some(d) = detail {
+        filter(&gs, d);
+    }
 }
 
 /// The inverse of `analyze`.
@@ -65,13 +87,20 @@ fn synthesize(a: &[f64], d: &[f64]) -> Vec<f64> {
 }
 
 /// `synthesize`; `None` for a detail of zeros (skipped: its terms would add exact zeros).
+fn synthesize_with(a: &[f64], d: Option<&[f64]>) -> Vec<f64> {
+    let mut x = Vec::new();
+    synthesize_into(a, d, &mut x, &mut Scratch::default());
+    x
+}
+
+/// `synthesize_with` into `x`.
 ///
 /// Output 2j + p (p = 0, 1) gathers tap 2i + p of coefficient j - i, i = 3, 2, 1, 0: the
 /// order in which the plain form (`tests::synthesize_plain`, coefficient by coefficient)
 /// adds them, so the results are the same to the bit. Outputs below 6 also gather the last
 /// coefficients (the wrap), which the plain form adds after the first ones: they are summed
 /// apart in that order.
-fn synthesize_with(a: &[f64], d: Option<&[f64]>) -> Vec<f64> {
+fn synthesize_into(a: &[f64], d: Option<&[f64]>, x: &mut Vec<f64>, s: &mut Scratch) {
     let half = a.len();
     let n = 2 * half;
     let gs: [f64; 8] = std::array::from_fn(g);
@@ -79,17 +108,20 @@ fn synthesize_with(a: &[f64], d: Option<&[f64]>) -> Vec<f64> {
         Some(d) => H[t] * a[k] + gs[t] * d[k],
         None => H[t] * a[k],
     };
-    let mut x = vec![0.0; n];
+    x.clear();
+    x.resize(n, 0.0);
     if half < 8 {
         for k in 0..half {
             for t in 0..8 {
                 x[(2 * k + t) % n] += term(t, k);
             }
         }
-        return x;
+        return;
     }
     for p in 0..2 {
-        let mut out = vec![0.0; half - 3];
+        let out = &mut s.phase;
+        out.clear();
+        out.resize(half - 3, 0.0);
         for i in (0..4).rev() {
             let t = 2 * i + p;
             let (h, g) = (H[t], gs[t]);
@@ -103,7 +135,7 @@ fn synthesize_with(a: &[f64], d: Option<&[f64]>) -> Vec<f64> {
                 None => out.iter_mut().zip(ak).for_each(|(o, &a)| *o += h * a),
             }
         }
-        for (j, v) in out.into_iter().enumerate() {
+        for (j, &v) in out.iter().enumerate() {
             x[2 * (j + 3) + p] = v;
         }
     }
@@ -115,7 +147,6 @@ fn synthesize_with(a: &[f64], d: Option<&[f64]>) -> Vec<f64> {
             }
         }
     }
-    x
 }
 
 /// Multilevel decomposition of `x` (length a multiple of 2^levels): details of levels
@@ -150,6 +181,36 @@ pub fn levels_in_band(fs: f64, (lo, hi): (f64, f64)) -> Vec<usize> {
         .collect()
 }
 
+/// How `band` extends a signal of `n` samples before the transform: symmetrically by up to
+/// the deepest wavelet's support on each side, then up to a multiple of 2^depth.
+struct Extension {
+    n: usize,
+    margin: usize,
+    len: usize,
+}
+
+impl Extension {
+    fn new(n: usize, depth: usize) -> Self {
+        let block = 1usize << depth;
+        let margin = (7 * block).min(n - 1);
+        Extension {
+            n,
+            margin,
+            len: (n + 2 * margin).div_ceil(block) * block,
+        }
+    }
+
+    /// The sample that position `j` of the extended signal copies.
+    fn source(&self, j: usize) -> usize {
+        let period = 2 * self.n as isize - 2;
+        let mut k = (j as isize - self.margin as isize).rem_euclid(period.max(1));
+        if k >= self.n as isize {
+            k = period - k;
+        }
+        k as usize
+    }
+}
+
 /// `x` band-passed to the detail levels `levels` (see `levels_in_band`).
 pub fn band(x: &[f32], levels: &[usize]) -> Vec<f32> {
     let n = x.len();
@@ -159,36 +220,84 @@ pub fn band(x: &[f32], levels: &[usize]) -> Vec<f32> {
     if n < 2 {
         return vec![0.0; n];
     }
-    // Symmetric extension by up to the deepest wavelet's support on each side, then up to a
-    // multiple of 2^depth.
-    let block = 1usize << depth;
-    let margin = (7 * block).min(n - 1);
-    let len = (n + 2 * margin).div_ceil(block) * block;
-    let reflect = |i: isize| -> f64 {
-        let period = 2 * n as isize - 2;
-        let mut k = i.rem_euclid(period.max(1));
-        if k >= n as isize {
-            k = period - k;
-        }
-        x[k as usize] as f64
+    let e = Extension::new(n, depth);
+    BAND_WORK.with_borrow_mut(|w| {
+        w.a.clear();
+        w.a.extend((0..e.len).map(|j| x[e.source(j)] as f64));
+        w.keep_levels(depth, levels);
+        w.a[e.margin..e.margin + n]
+            .iter()
+            .map(|&v| v as f32)
+            .collect()
+    })
+}
+
+/// The adjoint (transpose) of `band` as a linear map of `n`-sample signals: <band(x), v> =
+/// <x, band_adjoint(v)> for every x. With it, a channel's band enters a sum over samples
+/// (its value at one sample, its weighted inner product with another band) through one
+/// transform of the other side, not one transform per channel. The periodized transform is
+/// orthogonal, so keeping levels is symmetric; what is left is the extension, whose
+/// transpose adds each extended position back onto the sample it copies.
+pub fn band_adjoint(v: &[f64], levels: &[usize]) -> Vec<f64> {
+    let n = v.len();
+    let mut out = vec![0.0; n];
+    let Some(&depth) = levels.iter().max() else {
+        return out;
     };
-    let mut ext: Vec<f64> = Vec::with_capacity(len);
-    ext.extend((0..margin).map(|i| reflect(i as isize - margin as isize)));
-    ext.extend(x.iter().map(|&v| v as f64));
-    ext.extend((margin + n..len).map(|i| reflect(i as isize - margin as isize)));
-    // Only the levels kept need their details; the approximation at `depth` is dropped.
-    let mut a = ext;
-    let mut details: Vec<Option<Vec<f64>>> = Vec::with_capacity(depth);
-    for j in 1..=depth {
-        let (next, d) = analyze_with(&a, levels.contains(&j));
-        details.push(d);
-        a = next;
+    if n < 2 {
+        return out;
     }
-    a.fill(0.0);
-    for d in details.iter().rev() {
-        a = synthesize_with(&a, d.as_deref());
+    let e = Extension::new(n, depth);
+    BAND_WORK.with_borrow_mut(|w| {
+        w.a.clear();
+        w.a.resize(e.len, 0.0);
+        w.a[e.margin..e.margin + n].copy_from_slice(v);
+        w.keep_levels(depth, levels);
+        for (j, &y) in w.a.iter().enumerate() {
+            out[e.source(j)] += y;
+        }
+    });
+    out
+}
+
+/// What `band` reuses on each thread: the signal at the current level, the next level, the
+/// details kept and the transforms' scratch.
+#[derive(Default)]
+struct BandWork {
+    a: Vec<f64>,
+    next: Vec<f64>,
+    details: Vec<Vec<f64>>,
+    scratch: Scratch,
+}
+
+impl BandWork {
+    /// Replaces the extended signal in `a` by the sum of its detail levels `levels` (the
+    /// deepest is `depth`).
+    fn keep_levels(&mut self, depth: usize, levels: &[usize]) {
+        let BandWork {
+            a,
+            next,
+            details,
+            scratch,
+        } = self;
+        // Only the levels kept need their details; the approximation at `depth` is dropped.
+        details.resize_with(depth, Vec::new);
+        for j in 1..=depth {
+            let keep = levels.contains(&j);
+            analyze_into(a, next, keep.then_some(&mut details[j - 1]), scratch);
+            std::mem::swap(a, next);
+        }
+        a.fill(0.0);
+        for j in (1..=depth).rev() {
+            let d = levels.contains(&j).then(|| details[j - 1].as_slice());
+            synthesize_into(a, d, next, scratch);
+            std::mem::swap(a, next);
+        }
     }
-    a[margin..margin + n].iter().map(|&v| v as f32).collect()
+}
+
+thread_local! {
+    static BAND_WORK: std::cell::RefCell<BandWork> = std::cell::RefCell::new(BandWork::default());
 }
 
 #[cfg(test)]
@@ -275,6 +384,34 @@ mod tests {
         assert!(rms(&band(&tone(3.0), &levels)) > 0.6);
         assert!(rms(&band(&tone(40.0), &levels)) < 0.05);
         assert!(rms(&band(&tone(0.1), &levels)) < 0.05);
+    }
+
+    #[test]
+    fn band_adjoint_is_the_transpose_of_band() {
+        for (n, levels) in [
+            (1000, vec![4, 5, 6]),
+            (37, vec![2]),
+            (300, vec![1, 3]),
+            (5, vec![6]),
+        ] {
+            let x: Vec<f32> = (0..n)
+                .map(|i| ((i * 53 % 97) as f32 * 0.37).sin())
+                .collect();
+            let v: Vec<f64> = (0..n)
+                .map(|i| ((i * 31 % 89) as f64 * 0.71).cos())
+                .collect();
+            let bx: f64 = (band(&x, &levels).iter().zip(&v))
+                .map(|(&a, b)| a as f64 * b)
+                .sum();
+            let xv: f64 = (x.iter().zip(band_adjoint(&v, &levels)))
+                .map(|(&a, b)| a as f64 * b)
+                .sum();
+            let size: f64 = v.iter().map(|b| b.abs()).sum();
+            assert!(
+                (bx - xv).abs() < 1e-6 * size,
+                "n {n}, levels {levels:?}: {bx} vs {xv}"
+            );
+        }
     }
 
     #[test]

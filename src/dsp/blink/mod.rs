@@ -476,12 +476,21 @@ pub fn process_window(
     }
     let result = ica(x, prior.warm)?;
     if !candidates.is_empty() {
-        let bands_of = WindowBands::of(x, &result, &levels);
+        let summed: Vec<f32> = (0..len).map(|t| bands.iter().map(|b| b[t]).sum()).collect();
+        let peaks: Vec<usize> = candidates.iter().map(|c| c.peak).collect();
+        let at_peaks = channel_bands_at(x, &peaks, &levels);
+        let rows = (0..result.unmixing.nrows())
+            .filter(|&c| {
+                tracked(&result, c, prior.known, p.track_cos)
+                    || could_carry(&result, c, channels, &at_peaks, (&summed, &candidates), p)
+            })
+            .collect();
+        let bands_of = WindowBands::of(&result, rows, &levels);
         confirm(
             &result,
             channels,
-            (&bands, &candidates),
-            &bands_of.sources,
+            (&summed, &candidates),
+            &bands_of,
             prior.known,
             p,
             fs,
@@ -489,33 +498,106 @@ pub fn process_window(
         );
         if !out.removed.is_empty() {
             out.mask = mask(&out, p, fs);
-            out.correction = correction(&result, channels, &out, &bands_of, p);
+            out.correction = correction(&result, (x, channels), &out, &bands_of, p);
         }
     }
     out.ica = Some(result);
     Ok(out)
 }
 
-/// The blink band (`dwt::band`) of every channel and every component of a window.
+/// The blink band (`dwt::band`) of the components of a window that may carry a blink.
 struct WindowBands {
-    channels: Observations,
+    levels: Vec<usize>,
+    rows: Vec<usize>,
+    /// The bands of the components in `rows`, in that order.
     sources: Observations,
 }
 
 impl WindowBands {
-    /// The band-pass is linear and a constant has no band, so a component's band is its
-    /// unmixing row times the channels' bands: one wavelet transform per channel, not one
-    /// more per component (with many channels these transforms were the largest part of a
-    /// window's work after the ICA).
-    fn of(x: &Observations, ica: &Ica, levels: &[usize]) -> Self {
-        let rows: Vec<Vec<f32>> = (0..x.rows)
-            .into_par_iter()
-            .map(|i| dwt::band(x.row(i), levels))
+    fn of(ica: &Ica, rows: Vec<usize>, levels: &[usize]) -> Self {
+        let bands: Vec<Vec<f32>> = (rows.par_iter())
+            .map(|&c| dwt::band(ica.sources.row(c), levels))
             .collect();
-        let channels = Observations::from_rows(&rows);
-        let sources = crate::dsp::ica::rotate(&ica.unmixing, &channels);
-        WindowBands { channels, sources }
+        WindowBands {
+            levels: levels.to_vec(),
+            rows,
+            sources: Observations::from_rows(&bands),
+        }
     }
+
+    /// The band of component `c`, one of `rows`.
+    fn source(&self, c: usize) -> &[f32] {
+        let k = self.rows.iter().position(|&r| r == c);
+        self.sources
+            .row(k.expect("a component whose band was computed"))
+    }
+}
+
+/// Every channel's band at each of `samples` (channels x samples, row-major), each from one
+/// transform: the band at sample t is <band*(e_t), x_i> (`dwt::band_adjoint`).
+fn channel_bands_at(x: &Observations, samples: &[usize], levels: &[usize]) -> Vec<Vec<f64>> {
+    let taps: Vec<Vec<f64>> = (samples.par_iter())
+        .map(|&t| {
+            let mut e = vec![0.0; x.cols];
+            e[t] = 1.0;
+            dwt::band_adjoint(&e, levels)
+        })
+        .collect();
+    (0..x.rows)
+        .into_par_iter()
+        .map(|i| {
+            let row = x.row(i);
+            (taps.iter())
+                .map(|h| row.iter().zip(h).map(|(&v, h)| v as f64 * h).sum())
+                .collect()
+        })
+        .collect()
+}
+
+/// Component `c`'s weight on the summed frontal derivations.
+fn derivation_weight(ica: &Ica, channels: &Channels, c: usize) -> f64 {
+    (channels.derivations.iter())
+        .map(|&(a, b)| ica.mixing[(a, c)] - b.map_or(0.0, |b| ica.mixing[(b, c)]))
+        .sum()
+}
+
+/// Whether component `c`'s topography is one the last window removed (`BlinkParams::
+/// track_cos`).
+fn tracked(ica: &Ica, c: usize, known: &[Vec<f64>], track_cos: f64) -> bool {
+    let col = ica.mixing.column(c);
+    let norm = col.norm().max(1e-300);
+    (known.iter()).any(|k| {
+        let dot: f64 = col.iter().zip(k).map(|(a, b)| a * b).sum();
+        (dot / norm).abs() >= track_cos
+    })
+}
+
+/// Whether component `c` can pass `confirm`'s share test at some candidate: its band there,
+/// from the channels' bands at the candidates (`at_peaks`, channels x candidates), against
+/// `min_share` of the summed derivations. A component that cannot (and is not tracked)
+/// matches no candidate, so `confirm` need not band-pass it: with 64 channels that left 2
+/// or 3 of the 64 components to band-pass and threshold. The margin covers the rounding of
+/// the band `confirm` computes, so that no component it would keep is left out.
+fn could_carry(
+    ica: &Ica,
+    c: usize,
+    channels: &Channels,
+    at_peaks: &[Vec<f64>],
+    (summed, candidates): (&[f32], &[Peak]),
+    p: &BlinkParams,
+) -> bool {
+    let w = derivation_weight(ica, channels, c);
+    let u = ica.unmixing.row(c);
+    candidates.iter().enumerate().any(|(k, cand)| {
+        let there = summed[cand.peak];
+        let (mut v, mut size) = (0.0f64, 0.0f64);
+        for (i, &ui) in u.iter().enumerate() {
+            let term = ui * at_peaks[i][k];
+            v += term;
+            size += term.abs();
+        }
+        there > 0.0 && w * v + 1e-4 * w.abs() * size >= (p.min_share as f32 * there) as f64
+    })
 }
 
 /// Step 1 on window `x`: the band-passed frontal derivations and the candidates on them.
@@ -604,36 +686,28 @@ fn candidates(
 fn confirm(
     ica: &Ica,
     channels: &Channels,
-    (bands, candidates): (&[Vec<f32>], &[Peak]),
-    source_bands: &Observations,
+    (summed, candidates): (&[f32], &[Peak]),
+    bands_of: &WindowBands,
     known: &[Vec<f64>],
     p: &BlinkParams,
     fs: f64,
     out: &mut WindowResult,
 ) {
-    let len = out.len;
     let gap = (p.min_separation_s * fs).round().max(1.0) as usize;
     let half = (0.5 * fs).round() as usize;
     let hit = (p.hit_s * fs).round() as isize;
-    let summed: Vec<f32> = (0..len).map(|t| bands.iter().map(|b| b[t]).sum()).collect();
-    // Each component's weight on the summed derivations.
-    let weight = |c: usize| -> f64 {
-        (channels.derivations.iter())
-            .map(|&(a, b)| ica.mixing[(a, c)] - b.map_or(0.0, |b| ica.mixing[(b, c)]))
-            .sum()
-    };
-    // The components' band-passed shares and their thresholds, on both cores.
-    let shares: Vec<(Vec<f32>, f32)> = (0..ica.sources.rows)
-        .into_par_iter()
-        .map(|c| {
-            let w = weight(c) as f32;
-            let band: Vec<f32> = source_bands.row(c).iter().map(|&s| w * s).collect();
+    // The components' band-passed shares of the summed derivations and their thresholds, on
+    // all cores.
+    let shares: Vec<(usize, Vec<f32>, f32)> = (bands_of.rows.par_iter())
+        .map(|&c| {
+            let w = derivation_weight(ica, channels, c) as f32;
+            let band: Vec<f32> = bands_of.source(c).iter().map(|&s| w * s).collect();
             let thr = p.component_z as f32 * robust_sigma(&band);
-            (band, thr)
+            (c, band, thr)
         })
         .collect();
     let mut scored: Vec<(usize, usize, Vec<Peak>)> = Vec::new();
-    for (c, (band, thr)) in shares.into_iter().enumerate() {
+    for (c, band, thr) in shares {
         if thr <= 0.0 {
             continue;
         }
@@ -654,14 +728,7 @@ fn confirm(
             .map(|pk| pk.height)
             .collect();
         let matched = heights.len();
-        let tracked = {
-            let col = ica.mixing.column(c);
-            let norm = col.norm().max(1e-300);
-            (known.iter()).any(|k| {
-                let dot: f64 = col.iter().zip(k).map(|(a, b)| a * b).sum();
-                (dot / norm).abs() >= p.track_cos
-            })
-        };
+        let tracked = tracked(ica, c, known, p.track_cos);
         if tracked && matched == 0 {
             heights = own.iter().map(|pk| pk.height).collect();
         }
@@ -740,7 +807,7 @@ fn mask(w: &WindowResult, p: &BlinkParams, fs: f64) -> Vec<f32> {
 /// else the component picked up (posterior alpha, in short windows).
 fn correction(
     ica: &Ica,
-    channels: &Channels,
+    (x, channels): (&Observations, &Channels),
     w: &WindowResult,
     bands_of: &WindowBands,
     p: &BlinkParams,
@@ -749,9 +816,7 @@ fn correction(
     let n = channels.labels.len();
     let k = w.removed.len();
     // The components' bands, and their Gram matrix over the mask (the normal equations).
-    let bands: Vec<&[f32]> = (w.removed.iter())
-        .map(|&c| bands_of.sources.row(c))
-        .collect();
+    let bands: Vec<&[f32]> = (w.removed.iter()).map(|&c| bands_of.source(c)).collect();
     let inner = |a: &[f32], b: &[f32]| -> f64 {
         (a.iter().zip(b).zip(&w.mask))
             .map(|((&u, &v), &m)| (m * u * v) as f64)
@@ -761,14 +826,32 @@ fn correction(
     let solve = (p.scope == Scope::Blinks)
         .then(|| gram.clone().cholesky())
         .flatten();
+    // A channel's masked inner product with a component's band, through the band-pass's
+    // adjoint: <band(x_i), m b_c> = <x_i, band*(m b_c)>, one transform per removed component
+    // instead of one per channel.
+    let levels = &bands_of.levels;
+    let adjoints: Vec<Vec<f64>> = match solve {
+        Some(_) => (bands.par_iter())
+            .map(|b| {
+                let masked: Vec<f64> = (b.iter().zip(&w.mask))
+                    .map(|(&v, &m)| (m * v) as f64)
+                    .collect();
+                dwt::band_adjoint(&masked, levels)
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     let mut corr = vec![0.0f32; n * len];
     let weights: Vec<Vec<f64>> = (0..n)
         .into_par_iter()
         .map(|i| match &solve {
             _ if channels.keep[i] => Vec::new(),
             Some(chol) => {
-                let bx = bands_of.channels.row(i);
-                let rhs = nalgebra::DVector::from_iterator(k, bands.iter().map(|b| inner(bx, b)));
+                let xi = x.row(i);
+                let rhs = nalgebra::DVector::from_iterator(
+                    k,
+                    (adjoints.iter()).map(|g| xi.iter().zip(g).map(|(&v, g)| v as f64 * g).sum()),
+                );
                 chol.solve(&rhs).iter().copied().collect()
             }
             None => w.removed.iter().map(|&c| ica.mixing[(i, c)]).collect(),

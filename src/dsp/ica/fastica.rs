@@ -153,16 +153,10 @@ pub fn expectations(
     let (m, r, t) = (w.nrows(), z.rows, z.cols);
     assert_eq!(w.ncols(), r, "unmixing width");
     let wf: Vec<f32> = w.transpose().as_slice().iter().map(|&v| v as f32).collect();
-    // Blocks of about BLOCK samples, as many as a multiple of the threads: 2560 samples on
-    // two cores make four blocks of 640, not 1024 + 1024 + 512 with one core idle for the last.
-    let threads = rayon::current_num_threads().max(1);
-    let count = t.div_ceil(BLOCK).div_ceil(threads) * threads;
-    let block = t.div_ceil(count.max(1)).max(1);
-    let blocks: Vec<usize> = (0..t).step_by(block).collect();
+    let blocks = super::column_blocks(t, BLOCK);
     let (gz, gp) = blocks
         .par_iter()
-        .map(|&c0| {
-            let len = block.min(t - c0);
+        .map(|&(c0, len)| {
             let mut gz = vec![0.0f32; m * r];
             // The block's W z lives in a buffer each worker thread keeps: a fresh one per
             // iteration cost more in page faults than the products.
