@@ -211,6 +211,10 @@ impl<'a> Deblinker<'a> {
         let ica = match (opts.algorithm, self.gpu_for(opts, x.rows)) {
             (Algorithm::Jade, _) => ica::jade(fit, opts.fastica.components),
             (Algorithm::Fastica, Some(g)) => g.fastica(fit, &opts.fastica, warm),
+            // The CPU's FastICA unmixes the whole window as it finishes.
+            (Algorithm::Fastica, None) if stride > 1 => {
+                return ica::fastica::fastica_with_sources_of(fit, Some(x), &opts.fastica, warm);
+            }
             (Algorithm::Fastica, None) => ica::fastica(fit, &opts.fastica, warm),
         }?;
         Ok(if stride > 1 {

@@ -26,6 +26,17 @@ pub fn fastica(
     p: &FastIcaParams,
     warm: Option<&DMatrix<f64>>,
 ) -> Result<Ica, IcaError> {
+    fastica_with_sources_of(x, None, p, warm)
+}
+
+/// `fastica` of `x`, with the sources of `data` when it is given (`data` holds `x`'s samples
+/// and more: `x` is a subsample of it, see `Whitening::finish_with_sources_of`).
+pub fn fastica_with_sources_of(
+    x: &Observations,
+    data: Option<&Observations>,
+    p: &FastIcaParams,
+    warm: Option<&DMatrix<f64>>,
+) -> Result<Ica, IcaError> {
     p.validate()?;
     let wh = Whitening::of(x, p.components)?;
     let r = wh.z.rows;
@@ -36,7 +47,7 @@ pub fn fastica(
         Approach::Symmetric => symmetric(&wh.z, p, w0),
         Approach::Deflation => deflation(&wh.z, p, w0),
     };
-    Ok(wh.finish(&w, iterations, converged))
+    Ok(wh.finish_with_sources_of(&w, (iterations, converged), data))
 }
 
 /// Symmetric FastICA from the rotation `w`: returns the rotation, iterations and convergence.

@@ -192,8 +192,7 @@ impl Ica {
     pub fn with_sources_of(mut self, x: &Observations) -> Ica {
         self.channel_means = channel_means(x);
         self.sources = rotate_centred(&self.unmixing, x, &self.channel_means);
-        let mu = DMatrix::from_column_slice(x.rows, 1, &self.channel_means);
-        self.source_means = (&self.unmixing * mu).as_slice().to_vec();
+        self.source_means = means_under(&self.unmixing, &self.channel_means);
         self
     }
 }
@@ -332,6 +331,18 @@ impl Whitening {
     /// first), each signed so that its largest channel weight is positive: ICA itself leaves
     /// order and sign open, and a stable order lets windows and backends be compared.
     pub fn finish(&self, w: &DMatrix<f64>, iterations: usize, converged: bool) -> Ica {
+        self.finish_with_sources_of(w, (iterations, converged), None)
+    }
+
+    /// `finish`, with the sources of `data` (the same channels, centred on its own means, as
+    /// `Ica::with_sources_of`) instead of the whitened data's when it is given: for a fit on
+    /// a subsample of `data`'s samples, whose own sources would be thrown away.
+    pub fn finish_with_sources_of(
+        &self,
+        w: &DMatrix<f64>,
+        (iterations, converged): (usize, bool),
+        data: Option<&Observations>,
+    ) -> Ica {
         let a = &self.k_inv * w.transpose();
         let mut order: Vec<usize> = (0..w.nrows()).collect();
         order.sort_by(|&i, &j| {
@@ -353,15 +364,24 @@ impl Whitening {
         let w = &w;
         let unmixing = w * &self.k;
         let mixing = &self.k_inv * w.transpose();
-        let sources = rotate(w, &self.z);
-        let mu = DMatrix::from_column_slice(self.means.len(), 1, &self.means);
-        let source_means = (&unmixing * mu).as_slice().to_vec();
+        if let Some(x) = data {
+            let channel_means = channel_means(x);
+            return Ica {
+                sources: rotate_centred(&unmixing, x, &channel_means),
+                source_means: means_under(&unmixing, &channel_means),
+                unmixing,
+                mixing,
+                channel_means,
+                iterations,
+                converged,
+            };
+        }
         Ica {
+            sources: rotate(w, &self.z),
+            source_means: means_under(&unmixing, &self.means),
             unmixing,
             mixing,
-            sources,
             channel_means: self.means.clone(),
-            source_means,
             iterations,
             converged,
         }
@@ -430,10 +450,17 @@ pub(crate) fn column_blocks(t: usize, size: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// Each channel's mean, summed in f64.
+/// mu_S = W mu_X.
+fn means_under(unmixing: &DMatrix<f64>, channel_means: &[f64]) -> Vec<f64> {
+    let mu = DMatrix::from_column_slice(channel_means.len(), 1, channel_means);
+    (unmixing * mu).as_slice().to_vec()
+}
+
+/// Each channel's mean, summed in f64 (channels on all cores).
 fn channel_means(x: &Observations) -> Vec<f64> {
     let t = x.cols.max(1);
     (0..x.rows)
+        .into_par_iter()
         .map(|i| x.row(i).iter().map(|&v| v as f64).sum::<f64>() / t as f64)
         .collect()
 }
@@ -515,8 +542,13 @@ pub fn symmetric_decorrelation(w: &DMatrix<f64>) -> Option<DMatrix<f64>> {
     {
         return None;
     }
-    let inv_sqrt = DMatrix::from_diagonal(&eig.eigenvalues.map(|d| 1.0 / d.sqrt()));
-    Some(&eig.eigenvectors * inv_sqrt * eig.eigenvectors.transpose() * w)
+    // E D^-1/2 by scaling E's columns: the same numbers as the product with the diagonal
+    // matrix, without one of three r x r x r products.
+    let mut scaled = eig.eigenvectors.clone();
+    for (mut column, &d) in scaled.column_iter_mut().zip(eig.eigenvalues.iter()) {
+        column *= 1.0 / d.sqrt();
+    }
+    Some(scaled * eig.eigenvectors.transpose() * w)
 }
 
 /// A random r x r matrix with orthonormal rows, from a seed.
