@@ -190,9 +190,7 @@ impl Ica {
     /// The sources of `x` (the same channels) under this unmixing, centred on `x`'s own means:
     /// for an ICA fitted on a subsample of `x`'s samples.
     pub fn with_sources_of(mut self, x: &Observations) -> Ica {
-        self.channel_means = channel_means(x);
-        self.sources = rotate_centred(&self.unmixing, x, &self.channel_means);
-        self.source_means = means_under(&self.unmixing, &self.channel_means);
+        (self.channel_means, self.sources, self.source_means) = unmix(&self.unmixing, x);
         self
     }
 }
@@ -365,10 +363,10 @@ impl Whitening {
         let unmixing = w * &self.k;
         let mixing = &self.k_inv * w.transpose();
         if let Some(x) = data {
-            let channel_means = channel_means(x);
+            let (channel_means, sources, source_means) = unmix(&unmixing, x);
             return Ica {
-                sources: rotate_centred(&unmixing, x, &channel_means),
-                source_means: means_under(&unmixing, &channel_means),
+                sources,
+                source_means,
                 unmixing,
                 mixing,
                 channel_means,
@@ -448,6 +446,15 @@ pub(crate) fn column_blocks(t: usize, size: usize) -> Vec<(usize, usize)> {
         .step_by(block)
         .map(|c0| (c0, block.min(t - c0)))
         .collect()
+}
+
+/// `x`'s channel means mu_X, its sources W (X - mu_X) and their means W mu_X under
+/// `unmixing`.
+fn unmix(unmixing: &DMatrix<f64>, x: &Observations) -> (Vec<f64>, Observations, Vec<f64>) {
+    let means = channel_means(x);
+    let sources = rotate_centred(unmixing, x, &means);
+    let source_means = means_under(unmixing, &means);
+    (means, sources, source_means)
 }
 
 /// mu_S = W mu_X.
