@@ -198,3 +198,24 @@ fn gpu_fastica_agrees_with_the_cpu_up_to_sign_and_order() {
         }
     }
 }
+
+#[test]
+fn sources_kept_for_leading_components_only_equal_the_whole_ones() {
+    let (x, _) = mixture(6000, 3);
+    let p = FastIcaParams::default();
+    let fit = x.strided(3);
+    let all = ica::fastica::fastica_with_sources_of(&fit, Some((&x, x.rows)), &p, None).unwrap();
+    let two = ica::fastica::fastica_with_sources_of(&fit, Some((&x, 2)), &p, None).unwrap();
+    assert_eq!(all.unmixing, two.unmixing);
+    assert_eq!(all.source_means, two.source_means);
+    assert_eq!((two.sources.rows, two.sources.cols), (2, x.cols));
+    // Kept and computed rows alike are the numbers the whole unmixing gives.
+    let rows = [4, 0, 5, 1];
+    let some = two.sources_of(&rows, &x);
+    for (k, &c) in rows.iter().enumerate() {
+        assert_eq!(some.row(k), all.sources.row(c), "component {c}");
+    }
+    let again = ica::fastica(&fit, &p, None).unwrap().with_sources_of(&x, 3);
+    assert_eq!(again.sources.rows, 3);
+    assert_eq!(again.sources.row(2), all.sources.row(2));
+}

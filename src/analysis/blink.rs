@@ -44,7 +44,16 @@ pub struct DeblinkOptions {
     /// that a 512 Hz stream costs about what a 128 Hz one does.
     #[serde(default)]
     pub fit_samples: Option<usize>,
+    /// Where the unmixing is fitted on a subsample (`fit_samples`), keep the sources of only
+    /// this many leading components (what a view draws); the pipeline computes those of any
+    /// other component it tests. `None` keeps all.
+    #[serde(default)]
+    pub source_rows: Option<usize>,
 }
+
+/// Components a window's view draws (its first, largest): what live mode keeps the sources
+/// of (`DeblinkOptions::source_rows`).
+pub const SHOWN_COMPONENTS: usize = 12;
 
 /// FastICA iterations per window in the pipeline (sklearn's and MNE's default; FastICA's own
 /// default is the thesis's 1000). Windows whose ICA does not converge within it are reported;
@@ -63,6 +72,7 @@ impl Default for DeblinkOptions {
             detect: None,
             keep: None,
             fit_samples: None,
+            source_rows: None,
         }
     }
 }
@@ -208,17 +218,19 @@ impl<'a> Deblinker<'a> {
         } else {
             x
         };
+        let rows = opts.source_rows.unwrap_or(x.rows);
         let ica = match (opts.algorithm, self.gpu_for(opts, x.rows)) {
             (Algorithm::Jade, _) => ica::jade(fit, opts.fastica.components),
             (Algorithm::Fastica, Some(g)) => g.fastica(fit, &opts.fastica, warm),
             // The CPU's FastICA unmixes the whole window as it finishes.
             (Algorithm::Fastica, None) if stride > 1 => {
-                return ica::fastica::fastica_with_sources_of(fit, Some(x), &opts.fastica, warm);
+                let data = Some((x, rows));
+                return ica::fastica::fastica_with_sources_of(fit, data, &opts.fastica, warm);
             }
             (Algorithm::Fastica, None) => ica::fastica(fit, &opts.fastica, warm),
         }?;
         Ok(if stride > 1 {
-            ica.with_sources_of(x)
+            ica.with_sources_of(x, rows)
         } else {
             ica
         })

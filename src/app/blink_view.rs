@@ -16,7 +16,7 @@ use super::AnalysisView;
 use super::browser::Browser;
 use super::worker::{Compute, Outcome, Progress, Worker};
 use crate::analysis::Backend;
-use crate::analysis::blink::{DeblinkOptions, Deblinker, EegData, write_cleaned};
+use crate::analysis::blink::{DeblinkOptions, Deblinker, EegData, SHOWN_COMPONENTS, write_cleaned};
 use crate::dsp::blink::{Deblinked, Scope};
 use crate::dsp::ica::{Algorithm, Contrast, Ica};
 use crate::gpu::GpuContext;
@@ -521,7 +521,7 @@ pub(super) fn lane_labels(
     }
 }
 
-/// The first 12 components of `ica` (a window starting at `start` seconds, `fs` Hz) over the
+/// The first `SHOWN_COMPONENTS` components of `ica` (a window starting at `start` seconds, `fs` Hz) over the
 /// part of `span` (seconds) the window covers, one lane each, the `removed` ones in red.
 pub(super) fn components_plot(
     ui: &mut egui::Ui,
@@ -533,7 +533,7 @@ pub(super) fn components_plot(
     label: String,
 ) {
     let n = ica.sources.cols;
-    let shown = ica.sources.rows.min(12);
+    let shown = ica.sources.rows.min(SHOWN_COMPONENTS);
     let first = ((span.0 - start) * fs).max(0.0) as usize;
     let last = (((span.1 - start) * fs).ceil().max(0.0) as usize).min(n);
     let step = (last.saturating_sub(first) / 1500).max(1);

@@ -90,6 +90,7 @@ impl PipelineArgs {
                 Some(n) => Some(n),
                 None => fit_samples,
             },
+            source_rows: None,
             params: BlinkParams {
                 window_s: self.window,
                 hop_s: self.hop,

@@ -78,9 +78,10 @@ pub fn run(args: &LiveArgs) -> anyhow::Result<()> {
     }
     positive("stall", args.stall)?;
     positive("timeout", args.timeout)?;
-    let deblink = args
+    let mut deblink = args
         .pipeline
         .options_with(LIVE_MAX_ITER, Some(LIVE_FIT_SAMPLES));
+    deblink.source_rows = LiveOptions::default().deblink.source_rows;
     deblink.fastica.validate()?;
     let opts = LiveOptions {
         hop_s: args.pipeline.hop.unwrap_or(DEFAULT_HOP_S),

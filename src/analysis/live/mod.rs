@@ -18,7 +18,8 @@ use nalgebra::DMatrix;
 use serde::Serialize;
 
 use super::blink::{
-    BlinkJobError, BlinkTimes, DeblinkOptions, Deblinker, PIPELINE_MAX_ITER, blink_times,
+    BlinkJobError, BlinkTimes, DeblinkOptions, Deblinker, PIPELINE_MAX_ITER, SHOWN_COMPONENTS,
+    blink_times,
 };
 use crate::dsp::blink::stream::{Hop, StreamParams, Streamer};
 use crate::dsp::blink::{Blink, Channels, IcaFn};
@@ -63,6 +64,7 @@ impl Default for LiveOptions {
         let mut deblink = DeblinkOptions::default();
         deblink.fastica.max_iter = LIVE_MAX_ITER;
         deblink.fit_samples = Some(LIVE_FIT_SAMPLES);
+        deblink.source_rows = Some(SHOWN_COMPONENTS);
         LiveOptions {
             deblink,
             hop_s: 1.0,

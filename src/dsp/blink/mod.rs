@@ -485,7 +485,7 @@ pub fn process_window(
                     || could_carry(&result, c, channels, &at_peaks, (&summed, &candidates), p)
             })
             .collect();
-        let bands_of = WindowBands::of(&result, rows, &levels);
+        let bands_of = WindowBands::of(&result, x, rows, &levels);
         confirm(
             &result,
             channels,
@@ -505,31 +505,45 @@ pub fn process_window(
     Ok(out)
 }
 
-/// The blink band (`dwt::band`) of the components of a window that may carry a blink.
+/// The sources, and their blink band (`dwt::band`), of the components of a window that may
+/// carry a blink.
 struct WindowBands {
     levels: Vec<usize>,
     rows: Vec<usize>,
-    /// The bands of the components in `rows`, in that order.
+    /// The sources of the components in `rows`, in that order.
     sources: Observations,
+    /// Their bands.
+    bands: Observations,
 }
 
 impl WindowBands {
-    fn of(ica: &Ica, rows: Vec<usize>, levels: &[usize]) -> Self {
-        let bands: Vec<Vec<f32>> = (rows.par_iter())
-            .map(|&c| dwt::band(ica.sources.row(c), levels))
+    fn of(ica: &Ica, x: &Observations, rows: Vec<usize>, levels: &[usize]) -> Self {
+        let sources = ica.sources_of(&rows, x);
+        let bands: Vec<Vec<f32>> = (0..rows.len())
+            .into_par_iter()
+            .map(|k| dwt::band(sources.row(k), levels))
             .collect();
         WindowBands {
             levels: levels.to_vec(),
             rows,
-            sources: Observations::from_rows(&bands),
+            sources,
+            bands: Observations::from_rows(&bands),
         }
     }
 
-    /// The band of component `c`, one of `rows`.
-    fn source(&self, c: usize) -> &[f32] {
+    fn index(&self, c: usize) -> usize {
         let k = self.rows.iter().position(|&r| r == c);
-        self.sources
-            .row(k.expect("a component whose band was computed"))
+        k.expect("a component whose band was computed")
+    }
+
+    /// The band of component `c`, one of `rows`.
+    fn band(&self, c: usize) -> &[f32] {
+        self.bands.row(self.index(c))
+    }
+
+    /// The source of component `c`, one of `rows`.
+    fn source(&self, c: usize) -> &[f32] {
+        self.sources.row(self.index(c))
     }
 }
 
@@ -701,7 +715,7 @@ fn confirm(
     let shares: Vec<(usize, Vec<f32>, f32)> = (bands_of.rows.par_iter())
         .map(|&c| {
             let w = derivation_weight(ica, channels, c) as f32;
-            let band: Vec<f32> = bands_of.source(c).iter().map(|&s| w * s).collect();
+            let band: Vec<f32> = bands_of.band(c).iter().map(|&s| w * s).collect();
             let thr = p.component_z as f32 * robust_sigma(&band);
             (c, band, thr)
         })
@@ -816,7 +830,7 @@ fn correction(
     let n = channels.labels.len();
     let k = w.removed.len();
     // The components' bands, and their Gram matrix over the mask (the normal equations).
-    let bands: Vec<&[f32]> = (w.removed.iter()).map(|&c| bands_of.source(c)).collect();
+    let bands: Vec<&[f32]> = (w.removed.iter()).map(|&c| bands_of.band(c)).collect();
     let inner = |a: &[f32], b: &[f32]| -> f64 {
         (a.iter().zip(b).zip(&w.mask))
             .map(|((&u, &v), &m)| (m * u * v) as f64)
@@ -865,7 +879,7 @@ fn correction(
         let row = &mut corr[i * len..(i + 1) * len];
         for (&c, &a) in w.removed.iter().zip(weights.iter()) {
             let a = a as f32;
-            for (o, &v) in row.iter_mut().zip(ica.sources.row(c)) {
+            for (o, &v) in row.iter_mut().zip(bands_of.source(c)) {
                 *o += a * v;
             }
         }

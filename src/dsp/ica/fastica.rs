@@ -29,11 +29,12 @@ pub fn fastica(
     fastica_with_sources_of(x, None, p, warm)
 }
 
-/// `fastica` of `x`, with the sources of `data` when it is given (`data` holds `x`'s samples
-/// and more: `x` is a subsample of it, see `Whitening::finish_with_sources_of`).
+/// `fastica` of `x`, with the sources of `data`'s first `rows` components when it is given
+/// (`data` holds `x`'s samples and more: `x` is a subsample of it, see
+/// `Whitening::finish_with_sources_of`).
 pub fn fastica_with_sources_of(
     x: &Observations,
-    data: Option<&Observations>,
+    data: Option<(&Observations, usize)>,
     p: &FastIcaParams,
     warm: Option<&DMatrix<f64>>,
 ) -> Result<Ica, IcaError> {

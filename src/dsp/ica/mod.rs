@@ -175,7 +175,8 @@ pub struct Ica {
     pub unmixing: DMatrix<f64>,
     /// A, n x r: X - mu_X = A S (on the whitened subspace).
     pub mixing: DMatrix<f64>,
-    /// S, r x samples, row-major, zero mean.
+    /// S, r x samples, row-major, zero mean; only its first rows where the ICA was asked for
+    /// fewer (`with_sources_of`): `source` gives any row.
     pub sources: Observations,
     /// mu_X, the channel means.
     pub channel_means: Vec<f64>,
@@ -188,10 +189,32 @@ pub struct Ica {
 
 impl Ica {
     /// The sources of `x` (the same channels) under this unmixing, centred on `x`'s own means:
-    /// for an ICA fitted on a subsample of `x`'s samples.
-    pub fn with_sources_of(mut self, x: &Observations) -> Ica {
-        (self.channel_means, self.sources, self.source_means) = unmix(&self.unmixing, x);
+    /// for an ICA fitted on a subsample of `x`'s samples. Only the first `rows` components'
+    /// sources are kept (a live window's view draws a few; unmixing all 64 of a 64-channel
+    /// window was a tenth of its hop).
+    pub fn with_sources_of(mut self, x: &Observations, rows: usize) -> Ica {
+        (self.channel_means, self.sources, self.source_means) = unmix(&self.unmixing, x, rows);
         self
+    }
+
+    /// The sources of components `rows` over `x`, the observations this ICA's sources came
+    /// from: the stored rows, and W_c (X - mu_X) for those not kept (the same product, so the
+    /// same numbers, as if they had been).
+    pub fn sources_of(&self, rows: &[usize], x: &Observations) -> Observations {
+        let kept = self.sources.rows;
+        let missing: Vec<usize> = rows.iter().copied().filter(|&c| c >= kept).collect();
+        let computed = (!missing.is_empty())
+            .then(|| rotate_centred(&self.unmixing.select_rows(&missing), x, &self.channel_means));
+        let mut data = Vec::with_capacity(rows.len() * x.cols);
+        for &c in rows {
+            match &computed {
+                Some(y) if c >= kept => {
+                    data.extend_from_slice(y.row(missing.iter().position(|&m| m == c).unwrap()))
+                }
+                _ => data.extend_from_slice(self.sources.row(c)),
+            }
+        }
+        Observations::new(rows.len(), x.cols, data)
     }
 }
 
@@ -215,43 +238,43 @@ impl Whitening {
         if n < 2 || t <= n {
             return Err(IcaError::Shape { rows: n, cols: t });
         }
-        if x.data.iter().any(|v| !v.is_finite()) {
+        let means = channel_means(x);
+        // A value that is not finite makes its channel's sum not finite.
+        if means.iter().any(|m| !m.is_finite()) {
             return Err(IcaError::NotFinite);
         }
-        let means = channel_means(x);
-        let centred: Vec<f64> = (0..n)
-            .flat_map(|i| {
-                let mu = means[i];
-                x.row(i).iter().map(move |&v| v as f64 - mu)
-            })
-            .collect();
         // The covariance as a sum over column blocks, one per core: matrixmultiply runs on
         // one thread, and this product and Z's were a tenth of a live hop on 64 channels.
+        // Each block is centred in f64 in a buffer its thread keeps (a centred copy of the
+        // whole of `x` was a fresh allocation, filled on one core, every hop).
         let blocks = column_blocks(t, 1024);
         let cov = blocks
             .par_iter()
             .map(|&(c0, len)| {
                 let mut cov = vec![0.0f64; n * n];
-                // SAFETY: the block of `centred` (n x t row-major) is n x len from column c0,
-                // read as n x len and (strides swapped) len x n; `cov` is n x n.
-                unsafe {
-                    matrixmultiply::dgemm(
-                        n,
-                        len,
-                        n,
-                        1.0 / t as f64,
-                        centred.as_ptr().add(c0),
-                        t as isize,
-                        1,
-                        centred.as_ptr().add(c0),
-                        1,
-                        t as isize,
-                        0.0,
-                        cov.as_mut_ptr(),
-                        n as isize,
-                        1,
-                    );
-                }
+                CENTRED.with_borrow_mut(|block| {
+                    centre_block(x, &means, (c0, len), block);
+                    // SAFETY: `block` is n x len row-major, read as n x len and (strides
+                    // swapped) len x n; `cov` is n x n.
+                    unsafe {
+                        matrixmultiply::dgemm(
+                            n,
+                            len,
+                            n,
+                            1.0 / t as f64,
+                            block.as_ptr(),
+                            len as isize,
+                            1,
+                            block.as_ptr(),
+                            1,
+                            len as isize,
+                            0.0,
+                            cov.as_mut_ptr(),
+                            n as isize,
+                            1,
+                        );
+                    }
+                });
                 cov
             })
             .reduce(
@@ -287,34 +310,35 @@ impl Whitening {
         let mut z = vec![0.0f32; r * t];
         let out = SendPtr(z.as_mut_ptr());
         blocks.par_iter().for_each(|&(c0, len)| {
-            let mut block = vec![0.0f64; r * len];
-            // SAFETY: kf is r x n row-major, the block of `centred` n x len from column c0
-            // (row stride t), `block` r x len.
-            unsafe {
-                matrixmultiply::dgemm(
-                    r,
-                    n,
-                    len,
-                    1.0,
-                    kf.as_ptr(),
-                    n as isize,
-                    1,
-                    centred.as_ptr().add(c0),
-                    t as isize,
-                    1,
-                    0.0,
-                    block.as_mut_ptr(),
-                    len as isize,
-                    1,
-                );
-            }
-            let out = &out;
-            for (i, row) in block.chunks_exact(len).enumerate() {
-                for (j, &v) in row.iter().enumerate() {
-                    // SAFETY: blocks cover disjoint columns of z (r x t).
-                    unsafe { *out.0.add(i * t + c0 + j) = v as f32 };
+            CENTRED.with_borrow_mut(|block| {
+                centre_block(x, &means, (c0, len), block);
+                let mut white = vec![0.0f64; r * len];
+                // SAFETY: kf is r x n row-major, `block` n x len, `white` r x len.
+                unsafe {
+                    matrixmultiply::dgemm(
+                        r,
+                        n,
+                        len,
+                        1.0,
+                        kf.as_ptr(),
+                        n as isize,
+                        1,
+                        block.as_ptr(),
+                        len as isize,
+                        1,
+                        0.0,
+                        white.as_mut_ptr(),
+                        len as isize,
+                        1,
+                    );
                 }
-            }
+                let out = &out;
+                for (i, row) in white.chunks_exact(len).enumerate() {
+                    // SAFETY: blocks cover disjoint columns of z (r x t).
+                    let dst = unsafe { std::slice::from_raw_parts_mut(out.0.add(i * t + c0), len) };
+                    dst.iter_mut().zip(row).for_each(|(d, &v)| *d = v as f32);
+                }
+            });
         });
         Ok(Whitening {
             means,
@@ -332,14 +356,15 @@ impl Whitening {
         self.finish_with_sources_of(w, (iterations, converged), None)
     }
 
-    /// `finish`, with the sources of `data` (the same channels, centred on its own means, as
-    /// `Ica::with_sources_of`) instead of the whitened data's when it is given: for a fit on
-    /// a subsample of `data`'s samples, whose own sources would be thrown away.
+    /// `finish`, with the sources of `data`'s first `rows` components (the same channels,
+    /// centred on its own means, as `Ica::with_sources_of`) instead of the whitened data's
+    /// when it is given: for a fit on a subsample of `data`'s samples, whose own sources
+    /// would be thrown away.
     pub fn finish_with_sources_of(
         &self,
         w: &DMatrix<f64>,
         (iterations, converged): (usize, bool),
-        data: Option<&Observations>,
+        data: Option<(&Observations, usize)>,
     ) -> Ica {
         let a = &self.k_inv * w.transpose();
         let mut order: Vec<usize> = (0..w.nrows()).collect();
@@ -362,8 +387,8 @@ impl Whitening {
         let w = &w;
         let unmixing = w * &self.k;
         let mixing = &self.k_inv * w.transpose();
-        if let Some(x) = data {
-            let (channel_means, sources, source_means) = unmix(&unmixing, x);
+        if let Some((x, rows)) = data {
+            let (channel_means, sources, source_means) = unmix(&unmixing, x, rows);
             return Ica {
                 sources,
                 source_means,
@@ -448,11 +473,16 @@ pub(crate) fn column_blocks(t: usize, size: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// `x`'s channel means mu_X, its sources W (X - mu_X) and their means W mu_X under
-/// `unmixing`.
-fn unmix(unmixing: &DMatrix<f64>, x: &Observations) -> (Vec<f64>, Observations, Vec<f64>) {
+/// `x`'s channel means mu_X, the sources W (X - mu_X) of the first `rows` components and the
+/// means W mu_X of all under `unmixing`.
+fn unmix(
+    unmixing: &DMatrix<f64>,
+    x: &Observations,
+    rows: usize,
+) -> (Vec<f64>, Observations, Vec<f64>) {
     let means = channel_means(x);
-    let sources = rotate_centred(unmixing, x, &means);
+    let rows = rows.min(unmixing.nrows());
+    let sources = rotate_centred(&unmixing.rows(0, rows).into_owned(), x, &means);
     let source_means = means_under(unmixing, &means);
     (means, sources, source_means)
 }
@@ -507,6 +537,19 @@ pub(crate) unsafe fn sgemm_columns(
             stride as isize,
             1,
         );
+    }
+}
+
+thread_local! {
+    /// A column block of centred observations in f64 (`Whitening::of`).
+    static CENTRED: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Columns `c0..c0 + len` of `x` minus the channel means, in f64, into `block` (n x len).
+fn centre_block(x: &Observations, means: &[f64], (c0, len): (usize, usize), block: &mut Vec<f64>) {
+    block.clear();
+    for (i, &mu) in means.iter().enumerate() {
+        block.extend(x.row(i)[c0..c0 + len].iter().map(|&v| v as f64 - mu));
     }
 }
 
