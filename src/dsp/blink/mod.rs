@@ -373,9 +373,8 @@ pub struct WindowResult {
     pub removed: Vec<usize>,
     /// Confirmed blinks (window samples).
     pub blinks: Vec<Blink>,
-    /// The removed components' contribution A_c s_c to each channel (zero for kept ones),
-    /// channels x len row-major; empty if nothing is removed.
-    pub correction: Vec<f32>,
+    /// The removed components' contribution to each channel; empty if nothing is removed.
+    pub correction: Correction,
     /// Where the correction applies, 0..1 per sample (the blinks with their margins and
     /// fades; all 1 for `Scope::Window`); empty if nothing is removed.
     pub mask: Vec<f32>,
@@ -404,21 +403,49 @@ impl WindowResult {
             .collect()
     }
 
-    /// This window's data `x` (channels x len) cleaned on its own.
-    pub fn clean(&self, x: &Observations) -> Observations {
-        let mut y = x.clone();
+    /// Samples `range` of this window's data `x` (channels x len) cleaned on its own (a
+    /// stream emits only its newest hop).
+    pub fn clean(&self, x: &Observations, range: std::ops::Range<usize>) -> Observations {
+        let mut y = x.block(x.rows, range.clone());
         if !self.mask.is_empty() {
-            for (row, corr) in y
-                .data
-                .chunks_exact_mut(self.len)
-                .zip(self.correction.chunks_exact(self.len))
-            {
-                for ((v, c), m) in row.iter_mut().zip(corr).zip(&self.mask) {
-                    *v -= c * m;
+            let mut corr = vec![0.0f32; range.len()];
+            for (i, row) in y.data.chunks_exact_mut(range.len()).enumerate() {
+                if self.correction.row_into(i, range.clone(), &mut corr) {
+                    for ((v, c), m) in row.iter_mut().zip(&corr).zip(&self.mask[range.clone()]) {
+                        *v -= c * m;
+                    }
                 }
             }
         }
         y
+    }
+}
+
+/// The removed components' contribution to each channel, sum_c a_ic s_c(t), held as its
+/// factors: the weights a_ic and the sources s_c (a channels x window matrix was 2.6 MB per
+/// 64-channel live window, of which a hop uses a twentieth).
+#[derive(Debug, Clone, Default)]
+pub struct Correction {
+    /// Per channel, its weights on the removed components (none for channels kept).
+    weights: Vec<Vec<f32>>,
+    /// The removed components' sources over the window.
+    sources: Vec<Vec<f32>>,
+}
+
+impl Correction {
+    /// Channel `i`'s correction over window samples `range`, into `out` (`range.len()`);
+    /// false, with `out` untouched, where nothing is taken from the channel.
+    pub fn row_into(&self, i: usize, range: std::ops::Range<usize>, out: &mut [f32]) -> bool {
+        let Some(weights) = self.weights.get(i).filter(|w| !w.is_empty()) else {
+            return false;
+        };
+        out.fill(0.0);
+        for (&a, s) in weights.iter().zip(&self.sources) {
+            for (o, &v) in out.iter_mut().zip(&s[range.clone()]) {
+                *o += a * v;
+            }
+        }
+        true
     }
 }
 
@@ -468,7 +495,7 @@ pub fn process_window(
         ica: None,
         removed: Vec::new(),
         blinks: Vec::new(),
-        correction: Vec::new(),
+        correction: Correction::default(),
         mask: Vec::new(),
     };
     if candidates.is_empty() && !always_ica {
@@ -550,11 +577,16 @@ impl WindowBands {
 /// Every channel's band at each of `samples` (channels x samples, row-major), each from one
 /// transform: the band at sample t is <band*(e_t), x_i> (`dwt::band_adjoint`).
 fn channel_bands_at(x: &Observations, samples: &[usize], levels: &[usize]) -> Vec<Vec<f64>> {
-    let taps: Vec<Vec<f64>> = (samples.par_iter())
+    // Each transform is zero outside the reach of the filters around its sample (a third of
+    // a 20 s window at 512 Hz): the products skip what would add exact zeros.
+    let taps: Vec<(usize, Vec<f64>)> = (samples.par_iter())
         .map(|&t| {
             let mut e = vec![0.0; x.cols];
             e[t] = 1.0;
-            dwt::band_adjoint(&e, levels)
+            let h = dwt::band_adjoint(&e, levels);
+            let from = h.iter().position(|&v| v != 0.0).unwrap_or(h.len());
+            let to = h.iter().rposition(|&v| v != 0.0).map_or(from, |k| k + 1);
+            (from, h[from..to].to_vec())
         })
         .collect();
     (0..x.rows)
@@ -562,7 +594,11 @@ fn channel_bands_at(x: &Observations, samples: &[usize], levels: &[usize]) -> Ve
         .map(|i| {
             let row = x.row(i);
             (taps.iter())
-                .map(|h| row.iter().zip(h).map(|(&v, h)| v as f64 * h).sum())
+                .map(|(from, h)| {
+                    (row[*from..].iter().zip(h))
+                        .map(|(&v, h)| v as f64 * h)
+                        .sum()
+                })
                 .collect()
         })
         .collect()
@@ -825,8 +861,7 @@ fn correction(
     w: &WindowResult,
     bands_of: &WindowBands,
     p: &BlinkParams,
-) -> Vec<f32> {
-    let len = w.len;
+) -> Correction {
     let n = channels.labels.len();
     let k = w.removed.len();
     // The components' bands, and their Gram matrix over the mask (the normal equations).
@@ -855,8 +890,7 @@ fn correction(
             .collect(),
         None => Vec::new(),
     };
-    let mut corr = vec![0.0f32; n * len];
-    let weights: Vec<Vec<f64>> = (0..n)
+    let weights = (0..n)
         .into_par_iter()
         .map(|i| match &solve {
             _ if channels.keep[i] => Vec::new(),
@@ -866,25 +900,17 @@ fn correction(
                     k,
                     (adjoints.iter()).map(|g| xi.iter().zip(g).map(|(&v, g)| v as f64 * g).sum()),
                 );
-                chol.solve(&rhs).iter().copied().collect()
+                chol.solve(&rhs).iter().map(|&a| a as f32).collect()
             }
-            None => w.removed.iter().map(|&c| ica.mixing[(i, c)]).collect(),
+            None => (w.removed.iter())
+                .map(|&c| ica.mixing[(i, c)] as f32)
+                .collect(),
         })
         .collect();
-    for (i, weights) in weights
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| !channels.keep[i])
-    {
-        let row = &mut corr[i * len..(i + 1) * len];
-        for (&c, &a) in w.removed.iter().zip(weights.iter()) {
-            let a = a as f32;
-            for (o, &v) in row.iter_mut().zip(bands_of.source(c)) {
-                *o += a * v;
-            }
-        }
-    }
-    corr
+    let sources = (w.removed.iter())
+        .map(|&c| bands_of.source(c).to_vec())
+        .collect();
+    Correction { weights, sources }
 }
 
 /// The result of a whole recording (or stretch).
@@ -1003,15 +1029,26 @@ pub fn deblink(
         if let Some(i) = &w.ica {
             warm = Some(i.unmixing.clone());
         }
-        for t in (0..window).filter(|&t| w.mask.get(t).is_some_and(|&m| m > 0.0)) {
-            let h = (std::f64::consts::PI * (t as f64 + 0.5) / window as f64)
-                .sin()
-                .powi(2)
-                * w.mask[t] as f64;
+        let votes: Vec<(usize, f64)> = (0..window)
+            .filter(|&t| w.mask.get(t).is_some_and(|&m| m > 0.0))
+            .map(|t| {
+                let h = (std::f64::consts::PI * (t as f64 + 0.5) / window as f64)
+                    .sin()
+                    .powi(2)
+                    * w.mask[t] as f64;
+                (t, h)
+            })
+            .collect();
+        for &(t, h) in &votes {
             weight_sum[s + t] += h;
             fade[s + t] = fade[s + t].max(w.mask[t]);
-            for (u, &i) in used.iter().enumerate() {
-                correction_sum[i * total + s + t] += h * w.correction[u * window + t] as f64;
+        }
+        let mut corr = vec![0.0f32; window];
+        for (u, &i) in used.iter().enumerate() {
+            if w.correction.row_into(u, 0..window, &mut corr) {
+                for &(t, h) in &votes {
+                    correction_sum[i * total + s + t] += h * corr[t] as f64;
+                }
             }
         }
         windows.push(w);

@@ -199,8 +199,7 @@ impl Streamer {
                     self.warm = Some(i.unmixing.clone());
                     self.known = w.removed_topographies();
                 }
-                let cleaned = w.clean(&x);
-                h.cleaned = cleaned.block(x.rows, out_from..out_to);
+                h.cleaned = w.clean(&x, out_from..out_to);
                 h.blinks = (w.blinks.iter())
                     .filter(|b| (out_from..out_to).contains(&b.peak))
                     .map(|b| Blink {
