@@ -647,11 +647,13 @@ impl LiveView {
             .spawn(move || {
                 // The pipeline's parallel parts run on their own pool of one core fewer than
                 // the machine has: at maximum speed they would otherwise take every core and
-                // hold up the frames (on two cores a quarter of them went over 16 ms).
+                // hold up the frames (on two cores a quarter of them went over 16 ms). Its
+                // threads also yield to the interface's where the machine is busier than that.
                 let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(cores.saturating_sub(1).max(1))
                     .thread_name(|i| format!("ede live {i}"))
+                    .start_handler(|_| below_the_interface())
                     .build();
                 match pool {
                     Ok(pool) => pool.install(|| player(input, opts, gpu, shared, rx, ctx)),
@@ -1055,5 +1057,16 @@ impl AnalysisView for LiveView {
     fn ready(&self) -> bool {
         let s = self.shared.lock().expect("live state");
         self.error.is_some() || s.error.is_some() || s.hops > 0
+    }
+}
+
+/// Lowers the calling thread's priority (nice 10) so that the interface's threads win a
+/// contended core: frames keep their deadline while the player catches up at maximum speed.
+fn below_the_interface() {
+    // SAFETY: setpriority with PRIO_PROCESS and 0 changes only the calling thread's nice
+    // value (Linux keeps one per thread); its failure leaves the priority as it was.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
     }
 }
