@@ -176,7 +176,7 @@ pub struct Ica {
     /// A, n x r: X - mu_X = A S (on the whitened subspace).
     pub mixing: DMatrix<f64>,
     /// S, r x samples, row-major, zero mean; only its first rows where the ICA was asked for
-    /// fewer (`with_sources_of`): `source` gives any row.
+    /// fewer (`with_sources_of`): `sources_of` gives any row.
     pub sources: Observations,
     /// mu_X, the channel means.
     pub channel_means: Vec<f64>,
