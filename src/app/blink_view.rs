@@ -521,8 +521,9 @@ pub(super) fn lane_labels(
     }
 }
 
-/// The first `SHOWN_COMPONENTS` components of `ica` (a window starting at `start` seconds, `fs` Hz) over the
-/// part of `span` (seconds) the window covers, one lane each, the `removed` ones in red.
+/// The first `SHOWN_COMPONENTS` components of `ica` (a window starting at `start` seconds,
+/// `fs` Hz) over the part of `span` (seconds) the window covers, one lane each, the `removed`
+/// ones in red.
 pub(super) fn components_plot(
     ui: &mut egui::Ui,
     id: &str,
