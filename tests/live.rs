@@ -1,6 +1,7 @@
 //! Live mode: a recording played at full speed comes out whole, in order, and cleaned about as
 //! well as the batch with the same window and hop (the bounds are stated below); a parameter
-//! change takes effect at the next hop boundary; `ede live` runs headless, paced or not.
+//! change takes effect at the next hop boundary; a hop finished beside the next one's fit is
+//! the hop finished in turn; `ede live` runs headless, paced or not.
 
 mod common;
 
@@ -156,6 +157,75 @@ fn a_parameter_change_applies_from_the_next_hop() {
         removed_after,
         "the steady run removes blinks after the boundary too"
     );
+}
+
+/// Every hop of `data` through a `Streamer`, in chunks of 37 samples, overlapping or not; when
+/// hop 12 comes out the hop shortens and the candidate threshold goes out of reach (as `play`'s
+/// `on_hop` would change them).
+fn streamed(data: &EegData, overlap: bool) -> Vec<ede::dsp::blink::stream::Hop> {
+    use ede::dsp::blink::stream::Streamer;
+    let opts = LiveOptions::default();
+    let mut d = Deblinker::new(None);
+    let mut ica = |x: &ede::dsp::ica::Observations, warm: Option<&nalgebra::DMatrix<f64>>| {
+        opts.hop_ica(&mut d, x, warm)
+    };
+    let mut streamer = Streamer::new(data.fs, data.channels.clone(), opts.stream_params()).unwrap();
+    streamer.set_overlap(overlap);
+    let changed = ede::dsp::blink::stream::StreamParams {
+        blink: BlinkParams {
+            candidate_z: 1e9,
+            ..opts.deblink.params
+        },
+        hop_s: 0.75,
+        ..opts.stream_params()
+    };
+    let mut hops = Vec::new();
+    let x = &data.data;
+    for from in (0..x.cols).step_by(37) {
+        let chunk = x.block(x.rows, from..(from + 37).min(x.cols));
+        for hop in streamer.push(&chunk, &mut ica) {
+            hops.push(hop);
+            if hops.len() == 12 {
+                streamer.set_params(changed).unwrap();
+            }
+        }
+    }
+    hops.extend(streamer.finish(&mut ica));
+    hops
+}
+
+#[test]
+fn a_hop_finished_beside_the_next_fit_is_the_hop_finished_in_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, data, _) = simulated(dir.path());
+    let (in_turn, beside) = (streamed(&data, false), streamed(&data, true));
+    assert_eq!(in_turn.len(), beside.len());
+    assert!(in_turn.len() > 30, "{} hops", in_turn.len());
+    let mut emitted = 0;
+    for (k, (a, b)) in in_turn.iter().zip(&beside).enumerate() {
+        assert_eq!(a.start, emitted, "hop {k} follows the last");
+        emitted += a.cleaned.cols as u64;
+        assert_eq!(
+            (a.start, a.window_start, a.window_len),
+            (b.start, b.window_start, b.window_len),
+            "hop {k}"
+        );
+        assert_eq!(a.original.data, b.original.data, "hop {k}");
+        assert_eq!(a.cleaned.data, b.cleaned.data, "hop {k}");
+        assert_eq!(a.blinks, b.blinks, "hop {k}");
+        assert_eq!(
+            (&a.removed, a.iterations),
+            (&b.removed, b.iterations),
+            "hop {k}"
+        );
+    }
+    assert_eq!(emitted, data.data.cols as u64);
+    // The change took effect from hop 12 on: hops of 0.75 s, without candidates.
+    let last = in_turn[in_turn.len() - 2].cleaned.cols as f64 / data.fs;
+    assert!((last - 0.75).abs() < 1e-9, "{last} s");
+    assert!(in_turn[..12].iter().all(|h| h.candidates > 0));
+    assert!(in_turn[12..].iter().all(|h| h.candidates == 0));
+    assert!(in_turn[..12].iter().any(|h| !h.removed.is_empty()));
 }
 
 #[test]

@@ -25,7 +25,7 @@ use crate::analysis::live::record::SessionRecorder;
 use crate::analysis::live::source::{FileSource, Source, StreamMeta};
 use crate::analysis::live::{Feed, LiveOptions, Note};
 use crate::dsp::blink::Blink;
-use crate::dsp::blink::stream::Hop;
+use crate::dsp::blink::stream::{Hop, lower_thread_priority};
 use crate::dsp::ica::{Contrast, Ica, Observations};
 use crate::gpu::GpuContext;
 use crate::recording::{Annotation, Format, Recording, in_memory};
@@ -364,10 +364,11 @@ fn player(
             Some(Note::Stalled { .. }) => s.stalled = true,
             Some(Note::Resumed) => s.stalled = false,
             Some(Note::Ended(why)) => {
-                if let Some((hop, seconds, latency)) = session.feed.finish(&mut ica) {
-                    pulled.hops.push(hop);
-                    pulled.latencies.push(latency);
-                    pulled.processing_s = seconds;
+                let rest = session.feed.finish(&mut ica);
+                if !rest.hops.is_empty() {
+                    pulled.hops.extend(rest.hops);
+                    pulled.latencies.extend(rest.latencies);
+                    pulled.processing_s = rest.processing_s;
                 }
                 s.ended = true;
                 if let Some(why) = why {
@@ -1063,10 +1064,5 @@ impl AnalysisView for LiveView {
 /// Lowers the calling thread's priority (nice 10) so that the interface's threads win a
 /// contended core: frames keep their deadline while the player catches up at maximum speed.
 fn below_the_interface() {
-    // SAFETY: setpriority with PRIO_PROCESS and 0 changes only the calling thread's nice
-    // value (Linux keeps one per thread); its failure leaves the priority as it was.
-    #[cfg(target_os = "linux")]
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
-    }
+    lower_thread_priority(10);
 }

@@ -290,6 +290,9 @@ pub struct Feed {
     /// When each chunk was handed over (its first sample, the instant), back to the oldest
     /// sample not yet emitted.
     arrivals: VecDeque<(u64, Instant)>,
+    /// Seconds spent on pushes since the last hop came out (a hop's processing is the time
+    /// since the one before, less the waits for the source).
+    spent_s: f64,
 }
 
 impl Feed {
@@ -304,6 +307,7 @@ impl Feed {
             stalled: false,
             limit: opts.duration_s.map(|d| (d * meta.fs).round() as u64),
             arrivals: VecDeque::new(),
+            spent_s: 0.0,
         })
     }
 
@@ -352,21 +356,37 @@ impl Feed {
         }
         self.arrivals.push_back((at, Instant::now()));
         let started = Instant::now();
+        self.streamer.set_overlap(source.unpaced());
         let hops = self.streamer.push(&chunk, ica);
         Pulled {
-            processing_s: started.elapsed().as_secs_f64() / hops.len().max(1) as f64,
+            processing_s: self.spent(started, hops.len()),
             latencies: self.latencies(&hops),
             hops,
             note,
         }
     }
 
-    /// The rest once the stream has ended: the hop, the seconds it took and its latency.
-    pub fn finish(&mut self, ica: &mut IcaFn<'_>) -> Option<(Hop, f64, f64)> {
+    /// The rest once the stream has ended: the hops still due, the seconds each took and
+    /// their latencies.
+    pub fn finish(&mut self, ica: &mut IcaFn<'_>) -> Pulled {
         let started = Instant::now();
-        let hop = self.streamer.finish(ica)?;
-        let latency = self.latencies(std::slice::from_ref(&hop))[0];
-        Some((hop, started.elapsed().as_secs_f64(), latency))
+        let hops = self.streamer.finish(ica);
+        Pulled {
+            processing_s: self.spent(started, hops.len()),
+            latencies: self.latencies(&hops),
+            hops,
+            note: None,
+        }
+    }
+
+    /// Each of `hops` hops' share of the time since `started` and of the pushes before it
+    /// that gave none.
+    fn spent(&mut self, started: Instant, hops: usize) -> f64 {
+        self.spent_s += started.elapsed().as_secs_f64();
+        if hops == 0 {
+            return 0.0;
+        }
+        std::mem::take(&mut self.spent_s) / hops as f64
     }
 
     /// Each hop's latency, then forgets the arrivals of samples already emitted.
@@ -379,9 +399,11 @@ impl Feed {
                     .map_or(0.0, |a| a.1.elapsed().as_secs_f64())
             })
             .collect();
-        let emitted = self.streamer.emitted();
-        while self.arrivals.len() > 1 && self.arrivals[1].0 <= emitted {
-            self.arrivals.pop_front();
+        if let Some(last) = hops.last() {
+            let emitted = last.start + last.cleaned.cols as u64;
+            while self.arrivals.len() > 1 && self.arrivals[1].0 <= emitted {
+                self.arrivals.pop_front();
+            }
         }
         latencies
     }
@@ -456,9 +478,10 @@ pub fn play(
     if let (Some(since), Some(s)) = (stalled, stalls.last_mut()) {
         s.lasted_s = since.elapsed().as_secs_f64();
     }
-    if let Some((hop, seconds, latency)) = feed.finish(&mut ica) {
-        tally.hop(&hop, (seconds, latency), source, &feed.channels)?;
-        on_hop(&hop, &mut feed.streamer);
+    let rest = feed.finish(&mut ica);
+    for (hop, &latency) in rest.hops.iter().zip(&rest.latencies) {
+        tally.hop(hop, (rest.processing_s, latency), source, &feed.channels)?;
+        on_hop(hop, &mut feed.streamer);
     }
     let streamer = &feed.streamer;
     let record = tally.recorder.take().map(|r| r.finish()).transpose()?;

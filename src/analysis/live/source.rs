@@ -50,6 +50,11 @@ pub trait Source {
     /// Times real time for a recording played (`None`: as fast as it is taken); a live
     /// stream keeps its own pace.
     fn set_speed(&mut self, _speed: Option<f64>) {}
+    /// Whether the samples come as fast as they are taken (a recording at maximum speed), so
+    /// that the next hop's are at hand as soon as this one's are.
+    fn unpaced(&self) -> bool {
+        false
+    }
 }
 
 /// A recording's EEG channels played as a stream: chunks of `LiveOptions::chunk_s`, each
@@ -172,6 +177,9 @@ impl Source for FileSource<'_> {
     fn set_speed(&mut self, speed: Option<f64>) {
         self.speed = speed;
         self.pace = None;
+    }
+    fn unpaced(&self) -> bool {
+        self.speed.is_none()
     }
 }
 

@@ -485,9 +485,65 @@ pub fn process_window(
     prior: Prior<'_>,
     always_ica: bool,
 ) -> Result<WindowResult, IcaError> {
+    let fitted = fit_window(x, fs, channels, p, ica, prior.warm, always_ica)?;
+    Ok(finish_window(x, fs, channels, p, fitted, prior.known))
+}
+
+/// A window's steps 1-2: its candidates and, where it has any, its ICA. What steps 3-4
+/// (`finish_window`) start from; a stream runs them beside the next window's fit.
+#[derive(Debug, Clone)]
+pub struct FittedWindow {
+    /// The frontal derivations' blink bands.
+    bands: Vec<Vec<f32>>,
+    candidates: Vec<Peak>,
+    ica: Option<Ica>,
+}
+
+impl FittedWindow {
+    pub fn ica(&self) -> Option<&Ica> {
+        self.ica.as_ref()
+    }
+}
+
+/// Steps 1-2 of window `x` (see `process_window`), from the warm start `warm`.
+pub fn fit_window(
+    x: &Observations,
+    fs: f64,
+    channels: &Channels,
+    p: &BlinkParams,
+    ica: &mut IcaFn<'_>,
+    warm: Option<&DMatrix<f64>>,
+    always_ica: bool,
+) -> Result<FittedWindow, IcaError> {
+    let (bands, candidates) = detect_candidates(x, fs, channels, p);
+    let ica = if candidates.is_empty() && !always_ica {
+        None
+    } else {
+        Some(ica(x, warm)?)
+    };
+    Ok(FittedWindow {
+        bands,
+        candidates,
+        ica,
+    })
+}
+
+/// Steps 3-4 of window `x` from its fit, tracking the topographies `known`.
+pub fn finish_window(
+    x: &Observations,
+    fs: f64,
+    channels: &Channels,
+    p: &BlinkParams,
+    fitted: FittedWindow,
+    known: &[Vec<f64>],
+) -> WindowResult {
     let len = x.cols;
     let levels = dwt::levels_in_band(fs, p.band_hz);
-    let (bands, candidates) = detect_candidates(x, fs, channels, p);
+    let FittedWindow {
+        bands,
+        candidates,
+        ica,
+    } = fitted;
     let mut out = WindowResult {
         start: 0,
         len,
@@ -498,17 +554,16 @@ pub fn process_window(
         correction: Correction::default(),
         mask: Vec::new(),
     };
-    if candidates.is_empty() && !always_ica {
-        return Ok(out);
-    }
-    let result = ica(x, prior.warm)?;
+    let Some(result) = ica else {
+        return out;
+    };
     if !candidates.is_empty() {
         let summed: Vec<f32> = (0..len).map(|t| bands.iter().map(|b| b[t]).sum()).collect();
         let peaks: Vec<usize> = candidates.iter().map(|c| c.peak).collect();
         let at_peaks = channel_bands_at(x, &peaks, &levels);
         let rows = (0..result.unmixing.nrows())
             .filter(|&c| {
-                tracked(&result, c, prior.known, p.track_cos)
+                tracked(&result, c, known, p.track_cos)
                     || could_carry(&result, c, channels, &at_peaks, (&summed, &candidates), p)
             })
             .collect();
@@ -518,7 +573,7 @@ pub fn process_window(
             channels,
             (&summed, &candidates),
             &bands_of,
-            prior.known,
+            known,
             p,
             fs,
             &mut out,
@@ -529,7 +584,7 @@ pub fn process_window(
         }
     }
     out.ica = Some(result);
-    Ok(out)
+    out
 }
 
 /// The sources, and their blink band (`dwt::band`), of the components of a window that may

@@ -16,12 +16,22 @@
 //! lengthened for many channels as in the batch), then covers everything before it. A change
 //! of parameters (`set_params`) applies from the next hop on: the hop in flight finishes with
 //! the old ones. A window shorter than the new length, after a change, uses what is kept.
+//!
+//! Where the samples come faster than real time (`set_overlap`: a recording played at maximum
+//! speed), a hop's steps 3-4 (`finish_window`) run on a thread of their own, at the lowest
+//! priority, beside the next window's fit: the fit's symmetric decorrelations leave a core
+//! idle. Each hop then comes out when the next one's fit is done, with the same result. A
+//! change of parameters made when a hop comes out still applies from the next hop: its fit,
+//! already done with the old ones, is redone.
 
 use std::collections::VecDeque;
+use std::sync::mpsc;
 
 use nalgebra::DMatrix;
 
-use super::{Blink, BlinkError, BlinkParams, Channels, IcaFn, Prior, process_window};
+use super::{
+    Blink, BlinkError, BlinkParams, Channels, FittedWindow, IcaFn, finish_window, fit_window,
+};
 use crate::dsp::ica::{Ica, Observations};
 
 /// How a stream is cut: the window and its parameters, the hop and the lookahead.
@@ -80,6 +90,33 @@ pub struct Streamer {
     warm: Option<DMatrix<f64>>,
     /// The topographies of the components the last window removed (tracked into the next).
     known: Vec<Vec<f64>>,
+    /// Finish each hop beside the next one's fit (see the module's notes).
+    overlap: bool,
+    /// The next hop, fitted and not yet finishing.
+    fitted: Option<Fitting>,
+    /// The hop finishing.
+    finishing: Option<Finishing>,
+    /// The low-priority thread hops finish on when they overlap.
+    finisher: Option<rayon::ThreadPool>,
+}
+
+/// A hop's window with its steps 1-2 done.
+struct Fitting {
+    end: u64,
+    upto: u64,
+    params: StreamParams,
+    from: u64,
+    x: Observations,
+    fit: Result<FittedWindow, String>,
+}
+
+/// A hop with its steps 3-4 done or under way, and the topographies its window removed
+/// (`None` where it ran no ICA).
+type Finished = (Hop, Option<Vec<Vec<f64>>>);
+
+enum Finishing {
+    Done(Box<Finished>),
+    Beside(mpsc::Receiver<Finished>),
 }
 
 impl Streamer {
@@ -99,7 +136,17 @@ impl Streamer {
             next_end: window as u64,
             warm: None,
             known: Vec::new(),
+            overlap: false,
+            fitted: None,
+            finishing: None,
+            finisher: None,
         })
+    }
+
+    /// Whether each hop finishes beside the next one's fit: for samples that come faster than
+    /// real time (a hop then comes out one fit later; the paced and live ones at once).
+    pub fn set_overlap(&mut self, overlap: bool) {
+        self.overlap = overlap;
     }
 
     pub fn params(&self) -> &StreamParams {
@@ -118,11 +165,6 @@ impl Streamer {
         self.received
     }
 
-    /// Samples emitted so far (cleaned), per channel.
-    pub fn emitted(&self) -> u64 {
-        self.emitted
-    }
-
     /// The window in samples and the hop in samples now in force.
     pub fn window_and_hop(&self) -> (usize, usize) {
         let p = &self.params;
@@ -139,30 +181,58 @@ impl Streamer {
             kept.extend(chunk.row(c));
         }
         self.received += chunk.cols as u64;
-        let mut hops = Vec::new();
-        while self.received >= self.next_end {
-            let end = self.next_end;
-            let lookahead = self.lookahead();
-            hops.push(self.hop(end, end.saturating_sub(lookahead), ica));
-        }
-        hops
+        // Overlapping, one hop at a time: the caller may change the parameters before the
+        // next one commits.
+        self.advance(ica, self.overlap)
     }
 
-    /// The rest of the stream, once it has ended: one last window ending at the last sample.
-    pub fn finish(&mut self, ica: &mut IcaFn<'_>) -> Option<Hop> {
-        (self.emitted < self.received).then(|| self.hop(self.received, self.received, ica))
+    /// The rest of the stream, once it has ended: the hops due, then one last window ending at
+    /// the last sample.
+    pub fn finish(&mut self, ica: &mut IcaFn<'_>) -> Vec<Hop> {
+        let mut hops = self.advance(ica, false);
+        hops.extend(self.join());
+        if self.emitted < self.received {
+            let f = self.fit(self.received, self.received, ica);
+            self.commit(f, ica);
+            hops.extend(self.join());
+        }
+        hops
     }
 
     fn lookahead(&self) -> u64 {
         (self.params.lookahead_s * self.fs).round() as u64
     }
 
-    /// Refits the window ending at `end` and emits `emitted..upto` from it.
-    fn hop(&mut self, end: u64, upto: u64, ica: &mut IcaFn<'_>) -> Hop {
-        if let Some(p) = self.next_params.take() {
-            self.params = p;
+    /// Fits and finishes the hops whose windows have come, at most one when `one`.
+    fn advance(&mut self, ica: &mut IcaFn<'_>, one: bool) -> Vec<Hop> {
+        let mut hops = Vec::new();
+        loop {
+            if let Some(f) = self.fitted.take() {
+                self.commit(f, ica);
+            }
+            if !self.overlap {
+                hops.extend(self.join());
+            }
+            if self.received < self.next_end {
+                return hops;
+            }
+            let end = self.next_end;
+            let f = self.fit(end, end.saturating_sub(self.lookahead()), ica);
+            let done = self.join();
+            self.fitted = Some(f);
+            if let Some(hop) = done {
+                hops.push(hop);
+                if one {
+                    return hops;
+                }
+            }
         }
-        let (window, hop) = self.window_and_hop();
+    }
+
+    /// Steps 1-2 of the window ending at `end`, with the parameters the next hop will have.
+    fn fit(&self, end: u64, upto: u64, ica: &mut IcaFn<'_>) -> Fitting {
+        let params = self.next_params.unwrap_or(self.params);
+        let window = window_len(&params, self.channels.labels.len(), self.fs);
         let from = end.saturating_sub(window as u64).max(self.kept_from);
         let len = (end - from) as usize;
         let at = (from - self.kept_from) as usize;
@@ -171,15 +241,43 @@ impl Streamer {
             data.extend(k.range(at..at + len));
         }
         let x = Observations::new(self.kept.len(), len, data);
-        let out_from = (self.emitted - from) as usize;
-        let out_to = (upto.max(self.emitted) - from) as usize;
-        let mut h = Hop {
+        let (fs, channels, p) = (self.fs, &self.channels, &params.blink);
+        let fit = fit_window(&x, fs, channels, p, ica, self.warm.as_ref(), false)
+            .map_err(|e| e.to_string());
+        Fitting {
+            end,
+            upto,
+            params,
+            from,
+            x,
+            fit,
+        }
+    }
+
+    /// Makes fitted hop `f` the stream's (refitted if the parameters changed since its fit)
+    /// and starts its steps 3-4, which emit `emitted..upto`.
+    fn commit(&mut self, f: Fitting, ica: &mut IcaFn<'_>) {
+        debug_assert!(self.finishing.is_none(), "the last hop is joined first");
+        if let Some(p) = self.next_params.take() {
+            self.params = p;
+        }
+        let f = if f.params == self.params {
+            f
+        } else {
+            self.fit(f.end, f.upto, ica)
+        };
+        if let Some(i) = f.fit.as_ref().ok().and_then(FittedWindow::ica) {
+            self.warm = Some(i.unmixing.clone());
+        }
+        let (window, hop) = self.window_and_hop();
+        let out = (self.emitted - f.from) as usize..(f.upto.max(self.emitted) - f.from) as usize;
+        let skeleton = Hop {
             start: self.emitted,
-            original: x.block(x.rows, out_from..out_to),
-            cleaned: x.block(x.rows, out_from..out_to),
+            original: f.x.block(f.x.rows, out.clone()),
+            cleaned: Observations::new(0, 0, Vec::new()),
             blinks: Vec::new(),
-            window_start: from,
-            window_len: len,
+            window_start: f.from,
+            window_len: f.x.cols,
             candidates: 0,
             removed: Vec::new(),
             iterations: 0,
@@ -187,37 +285,8 @@ impl Streamer {
             error: None,
             ica: None,
         };
-        let prior = Prior {
-            warm: self.warm.as_ref(),
-            known: &self.known,
-        };
-        let p = &self.params.blink;
-        match process_window(&x, self.fs, &self.channels, p, ica, prior, false) {
-            Ok(w) => {
-                // A window without candidates runs no ICA: what was known stays known.
-                if let Some(i) = &w.ica {
-                    self.warm = Some(i.unmixing.clone());
-                    self.known = w.removed_topographies();
-                }
-                h.cleaned = w.clean(&x, out_from..out_to);
-                h.blinks = (w.blinks.iter())
-                    .filter(|b| (out_from..out_to).contains(&b.peak))
-                    .map(|b| Blink {
-                        peak: b.peak + from as usize,
-                        start: b.start + from as usize,
-                        end: b.end + from as usize,
-                    })
-                    .collect();
-                h.candidates = w.candidates.len();
-                h.iterations = w.iterations();
-                h.converged = w.converged();
-                h.removed = w.removed;
-                h.ica = w.ica;
-            }
-            Err(e) => h.error = Some(e.to_string()),
-        }
-        self.emitted = upto.max(self.emitted);
-        self.next_end = end + hop as u64;
+        self.emitted = f.upto.max(self.emitted);
+        self.next_end = f.end + hop as u64;
         // Keep what the next window (at its present length) and the next output need.
         let keep_from = (self.next_end.saturating_sub(window as u64)).min(self.emitted);
         if keep_from > self.kept_from {
@@ -227,8 +296,100 @@ impl Streamer {
             }
             self.kept_from = keep_from;
         }
-        h
+        let (fs, channels, known) = (self.fs, self.channels.clone(), self.known.clone());
+        let job = move || finish_hop(skeleton, f, out, fs, &channels, &known);
+        let beside = if self.overlap { self.finisher() } else { None };
+        self.finishing = Some(match beside {
+            Some(pool) => {
+                let (tx, rx) = mpsc::sync_channel(1);
+                pool.spawn(move || {
+                    // The receiver is gone only where the stream was dropped meanwhile.
+                    let _ = tx.send(job());
+                });
+                Finishing::Beside(rx)
+            }
+            _ => Finishing::Done(Box::new(job())),
+        });
     }
+
+    /// The pool hops finish on beside the next fit, started the first time it is asked for;
+    /// `None` where no thread can be started (hops then finish in turn).
+    fn finisher(&mut self) -> Option<&rayon::ThreadPool> {
+        if self.finisher.is_none() {
+            self.finisher = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .thread_name(|_| "ede hop finisher".into())
+                .start_handler(|_| lower_thread_priority(19))
+                // A panic drops the job's sender: `join` reports it on the stream's thread.
+                .panic_handler(|_| {})
+                .build()
+                .ok();
+        }
+        self.finisher.as_ref()
+    }
+
+    /// The hop last committed, once its steps 3-4 are done.
+    fn join(&mut self) -> Option<Hop> {
+        let (hop, known) = match self.finishing.take()? {
+            Finishing::Done(done) => *done,
+            Finishing::Beside(rx) => rx.recv().expect("a hop's steps 3-4 panicked"),
+        };
+        // A window without candidates runs no ICA: what was known stays known.
+        if let Some(known) = known {
+            self.known = known;
+        }
+        Some(hop)
+    }
+}
+
+/// Steps 3-4 of fitted hop `f`, into `hop`: its samples `out` of the window cleaned.
+fn finish_hop(
+    mut hop: Hop,
+    f: Fitting,
+    out: std::ops::Range<usize>,
+    fs: f64,
+    channels: &Channels,
+    known: &[Vec<f64>],
+) -> Finished {
+    let fit = match f.fit {
+        Ok(fit) => fit,
+        Err(e) => {
+            hop.cleaned = hop.original.clone();
+            hop.error = Some(e);
+            return (hop, None);
+        }
+    };
+    let w = finish_window(&f.x, fs, channels, &f.params.blink, fit, known);
+    let known = w.ica.as_ref().map(|_| w.removed_topographies());
+    let from = f.from as usize;
+    hop.cleaned = w.clean(&f.x, out.clone());
+    hop.blinks = (w.blinks.iter())
+        .filter(|b| out.contains(&b.peak))
+        .map(|b| Blink {
+            peak: b.peak + from,
+            start: b.start + from,
+            end: b.end + from,
+        })
+        .collect();
+    hop.candidates = w.candidates.len();
+    hop.iterations = w.iterations();
+    hop.converged = w.converged();
+    hop.removed = w.removed;
+    hop.ica = w.ica;
+    (hop, known)
+}
+
+/// Lowers the calling thread's priority to `nice` (Linux keeps one per thread), so that other
+/// threads win a contended core.
+pub fn lower_thread_priority(nice: i32) {
+    // SAFETY: setpriority with PRIO_PROCESS and 0 changes only the calling thread's nice
+    // value; its failure leaves the priority as it was.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = nice;
 }
 
 fn window_len(p: &StreamParams, channels: usize, fs: f64) -> usize {
