@@ -218,4 +218,12 @@ fn sources_kept_for_leading_components_only_equal_the_whole_ones() {
     let again = ica::fastica(&fit, &p, None).unwrap().with_sources_of(&x, 3);
     assert_eq!(again.sources.rows, 3);
     assert_eq!(again.sources.row(2), all.sources.row(2));
+    // None kept (a live hop's fit), then the leading ones unmixed when it finishes.
+    let none = ica::fastica::fastica_with_sources_of(&fit, Some((&x, 0)), &p, None).unwrap();
+    assert_eq!(none.sources.rows, 0);
+    assert_eq!(none.sources_of(&[3], &x).row(0), all.sources.row(3));
+    let later = none.with_leading_sources(&x, 4);
+    assert_eq!(later.sources.rows, 4);
+    assert_eq!(later.sources.data, all.sources.block(4, 0..x.cols).data);
+    assert_eq!(later.with_leading_sources(&x, 99).sources.rows, x.rows);
 }

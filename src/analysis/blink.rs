@@ -45,14 +45,15 @@ pub struct DeblinkOptions {
     #[serde(default)]
     pub fit_samples: Option<usize>,
     /// Where the unmixing is fitted on a subsample (`fit_samples`), keep the sources of only
-    /// this many leading components (what a view draws); the pipeline computes those of any
-    /// other component it tests. `None` keeps all.
+    /// this many leading components; the pipeline computes those of any other component it
+    /// tests. `None` keeps all. Live mode keeps none: a hop's finishing unmixes those its view
+    /// draws (`StreamParams::shown_sources`) beside the next hop's fit.
     #[serde(default)]
     pub source_rows: Option<usize>,
 }
 
-/// Components a window's view draws (its first, largest): what live mode keeps the sources
-/// of (`DeblinkOptions::source_rows`).
+/// Components a window's view draws (its first, largest): those live mode unmixes the whole
+/// window of (`StreamParams::shown_sources`).
 pub const SHOWN_COMPONENTS: usize = 12;
 
 /// FastICA iterations per window in the pipeline (sklearn's and MNE's default; FastICA's own

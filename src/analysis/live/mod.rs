@@ -64,7 +64,7 @@ impl Default for LiveOptions {
         let mut deblink = DeblinkOptions::default();
         deblink.fastica.max_iter = LIVE_MAX_ITER;
         deblink.fit_samples = Some(LIVE_FIT_SAMPLES);
-        deblink.source_rows = Some(SHOWN_COMPONENTS);
+        deblink.source_rows = Some(0);
         LiveOptions {
             deblink,
             hop_s: 1.0,
@@ -101,6 +101,7 @@ impl LiveOptions {
             blink: self.deblink.params,
             hop_s: self.hop_s,
             lookahead_s: self.lookahead_s,
+            shown_sources: Some(SHOWN_COMPONENTS),
         }
     }
 }

@@ -42,6 +42,9 @@ pub struct StreamParams {
     pub hop_s: f64,
     /// Seconds a hop waits after its end before it is cleaned (0: the newest hop).
     pub lookahead_s: f64,
+    /// Each hop's ICA carries the sources of at least this many leading components over its
+    /// window (what a view draws), unmixed when the hop finishes; `None`: those the ICA kept.
+    pub shown_sources: Option<usize>,
 }
 
 impl Default for StreamParams {
@@ -50,6 +53,7 @@ impl Default for StreamParams {
             blink: BlinkParams::default(),
             hop_s: 1.0,
             lookahead_s: 0.0,
+            shown_sources: None,
         }
     }
 }
@@ -375,7 +379,10 @@ fn finish_hop(
     hop.iterations = w.iterations();
     hop.converged = w.converged();
     hop.removed = w.removed;
-    hop.ica = w.ica;
+    hop.ica = match (w.ica, f.params.shown_sources) {
+        (Some(ica), Some(rows)) => Some(ica.with_leading_sources(&f.x, rows)),
+        (ica, _) => ica,
+    };
     (hop, known)
 }
 

@@ -197,6 +197,17 @@ impl Ica {
         self
     }
 
+    /// With the sources of at least the first `rows` components over `x`, the observations
+    /// this ICA's sources came from (the same numbers as if they had been kept).
+    pub fn with_leading_sources(mut self, x: &Observations, rows: usize) -> Ica {
+        let rows = rows.min(self.unmixing.nrows());
+        if self.sources.rows < rows {
+            let w = self.unmixing.rows(0, rows).into_owned();
+            self.sources = rotate_centred(&w, x, &self.channel_means);
+        }
+        self
+    }
+
     /// The sources of components `rows` over `x`, the observations this ICA's sources came
     /// from: the stored rows, and W_c (X - mu_X) for those not kept (the same product, so the
     /// same numbers, as if they had been).
