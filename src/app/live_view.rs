@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use eframe::egui::{self, Color32};
-use egui_plot::{Line, Plot, PlotPoints, Polygon};
+use egui_plot::{Line, Plot, PlotPoint, PlotPoints, Polygon};
 use nalgebra::DMatrix;
 
 use super::AnalysisView;
@@ -119,8 +119,8 @@ impl Shared {
     }
 
     /// Appends `hop`, whose sample numbers count from the recording's sample `origin` (where
-    /// its stream began).
-    fn add(&mut self, hop: &Hop, origin: u64, meter: (f64, f64, bool), fs: f64) {
+    /// its stream began), with what the player made of it outside the lock.
+    fn add(&mut self, hop: &Hop, origin: u64, meter: (f64, f64, bool), fs: f64, made: Made) {
         let (processing, latency, late) = meter;
         if self.original.iter().all(VecDeque::is_empty) {
             self.start = origin + hop.start;
@@ -139,13 +139,7 @@ impl Shared {
             }
             self.start += drop as u64;
         }
-        self.spread = (self.original.iter())
-            .map(|q| {
-                let from = q.len().saturating_sub((SPREAD_S * fs) as usize);
-                let v: Vec<f32> = q.range(from..).copied().collect();
-                crate::dsp::blink::detect::robust_sigma(&v).max(1e-9) as f64
-            })
-            .collect();
+        self.spread = made.spread;
         let at = origin as usize;
         self.blinks.extend(hop.blinks.iter().map(|b| Blink {
             peak: b.peak + at,
@@ -159,12 +153,8 @@ impl Shared {
             self.gaps.pop_front();
         }
         self.newest = Some((origin + hop.window_start, hop.window_len));
-        if let Some(ica) = &hop.ica {
-            self.window = Some(Window {
-                ica: ica.clone(),
-                removed: hop.removed.clone(),
-                start: origin + hop.window_start,
-            });
+        if made.window.is_some() {
+            self.window = made.window;
         }
         // The first hop is the first window, filled at once: not a hop of the meter.
         if self.hops > 0 {
@@ -186,6 +176,13 @@ impl Shared {
     }
 }
 
+/// What the player makes of a hop before it takes the lock the frames wait on (at maximum
+/// speed a 64-channel stream's lane scales took milliseconds a hop under it).
+struct Made {
+    spread: Vec<f64>,
+    window: Option<Window>,
+}
+
 /// An open source and the pipeline it feeds.
 struct Session<'a> {
     source: Box<dyn Source + 'a>,
@@ -193,6 +190,8 @@ struct Session<'a> {
     /// The recording's sample where the stream began (the streamer counts from 0).
     origin: u64,
     recorder: Option<SessionRecorder>,
+    /// The last `SPREAD_S` seconds of each original channel, for the lanes' scale.
+    recent: Vec<VecDeque<f32>>,
 }
 
 impl<'a> Session<'a> {
@@ -213,12 +212,35 @@ impl<'a> Session<'a> {
                 (Box::new(source), feed, 0)
             }
         };
+        let rows = source.meta().labels.len();
         Ok(Session {
             source,
             feed,
             origin,
             recorder: None,
+            recent: vec![VecDeque::new(); rows],
         })
+    }
+
+    /// Each channel's robust SD over the last `SPREAD_S` seconds once `hop` is in, and its
+    /// window's components (if it ran ICA).
+    fn make(&mut self, hop: &Hop, fs: f64) -> Made {
+        let kept = (SPREAD_S * fs) as usize;
+        let spread = (self.recent.iter_mut().enumerate())
+            .map(|(c, q)| {
+                q.extend(hop.original.row(c));
+                let drop = q.len().saturating_sub(kept);
+                q.drain(..drop);
+                let v: Vec<f32> = q.iter().copied().collect();
+                crate::dsp::blink::detect::robust_sigma(&v).max(1e-9) as f64
+            })
+            .collect();
+        let window = hop.ica.as_ref().map(|ica| Window {
+            ica: ica.clone(),
+            removed: hop.removed.clone(),
+            start: self.origin + hop.window_start,
+        });
+        Made { spread, window }
     }
 
     /// Starts the same input over from sample `at` (a recording's seek); a recording of the
@@ -352,6 +374,17 @@ fn player(
         let mut ica =
             |o: &Observations, warm: Option<&DMatrix<f64>>| opts.hop_ica(&mut deblinker, o, warm);
         let mut pulled = session.feed.pull(session.source.as_mut(), &mut ica);
+        if let Some(Note::Ended(_)) = &pulled.note {
+            let rest = session.feed.finish(&mut ica);
+            if !rest.hops.is_empty() {
+                pulled.hops.extend(rest.hops);
+                pulled.latencies.extend(rest.latencies);
+                pulled.processing_s = rest.processing_s;
+            }
+        }
+        let made: Vec<Made> = (pulled.hops.iter())
+            .map(|hop| session.make(hop, fs))
+            .collect();
         let mut s = shared.lock().expect("live state");
         if let (Some(r), Some(note)) = (&mut session.recorder, &pulled.note) {
             r.event(note);
@@ -364,12 +397,6 @@ fn player(
             Some(Note::Stalled { .. }) => s.stalled = true,
             Some(Note::Resumed) => s.stalled = false,
             Some(Note::Ended(why)) => {
-                let rest = session.feed.finish(&mut ica);
-                if !rest.hops.is_empty() {
-                    pulled.hops.extend(rest.hops);
-                    pulled.latencies.extend(rest.latencies);
-                    pulled.processing_s = rest.processing_s;
-                }
                 s.ended = true;
                 if let Some(why) = why {
                     s.error = Some(why);
@@ -377,7 +404,7 @@ fn player(
             }
             None => {}
         }
-        for (hop, &latency) in pulled.hops.iter().zip(&pulled.latencies) {
+        for ((hop, &latency), made) in pulled.hops.iter().zip(&pulled.latencies).zip(made) {
             let duration = hop.cleaned.cols as f64 / fs;
             let late = opts
                 .speed
@@ -387,6 +414,7 @@ fn player(
                 session.origin,
                 (pulled.processing_s, latency, late),
                 fs,
+                made,
             );
             if let Some(path) = record_to.take() {
                 let protect = match &input {
@@ -919,11 +947,11 @@ impl LiveView {
         let rows = meta.labels.len();
         let spread = &s.spread;
         let lane = |i: usize| -((i as f64) * 8.0);
+        let point = |q: &VecDeque<f32>, i: usize, k: usize| {
+            PlotPoint::new(t_of(k), lane(i) + q[k] as f64 / spread[i])
+        };
         let trace = |q: &VecDeque<f32>, i: usize| -> PlotPoints<'static> {
-            (from..len)
-                .step_by(step)
-                .map(|k| [t_of(k), lane(i) + q[k] as f64 / spread[i]])
-                .collect()
+            PlotPoints::Owned((from..len).step_by(step).map(|k| point(q, i, k)).collect())
         };
         let grey = ui.visuals().weak_text_color();
         let blue = Color32::from_rgb(90, 160, 230);
@@ -985,9 +1013,15 @@ impl LiveView {
                     });
                 } else {
                     plot("live traces", "s · original grey, cleaned blue").show(ui, |p| {
-                        for i in 0..rows {
-                            p.line(Line::new("", trace(&s.original[i], i)).color(grey));
-                            p.line(Line::new("", trace(&s.cleaned[i], i)).color(blue));
+                        let lanes = s.original.iter().zip(&s.cleaned).zip(spread);
+                        for (i, ((o, c), &scale)) in lanes.enumerate() {
+                            // The cleaned trace covers the original wherever they agree (all
+                            // but the blinks): only where they part is there grey to draw.
+                            for (a, z) in parted(o, c, scale, from..len, step) {
+                                let pts = (a..z).step_by(step).map(|k| point(o, i, k)).collect();
+                                p.line(Line::new("", PlotPoints::Owned(pts)).color(grey));
+                            }
+                            p.line(Line::new("", trace(c, i)).color(blue));
                         }
                         decorate(p);
                     });
@@ -1004,6 +1038,34 @@ impl LiveView {
             });
         });
     }
+}
+
+/// The stretches of `span` (sample ranges, on the `step` grid, one step wider each side so
+/// that they join the rest) where `original` and `cleaned` differ by more than a hundredth of
+/// the lane's scale `spread`: where they agree the cleaned trace hides the original.
+fn parted(
+    original: &VecDeque<f32>,
+    cleaned: &VecDeque<f32>,
+    spread: f64,
+    span: std::ops::Range<usize>,
+    step: usize,
+) -> Vec<(usize, usize)> {
+    let tolerance = (0.01 * spread) as f32;
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for k in span.clone().step_by(step) {
+        if (original[k] - cleaned[k]).abs() <= tolerance {
+            continue;
+        }
+        let (a, z) = (
+            k.saturating_sub(step).max(span.start),
+            (k + 2 * step).min(span.end),
+        );
+        match runs.last_mut() {
+            Some(last) if last.1 >= a => last.1 = z,
+            _ => runs.push((a, z)),
+        }
+    }
+    runs
 }
 
 /// The newest window's components over the shown span, removed ones in red.
@@ -1065,4 +1127,32 @@ impl AnalysisView for LiveView {
 /// contended core: frames keep their deadline while the player catches up at maximum speed.
 fn below_the_interface() {
     lower_thread_priority(10);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_where_the_traces_part_is_the_original_drawn() {
+        let original: VecDeque<f32> = (0..40).map(|k| (k as f32 * 0.3).sin()).collect();
+        let mut cleaned = original.clone();
+        assert!(parted(&original, &cleaned, 1.0, 0..40, 1).is_empty());
+        // A blink at 10..13 and another at 15 (one step from the first's margin: one run),
+        // a lone sample at 30, and one at the very end.
+        for k in [10, 11, 12, 15, 30, 39] {
+            cleaned[k] -= 0.5;
+        }
+        // Below a hundredth of the lane's scale the cleaned trace hides the difference.
+        cleaned[20] += 0.009;
+        assert_eq!(
+            parted(&original, &cleaned, 1.0, 0..40, 1),
+            vec![(9, 17), (29, 32), (38, 40)]
+        );
+        // On a coarser grid (the samples drawn) the runs keep to it, one step wider each
+        // side; differences off it are not drawn either way.
+        assert_eq!(parted(&original, &cleaned, 1.0, 4..40, 4), vec![(8, 20)]);
+        // The same differences are nothing on a lane a thousand times wider.
+        assert!(parted(&original, &cleaned, 1000.0, 0..40, 1).is_empty());
+    }
 }
