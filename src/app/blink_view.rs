@@ -14,6 +14,7 @@ use egui_plot::{Line, Plot, PlotPoints, VLine};
 
 use super::AnalysisView;
 use super::browser::Browser;
+use super::envelope::{Envelopes, Lane};
 use super::worker::{Compute, Outcome, Progress, Worker};
 use crate::analysis::Backend;
 use crate::analysis::blink::{DeblinkOptions, Deblinker, EegData, SHOWN_COMPONENTS, write_cleaned};
@@ -537,7 +538,6 @@ pub(super) fn components_plot(
     let shown = ica.sources.rows.min(SHOWN_COMPONENTS);
     let first = ((span.0 - start) * fs).max(0.0) as usize;
     let last = (((span.1 - start) * fs).ceil().max(0.0) as usize).min(n);
-    let step = (last.saturating_sub(first) / 1500).max(1);
     let red = Color32::from_rgb(220, 50, 47);
     let kept = ui.visuals().weak_text_color();
     let names: Vec<String> = (0..shown).map(|k| format!("IC {k}")).collect();
@@ -554,19 +554,23 @@ pub(super) fn components_plot(
         .y_grid_spacer(egui_plot::uniform_grid_spacer(|_| [8.0, 8.0, 8.0]))
         .allow_scroll(false)
         .show(ui, |p| {
-            for k in 0..shown {
-                let s = ica.sources.row(k);
-                let pts: PlotPoints<'static> = (first..last)
-                    .step_by(step)
-                    .map(|j| [start + j as f64 / fs, -(k as f64) * 8.0 + s[j] as f64])
-                    .collect();
+            let lanes = (0..shown).map(|k| {
                 let gone = removed.contains(&k);
-                p.line(
-                    Line::new(if gone { "removed" } else { "" }, pts)
-                        .color(if gone { red } else { kept })
-                        .width(if gone { 1.8 } else { 1.0 }),
-                );
-            }
+                Lane {
+                    samples: [ica.sources.row(k), &[]],
+                    runs: vec![first..last.max(first)],
+                    offset: -(k as f64) * 8.0,
+                    gain: 1.0,
+                    color: if gone { red } else { kept },
+                    width: if gone { 1.8 } else { 1.0 },
+                }
+            });
+            p.add(Envelopes::new(
+                "components",
+                lanes.collect(),
+                (start, fs),
+                4.0,
+            ));
         });
 }
 

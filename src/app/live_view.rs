@@ -7,17 +7,19 @@
 //! applies from the next hop, while playing or paused.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use eframe::egui::{self, Color32};
-use egui_plot::{Line, Plot, PlotPoint, PlotPoints, Polygon};
+use egui_plot::{Plot, Polygon};
 use nalgebra::DMatrix;
 
 use super::AnalysisView;
 use super::browser::Browser;
+use super::envelope::{Envelopes, Lane};
 use super::scalp_map::ScalpMaps;
 use crate::analysis::blink::{Deblinker, EegData};
 use crate::analysis::live::lsl::{InletOptions, LslSource};
@@ -941,18 +943,14 @@ impl LiveView {
         }
         let shown = ((self.display_s * fs) as usize).min(len);
         let from = len - shown;
-        let step = (shown / 1500).max(1);
         let t_of = |k: usize| (s.start + k as u64) as f64 / fs;
         let (t0, t1) = (t_of(from), t_of(len));
         let rows = meta.labels.len();
         let spread = &s.spread;
         let lane = |i: usize| -((i as f64) * 8.0);
-        let point = |q: &VecDeque<f32>, i: usize, k: usize| {
-            PlotPoint::new(t_of(k), lane(i) + q[k] as f64 / spread[i])
-        };
-        let trace = |q: &VecDeque<f32>, i: usize| -> PlotPoints<'static> {
-            PlotPoints::Owned((from..len).step_by(step).map(|k| point(q, i, k)).collect())
-        };
+        let trace =
+            |q, i: usize, runs, color| Lane::of(q, runs, color).at(lane(i), 1.0 / spread[i]);
+        let traces = |lanes| Envelopes::new("traces", lanes, (t_of(0), fs), 4.0);
         let grey = ui.visuals().weak_text_color();
         let blue = Color32::from_rgb(90, 160, 230);
         let shade = Color32::from_rgba_unmultiplied(220, 50, 47, 40);
@@ -998,31 +996,30 @@ impl LiveView {
                 };
                 if self.side_by_side {
                     ui.columns(2, |cols| {
-                        plot("live original", "original (s)").show(&mut cols[0], |p| {
-                            for i in 0..rows {
-                                p.line(Line::new("", trace(&s.original[i], i)).color(grey));
-                            }
-                            decorate(p);
-                        });
-                        plot("live cleaned", "cleaned (s)").show(&mut cols[1], |p| {
-                            for i in 0..rows {
-                                p.line(Line::new("", trace(&s.cleaned[i], i)).color(blue));
-                            }
-                            decorate(p);
-                        });
+                        for (col, (id, label, qs, colour)) in cols.iter_mut().zip([
+                            ("live original", "original (s)", &s.original, grey),
+                            ("live cleaned", "cleaned (s)", &s.cleaned, blue),
+                        ]) {
+                            plot(id, label).show(col, |p| {
+                                p.add(traces(
+                                    (qs.iter().enumerate())
+                                        .map(|(i, q)| trace(q, i, vec![from..len], colour))
+                                        .collect(),
+                                ));
+                                decorate(p);
+                            });
+                        }
                     });
                 } else {
                     plot("live traces", "s · original grey, cleaned blue").show(ui, |p| {
-                        let lanes = s.original.iter().zip(&s.cleaned).zip(spread);
-                        for (i, ((o, c), &scale)) in lanes.enumerate() {
-                            // The cleaned trace covers the original wherever they agree (all
-                            // but the blinks): only where they part is there grey to draw.
-                            for (a, z) in parted(o, c, scale, from..len, step) {
-                                let pts = (a..z).step_by(step).map(|k| point(o, i, k)).collect();
-                                p.line(Line::new("", PlotPoints::Owned(pts)).color(grey));
-                            }
-                            p.line(Line::new("", trace(c, i)).color(blue));
-                        }
+                        // The cleaned trace covers the original wherever they agree (all but
+                        // the blinks): only where they part is there grey to draw.
+                        let pairs = s.original.iter().zip(&s.cleaned).zip(spread);
+                        let lanes = (pairs.enumerate()).flat_map(|(i, ((o, c), &scale))| {
+                            let runs = parted(o, c, scale, from..len);
+                            [trace(o, i, runs, grey), trace(c, i, vec![from..len], blue)]
+                        });
+                        p.add(traces(lanes.collect()));
                         decorate(p);
                     });
                 }
@@ -1040,29 +1037,28 @@ impl LiveView {
     }
 }
 
-/// The stretches of `span` (sample ranges, on the `step` grid, one step wider each side so
-/// that they join the rest) where `original` and `cleaned` differ by more than a hundredth of
-/// the lane's scale `spread`: where they agree the cleaned trace hides the original.
+/// The stretches of `span` (one sample wider each side, so that they join the rest) where
+/// `original` and `cleaned` differ by more than a hundredth of the lane's scale `spread`:
+/// where they agree the cleaned trace hides the original.
 fn parted(
     original: &VecDeque<f32>,
     cleaned: &VecDeque<f32>,
     spread: f64,
-    span: std::ops::Range<usize>,
-    step: usize,
-) -> Vec<(usize, usize)> {
+    span: Range<usize>,
+) -> Vec<Range<usize>> {
     let tolerance = (0.01 * spread) as f32;
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    for k in span.clone().step_by(step) {
-        if (original[k] - cleaned[k]).abs() <= tolerance {
+    let mut runs: Vec<Range<usize>> = Vec::new();
+    let pairs = original
+        .range(span.clone())
+        .zip(cleaned.range(span.clone()));
+    for (k, (o, c)) in (span.start..).zip(pairs) {
+        if (o - c).abs() <= tolerance {
             continue;
         }
-        let (a, z) = (
-            k.saturating_sub(step).max(span.start),
-            (k + 2 * step).min(span.end),
-        );
+        let (a, z) = (k.saturating_sub(1).max(span.start), (k + 2).min(span.end));
         match runs.last_mut() {
-            Some(last) if last.1 >= a => last.1 = z,
-            _ => runs.push((a, z)),
+            Some(last) if last.end >= a => last.end = z,
+            _ => runs.push(a..z),
         }
     }
     runs
@@ -1137,8 +1133,8 @@ mod tests {
     fn only_where_the_traces_part_is_the_original_drawn() {
         let original: VecDeque<f32> = (0..40).map(|k| (k as f32 * 0.3).sin()).collect();
         let mut cleaned = original.clone();
-        assert!(parted(&original, &cleaned, 1.0, 0..40, 1).is_empty());
-        // A blink at 10..13 and another at 15 (one step from the first's margin: one run),
+        assert!(parted(&original, &cleaned, 1.0, 0..40).is_empty());
+        // A blink at 10..13 and another at 15 (one sample from the first's margin: one run),
         // a lone sample at 30, and one at the very end.
         for k in [10, 11, 12, 15, 30, 39] {
             cleaned[k] -= 0.5;
@@ -1146,13 +1142,15 @@ mod tests {
         // Below a hundredth of the lane's scale the cleaned trace hides the difference.
         cleaned[20] += 0.009;
         assert_eq!(
-            parted(&original, &cleaned, 1.0, 0..40, 1),
-            vec![(9, 17), (29, 32), (38, 40)]
+            parted(&original, &cleaned, 1.0, 0..40),
+            vec![9..17, 29..32, 38..40]
         );
-        // On a coarser grid (the samples drawn) the runs keep to it, one step wider each
-        // side; differences off it are not drawn either way.
-        assert_eq!(parted(&original, &cleaned, 1.0, 4..40, 4), vec![(8, 20)]);
+        // Within a span, the runs keep to it.
+        assert_eq!(
+            parted(&original, &cleaned, 1.0, 12..31),
+            vec![12..17, 29..31]
+        );
         // The same differences are nothing on a lane a thousand times wider.
-        assert!(parted(&original, &cleaned, 1000.0, 0..40, 1).is_empty());
+        assert!(parted(&original, &cleaned, 1000.0, 0..40).is_empty());
     }
 }

@@ -5,6 +5,7 @@
 pub mod blink_view;
 pub mod browser;
 pub mod colormap;
+pub mod envelope;
 pub mod events;
 pub mod export;
 pub mod hermite_view;
@@ -250,7 +251,7 @@ impl EdeApp {
     }
 
     /// Shows `rec` in every view: the browser is rebuilt, analysis views start afresh.
-    fn show(&mut self, rec: Recording) {
+    pub fn show(&mut self, rec: Recording) {
         self.browser = Browser::new(Arc::new(rec), self.browser.settings.clone());
         self.views.iter_mut().for_each(|v| *v = None);
         self.followed_file = None;
