@@ -558,7 +558,7 @@ pub(super) fn components_plot(
                 let gone = removed.contains(&k);
                 Lane {
                     samples: [ica.sources.row(k), &[]],
-                    runs: vec![first..last.max(first)],
+                    runs: std::iter::once(first..last.max(first)).collect(),
                     offset: -(k as f64) * 8.0,
                     gain: 1.0,
                     color: if gone { red } else { kept },

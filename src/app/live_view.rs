@@ -7,6 +7,7 @@
 //! applies from the next hop, while playing or paused.
 
 use std::collections::VecDeque;
+use std::iter::once;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
@@ -1003,7 +1004,9 @@ impl LiveView {
                             plot(id, label).show(col, |p| {
                                 p.add(traces(
                                     (qs.iter().enumerate())
-                                        .map(|(i, q)| trace(q, i, vec![from..len], colour))
+                                        .map(|(i, q)| {
+                                            trace(q, i, once(from..len).collect(), colour)
+                                        })
                                         .collect(),
                                 ));
                                 decorate(p);
@@ -1017,7 +1020,10 @@ impl LiveView {
                         let pairs = s.original.iter().zip(&s.cleaned).zip(spread);
                         let lanes = (pairs.enumerate()).flat_map(|(i, ((o, c), &scale))| {
                             let runs = parted(o, c, scale, from..len);
-                            [trace(o, i, runs, grey), trace(c, i, vec![from..len], blue)]
+                            [
+                                trace(o, i, runs, grey),
+                                trace(c, i, once(from..len).collect(), blue),
+                            ]
                         });
                         p.add(traces(lanes.collect()));
                         decorate(p);
