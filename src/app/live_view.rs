@@ -179,8 +179,9 @@ impl Shared {
     }
 }
 
-/// What the player makes of a hop before it takes the lock the frames wait on (at maximum
-/// speed a 64-channel stream's lane scales took milliseconds a hop under it).
+/// What the player makes of a hop before it takes the lock the frames wait on: the lane
+/// scales sort the last 10 s of every channel (64 x 5120 samples at 512 Hz), which a frame
+/// would otherwise wait for.
 struct Made {
     spread: Vec<f64>,
     window: Option<Window>,
