@@ -196,20 +196,18 @@ fn measure(a: &MeasureArgs) -> anyhow::Result<()> {
             a.original.display()
         );
     }
-    let effect = real_blink_effect(
-        &original,
-        &cleaned.data,
-        &opts.params,
-        &a.frontal,
-        &a.posterior,
-    )?;
+    let effect = real_blink_effect(&original, &cleaned.data, &a.frontal, &a.posterior)?;
     eprintln!(
-        "{} blinks: {:.1} % of the height left on {}, {:.2} % change outside blinks on {}",
+        "{} blinks on {} (of {} eye events): blink-locked residual {:.1} %; {:.2} % change of {} \
+         outside eye events; {} samples of {} changed by more than 20 uV",
         effect.blinks,
-        effect.frontal_residual_pct,
         effect.frontal,
+        effect.eye_events,
+        effect.frontal_residual_pct,
         effect.posterior_change_pct,
-        effect.posterior.join("/")
+        effect.posterior.join("/"),
+        effect.samples_changed_over_20uv,
+        effect.transient_channels.join("/"),
     );
     super::write_json(&effect, a.out.as_deref())
 }

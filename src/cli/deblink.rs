@@ -42,7 +42,8 @@ pub struct PipelineArgs {
     #[arg(long)]
     pub components: Option<usize>,
     /// Detection channels or bipolar pairs (Fp1-F3,EOG1); default the frontal pairs
-    /// FP1-F3, FP1-F7, FP2-F4, FP2-F8 found by label.
+    /// FP1-F3, FP1-F7, FP2-F4, FP2-F8 found by label, and the vertical EOG channels (all EOG
+    /// channels not labelled horizontal) where the recording has them.
     #[arg(long, value_delimiter = ',')]
     pub detect_channels: Option<Vec<String>>,
     /// Channels left unchanged (default: those labelled EOG); `--keep ''` keeps none.
@@ -52,6 +53,10 @@ pub struct PipelineArgs {
     /// window (the thesis's way).
     #[arg(long, value_enum, default_value_t = Scope::Blinks)]
     pub scope: Scope,
+    /// Remove eye movements and eye closures as well as blinks (by default only events whose
+    /// shape is a blink's are removed; uncertain ones never are).
+    #[arg(long)]
+    pub remove_eye_movements: bool,
     /// Candidate threshold on the frontal derivations, robust SDs.
     #[arg(long, default_value_t = BlinkParams::default().candidate_z)]
     pub candidate_z: f64,
@@ -100,6 +105,7 @@ impl PipelineArgs {
                 min_share: self.min_share,
                 max_components: self.max_components,
                 scope: self.scope,
+                remove_eye_movements: self.remove_eye_movements,
                 ..BlinkParams::default()
             },
             algorithm: self.algorithm,

@@ -4,10 +4,15 @@
 //!
 //! Per window (10 s by default, lengthened to hold `samples_per_channel_sq` n^2 samples;
 //! consecutive windows overlap by half):
-//! 1. **Candidates**: each frontal bipolar derivation (FP1-F3, FP1-F7, FP2-F4, FP2-F8, from the
-//!    channel labels) is band-passed to 1-8 Hz by a Daubechies-4 wavelet decomposition
-//!    (`dwt::band`); a candidate is a positive excursion above `candidate_z` robust SDs that
-//!    at least half of the derivations show within `hit_s`.
+//! 1. **Candidates**: the detection channels are the recording's vertical EOG channels (all
+//!    EOG channels where none is marked vertical or horizontal), else the frontal bipolar
+//!    derivations (FP1-F3, FP1-F7, FP2-F4, FP2-F8, from the channel labels). Each is
+//!    band-passed to 1-8 Hz by a Daubechies-4 wavelet decomposition (`dwt::band`) and turned
+//!    so that blinks point up (EOG montages differ: `polarities`); a candidate is a positive
+//!    excursion above `candidate_z` robust SDs that at least half of them show within
+//!    `hit_s`. Each candidate is classed by its shape on the detection reference (`classify`):
+//!    blink, eye movement, eye closure or uncertain; only blinks go on (all but uncertain
+//!    ones with `remove_eye_movements`).
 //! 2. **ICA** of all channels of the window (FastICA or JADE; any function can be passed in,
 //!    so the GPU and warm starts plug in here).
 //! 3. **Confirmation on the components**: each component's share of the summed frontal
@@ -16,21 +21,30 @@
 //!    candidates and explain at least `min_share` of their height there. Candidates no such
 //!    component carries are rejected (the thesis's defence against FIRDA and triphasic
 //!    waves); the excursions of a confirmed component are the blinks, less those under
-//!    `min_relative_height` of its typical blink (the band-pass's side lobes).
+//!    `min_relative_height` of its typical blink (the band-pass's side lobes) and those at
+//!    events of another class.
 //! 4. **Removal**: the confirmed components' contribution A_c s_c is subtracted from every
 //!    channel not in the keep list. With `Scope::Blinks` (the default) it is subtracted only
 //!    over the blinks' extent, plus `margin_s`, faded in and out over `taper_s`: the components
 //!    also carry frontal EEG, and outside blinks there is nothing to remove. `Scope::Window`
 //!    subtracts them over the whole window, as the thesis does. Over the blinks, each channel's
-//!    weights on the removed components are refitted there by least squares (`correction`).
+//!    weights on the removed components are refitted there by least squares (`correction`),
+//!    and each removed source loses the straight line through its levels at the ends of each
+//!    stretch of the mask (`removal::detrend_under`): what is taken away is the blink's
+//!    excursion, not the component's slow drift, so the edges of a removal leave no step and
+//!    the stretch no hump.
 //! 5. **Joining**: overlapping windows' corrections are averaged with sin^2 weights (times
 //!    their masks), so the output has no seams; windows that remove nothing at a sample do not
 //!    vote there.
 //!
 //! A window without candidates is returned unchanged, without running ICA.
 
+mod candidates;
+mod channels;
+pub mod classify;
 pub mod detect;
 pub mod dwt;
+mod removal;
 pub mod simulate;
 pub mod stream;
 
@@ -40,21 +54,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::dsp::ica::{Ica, IcaError, Observations};
 use crate::dsp::montage::electrode_name;
+pub use candidates::candidate_peaks;
+use candidates::*;
+pub use channels::*;
+use classify::EventClass;
 use detect::{Peak, peaks, robust_sigma};
-
-/// The frontal derivations the thesis recommends, in 10-20 names (after `electrode_name`).
-pub const FRONTAL_PAIRS: [(&str, &str); 4] =
-    [("FP1", "F3"), ("FP1", "F7"), ("FP2", "F4"), ("FP2", "F8")];
-/// Used when none of `FRONTAL_PAIRS` exists: midline and 10-10 anterior-frontal sites.
-pub const FALLBACK_PAIRS: [(&str, &str); 7] = [
-    ("FPZ", "FZ"),
-    ("FPZ", "F3"),
-    ("FPZ", "F4"),
-    ("AF3", "F3"),
-    ("AF4", "F4"),
-    ("AF7", "F7"),
-    ("AF8", "F8"),
-];
+pub use removal::*;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BlinkError {
@@ -138,6 +143,10 @@ pub struct BlinkParams {
     /// detector does not let them through.
     #[serde(default = "default_track_cos")]
     pub track_cos: f64,
+    /// Remove eye movements and closures too, not only blinks (false): events the shape
+    /// test (`classify`) leaves uncertain are left alone either way.
+    #[serde(default)]
+    pub remove_eye_movements: bool,
 }
 
 fn default_track_cos() -> f64 {
@@ -165,6 +174,7 @@ impl Default for BlinkParams {
             taper_s: 0.1,
             scope: Scope::Blinks,
             track_cos: 0.95,
+            remove_eye_movements: false,
         }
     }
 }
@@ -246,111 +256,6 @@ impl BlinkParams {
     }
 }
 
-/// The channels of a blink removal: ICA runs on all of them; detection on `derivations`
-/// (anode, optional cathode, indices into the channels); `keep[i]` channels are not changed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Channels {
-    pub labels: Vec<String>,
-    pub derivations: Vec<(usize, Option<usize>)>,
-    pub keep: Vec<bool>,
-}
-
-impl Channels {
-    /// The frontal pairs present among `labels` (`FRONTAL_PAIRS`, else `FALLBACK_PAIRS`), or
-    /// the named ones: each entry a label or "A-B" of two labels. `keep` names channels to
-    /// leave as they are; by default EOG channels.
-    pub fn resolve(
-        labels: &[String],
-        detect: Option<&[String]>,
-        keep: Option<&[String]>,
-    ) -> Result<Self, BlinkError> {
-        let find = |name: &str| -> Option<usize> {
-            let exact = labels
-                .iter()
-                .position(|l| l.trim().eq_ignore_ascii_case(name.trim()));
-            exact.or_else(|| {
-                let want = electrode_name(name);
-                labels.iter().position(|l| electrode_name(l) == want)
-            })
-        };
-        let derivations = match detect {
-            Some(names) => names
-                .iter()
-                .map(|n| {
-                    if let Some(i) = find(n) {
-                        return Ok((i, None));
-                    }
-                    match n.split_once('-') {
-                        Some((a, b)) => match (find(a), find(b)) {
-                            (Some(a), Some(b)) => Ok((a, Some(b))),
-                            _ => Err(BlinkError::UnknownChannel(n.clone())),
-                        },
-                        None => Err(BlinkError::UnknownChannel(n.clone())),
-                    }
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-            None => {
-                let present = |pairs: &[(&str, &str)]| -> Vec<(usize, Option<usize>)> {
-                    let by_name = |n: &str| labels.iter().position(|l| electrode_name(l) == n);
-                    (pairs.iter())
-                        .filter_map(|(a, b)| Some((by_name(a)?, Some(by_name(b)?))))
-                        .collect()
-                };
-                let mut d = present(&FRONTAL_PAIRS);
-                if d.is_empty() {
-                    d = present(&FALLBACK_PAIRS);
-                }
-                d
-            }
-        };
-        if derivations.is_empty() {
-            return Err(BlinkError::NoFrontal {
-                labels: summarize(labels),
-            });
-        }
-        let keep = match keep {
-            Some(names) => {
-                let mut k = vec![false; labels.len()];
-                for n in names.iter().filter(|n| !n.trim().is_empty()) {
-                    k[find(n).ok_or_else(|| BlinkError::UnknownChannel(n.clone()))?] = true;
-                }
-                k
-            }
-            None => labels.iter().map(|l| is_eog(l)).collect(),
-        };
-        Ok(Channels {
-            labels: labels.to_vec(),
-            derivations,
-            keep,
-        })
-    }
-
-    /// "FP1-F3" style names of the derivations.
-    pub fn derivation_names(&self) -> Vec<String> {
-        (self.derivations.iter())
-            .map(|&(a, b)| match b {
-                Some(b) => format!("{}-{}", self.labels[a], self.labels[b]),
-                None => self.labels[a].clone(),
-            })
-            .collect()
-    }
-}
-
-pub fn is_eog(label: &str) -> bool {
-    let l = label.to_ascii_uppercase();
-    l.contains("EOG")
-}
-
-fn summarize(labels: &[String]) -> String {
-    let shown: Vec<&str> = labels.iter().take(12).map(String::as_str).collect();
-    let more = labels.len().saturating_sub(12);
-    if more > 0 {
-        format!("{} (and {more} more)", shown.join(", "))
-    } else {
-        shown.join(", ")
-    }
-}
-
 /// A detected blink, samples from the start of the data handed in.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Blink {
@@ -359,14 +264,26 @@ pub struct Blink {
     pub end: usize,
 }
 
+/// A candidate of the detector and what its shape says it is (window or recording samples,
+/// as `Blink`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EyeEvent {
+    pub peak: usize,
+    pub start: usize,
+    pub end: usize,
+    pub class: EventClass,
+}
+
 /// What one window gave.
 #[derive(Debug, Clone)]
 pub struct WindowResult {
     /// First sample of the window.
     pub start: usize,
     pub len: usize,
-    /// Candidate peaks on the frontal derivations (window samples).
+    /// Candidate peaks on the detection channels (window samples).
     pub candidates: Vec<usize>,
+    /// The candidates with their class, in the same order.
+    pub events: Vec<EyeEvent>,
     /// The ICA, unless the window had no candidates.
     pub ica: Option<Ica>,
     /// Components removed (rows of the ICA's sources).
@@ -421,49 +338,8 @@ impl WindowResult {
     }
 }
 
-/// The removed components' contribution to each channel, sum_c a_ic s_c(t), held as its
-/// factors: the weights a_ic and the sources s_c (a channels x window matrix was 2.6 MB per
-/// 64-channel live window, of which a hop uses a twentieth).
-#[derive(Debug, Clone, Default)]
-pub struct Correction {
-    /// Per channel, its weights on the removed components (none for channels kept).
-    weights: Vec<Vec<f32>>,
-    /// The removed components' sources over the window.
-    sources: Vec<Vec<f32>>,
-}
-
-impl Correction {
-    /// Channel `i`'s correction over window samples `range`, into `out` (`range.len()`);
-    /// false, with `out` untouched, where nothing is taken from the channel.
-    pub fn row_into(&self, i: usize, range: std::ops::Range<usize>, out: &mut [f32]) -> bool {
-        let Some(weights) = self.weights.get(i).filter(|w| !w.is_empty()) else {
-            return false;
-        };
-        out.fill(0.0);
-        for (&a, s) in weights.iter().zip(&self.sources) {
-            for (o, &v) in out.iter_mut().zip(&s[range.clone()]) {
-                *o += a * v;
-            }
-        }
-        true
-    }
-}
-
 /// ICA as the pipeline calls it: data and an optional warm start (a previous unmixing matrix).
 pub type IcaFn<'a> = dyn FnMut(&Observations, Option<&DMatrix<f64>>) -> Result<Ica, IcaError> + 'a;
-
-/// The frontal derivations, from a channel's samples by index.
-fn frontal_derivations(channels: &Channels, row: impl Fn(usize) -> Vec<f32>) -> Vec<Vec<f32>> {
-    (channels.derivations.iter())
-        .map(|&(a, b)| {
-            let mut d = row(a);
-            if let Some(b) = b {
-                d.iter_mut().zip(row(b)).for_each(|(v, w)| *v -= w);
-            }
-            d
-        })
-        .collect()
-}
 
 /// What a window starts from: the previous window's unmixing matrix (the warm start) and the
 /// unit topographies of the components it removed (a stream tracks them: see
@@ -493,9 +369,7 @@ pub fn process_window(
 /// (`finish_window`) start from; a stream runs them beside the next window's fit.
 #[derive(Debug, Clone)]
 pub struct FittedWindow {
-    /// The frontal derivations' blink bands.
-    bands: Vec<Vec<f32>>,
-    candidates: Vec<Peak>,
+    detection: Detection,
     ica: Option<Ica>,
 }
 
@@ -515,17 +389,13 @@ pub fn fit_window(
     warm: Option<&DMatrix<f64>>,
     always_ica: bool,
 ) -> Result<FittedWindow, IcaError> {
-    let (bands, candidates) = detect_candidates(x, fs, channels, p);
-    let ica = if candidates.is_empty() && !always_ica {
+    let detection = detect_candidates(x, fs, channels, p);
+    let ica = if detection.candidates.is_empty() && !always_ica {
         None
     } else {
         Some(ica(x, warm)?)
     };
-    Ok(FittedWindow {
-        bands,
-        candidates,
-        ica,
-    })
+    Ok(FittedWindow { detection, ica })
 }
 
 /// Steps 3-4 of window `x` from its fit, tracking the topographies `known`.
@@ -539,15 +409,19 @@ pub fn finish_window(
 ) -> WindowResult {
     let len = x.cols;
     let levels = dwt::levels_in_band(fs, p.band_hz);
-    let FittedWindow {
-        bands,
-        candidates,
-        ica,
-    } = fitted;
+    let FittedWindow { detection, ica } = fitted;
     let mut out = WindowResult {
         start: 0,
         len,
-        candidates: candidates.iter().map(|c| c.peak).collect(),
+        candidates: detection.candidates.iter().map(|c| c.peak).collect(),
+        events: (detection.candidates.iter().zip(&detection.classes))
+            .map(|(c, &class)| EyeEvent {
+                peak: c.peak,
+                start: c.start,
+                end: c.end,
+                class,
+            })
+            .collect(),
         ica: None,
         removed: Vec::new(),
         blinks: Vec::new(),
@@ -557,30 +431,56 @@ pub fn finish_window(
     let Some(result) = ica else {
         return out;
     };
+    let candidates = detection.removable(p);
     if !candidates.is_empty() {
+        let bands = &detection.bands;
         let summed: Vec<f32> = (0..len).map(|t| bands.iter().map(|b| b[t]).sum()).collect();
         let peaks: Vec<usize> = candidates.iter().map(|c| c.peak).collect();
         let at_peaks = channel_bands_at(x, &peaks, &levels);
+        let derivation = Derivation {
+            channels,
+            signs: &detection.signs,
+        };
         let rows = (0..result.unmixing.nrows())
             .filter(|&c| {
                 tracked(&result, c, known, p.track_cos)
-                    || could_carry(&result, c, channels, &at_peaks, (&summed, &candidates), p)
+                    || could_carry(&result, c, derivation, &at_peaks, (&summed, &candidates), p)
             })
             .collect();
         let bands_of = WindowBands::of(&result, x, rows, &levels);
+        let others: Vec<usize> = (out.events.iter())
+            .filter(|e| !removable(e.class, p))
+            .map(|e| e.peak)
+            .collect();
         confirm(
             &result,
-            channels,
-            (&summed, &candidates),
+            derivation,
+            (&summed, &candidates, &others),
             &bands_of,
             known,
             p,
             fs,
             &mut out,
         );
+        out.blinks.retain(|b| {
+            let near = (out.events.iter())
+                .filter(|e| e.peak.abs_diff(b.peak) <= (p.hit_s * fs).round() as usize)
+                .min_by_key(|e| e.peak.abs_diff(b.peak));
+            let class = match near {
+                Some(e) => e.class,
+                None => {
+                    let r = &detection.reference;
+                    classify::classify(r, b.peak, reach(p, fs), fs, detection.min_height).0
+                }
+            };
+            removable(class, p)
+        });
+        if out.blinks.is_empty() {
+            out.removed.clear();
+        }
         if !out.removed.is_empty() {
             out.mask = mask(&out, p, fs);
-            out.correction = correction(&result, (x, channels), &out, &bands_of, p);
+            out.correction = correction(&result, (x, channels), &out, &bands_of, p, fs);
         }
     }
     out.ica = Some(result);
@@ -659,10 +559,17 @@ fn channel_bands_at(x: &Observations, samples: &[usize], levels: &[usize]) -> Ve
         .collect()
 }
 
-/// Component `c`'s weight on the summed frontal derivations.
-fn derivation_weight(ica: &Ica, channels: &Channels, c: usize) -> f64 {
-    (channels.derivations.iter())
-        .map(|&(a, b)| ica.mixing[(a, c)] - b.map_or(0.0, |b| ica.mixing[(b, c)]))
+/// The detection channels of a window with their polarities.
+#[derive(Clone, Copy)]
+struct Derivation<'a> {
+    channels: &'a Channels,
+    signs: &'a [f64],
+}
+
+/// Component `c`'s weight on the summed, turned detection channels.
+fn derivation_weight(ica: &Ica, d: Derivation<'_>, c: usize) -> f64 {
+    (d.channels.derivations.iter().zip(d.signs))
+        .map(|(&(a, b), s)| s * (ica.mixing[(a, c)] - b.map_or(0.0, |b| ica.mixing[(b, c)])))
         .sum()
 }
 
@@ -686,7 +593,7 @@ fn tracked(ica: &Ica, c: usize, known: &[Vec<f64>], track_cos: f64) -> bool {
 fn could_carry(
     ica: &Ica,
     c: usize,
-    channels: &Channels,
+    channels: Derivation<'_>,
     at_peaks: &[Vec<f64>],
     (summed, candidates): (&[f32], &[Peak]),
     p: &BlinkParams,
@@ -705,93 +612,12 @@ fn could_carry(
     })
 }
 
-/// Step 1 on window `x`: the band-passed frontal derivations and the candidates on them.
-fn detect_candidates(
-    x: &Observations,
-    fs: f64,
-    channels: &Channels,
-    p: &BlinkParams,
-) -> (Vec<Vec<f32>>, Vec<Peak>) {
-    let levels = dwt::levels_in_band(fs, p.band_hz);
-    let gap = (p.min_separation_s * fs).round().max(1.0) as usize;
-    let half = (0.5 * fs).round() as usize;
-    let hit = (p.hit_s * fs).round() as usize;
-    let derivations = frontal_derivations(channels, |i| x.row(i).to_vec());
-    let bands: Vec<Vec<f32>> = derivations
-        .par_iter()
-        .map(|d| dwt::band(d, &levels))
-        .collect();
-    let c = candidates(&bands, p, gap, half, hit);
-    (bands, c)
-}
-
-/// The candidate blink peaks of window `x` (samples), before any ICA.
-pub fn candidate_peaks(
-    x: &Observations,
-    fs: f64,
-    channels: &Channels,
-    p: &BlinkParams,
-) -> Vec<usize> {
-    detect_candidates(x, fs, channels, p)
-        .1
-        .iter()
-        .map(|c| c.peak)
-        .collect()
-}
-
-/// Step 1: peaks on the derivations that enough of them share; the tallest stands for each.
-fn candidates(
-    bands: &[Vec<f32>],
-    p: &BlinkParams,
-    gap: usize,
-    half: usize,
-    hit: usize,
-) -> Vec<Peak> {
-    let mut all: Vec<(Peak, usize)> = Vec::new();
-    for (d, b) in bands.iter().enumerate() {
-        let thr = p.candidate_z as f32 * robust_sigma(b);
-        if thr <= 0.0 {
-            continue;
-        }
-        all.extend(
-            peaks(b, thr, gap, p.extent as f32, half)
-                .into_iter()
-                .map(|pk| (pk, d)),
-        );
-    }
-    all.sort_by_key(|(pk, _)| pk.peak);
-    let need = ((p.min_derivations * bands.len() as f64).ceil() as usize).max(1);
-    let mut out: Vec<Peak> = Vec::new();
-    let mut i = 0;
-    while i < all.len() {
-        let mut j = i;
-        let mut seen = vec![false; bands.len()];
-        while j < all.len() && all[j].0.peak - all[i].0.peak <= hit {
-            seen[all[j].1] = true;
-            j += 1;
-        }
-        if seen.iter().filter(|&&s| s).count() >= need {
-            let best = all[i..j]
-                .iter()
-                .max_by(|a, b| a.0.height.total_cmp(&b.0.height))
-                .map(|(pk, _)| *pk)
-                .expect("non-empty");
-            match out.last() {
-                Some(last) if best.peak - last.peak < gap => {}
-                _ => out.push(best),
-            }
-        }
-        i = j;
-    }
-    out
-}
-
 /// Step 3: which components carry the candidates, and the blinks they show.
 #[allow(clippy::too_many_arguments)]
 fn confirm(
     ica: &Ica,
-    channels: &Channels,
-    (summed, candidates): (&[f32], &[Peak]),
+    channels: Derivation<'_>,
+    (summed, candidates, others): (&[f32], &[Peak], &[usize]),
     bands_of: &WindowBands,
     known: &[Vec<f64>],
     p: &BlinkParams,
@@ -837,8 +663,16 @@ fn confirm(
         if tracked && matched == 0 {
             heights = own.iter().map(|pk| pk.height).collect();
         }
+        // The eye's components carry its other events too (a vertical saccade, a closure):
+        // excursions there are no evidence against a blink source, only unexplained ones are.
+        let at_others = (own.iter())
+            .filter(|pk| {
+                !carries(pk) && others.iter().any(|&o| o.abs_diff(pk.peak) <= hit as usize)
+            })
+            .count();
+        let judged = own.len() - at_others;
         if (tracked && !own.is_empty())
-            || (matched > 0 && matched as f64 >= p.min_match * own.len() as f64)
+            || (matched > 0 && matched as f64 >= p.min_match * judged as f64)
         {
             // The band-pass rings: a clean blink source shows side lobes about 0.7 s either
             // side of each blink, which a robust threshold on a quiet component passes.
@@ -874,100 +708,6 @@ fn confirm(
     out.blinks = merged;
 }
 
-/// Step 4: where the removal applies: the blinks' extent plus margins with raised-cosine
-/// fades (`Scope::Blinks`), or everywhere (`Scope::Window`).
-fn mask(w: &WindowResult, p: &BlinkParams, fs: f64) -> Vec<f32> {
-    let len = w.len;
-    match p.scope {
-        Scope::Window => vec![1.0; len],
-        Scope::Blinks => {
-            let margin = p.margin_s * fs;
-            let taper = (p.taper_s * fs).max(1e-9);
-            let mut m = vec![0.0f32; len];
-            for b in &w.blinks {
-                let (lo, hi) = (b.start as f64 - margin, b.end as f64 + margin);
-                let from = (lo - taper).floor().max(0.0) as usize;
-                let to = ((hi + taper).ceil() as usize).min(len.saturating_sub(1));
-                for (t, v) in m.iter_mut().enumerate().take(to + 1).skip(from) {
-                    let tf = t as f64;
-                    let f = if tf < lo {
-                        0.5 - 0.5 * (std::f64::consts::PI * (tf - (lo - taper)) / taper).cos()
-                    } else if tf > hi {
-                        0.5 + 0.5 * (std::f64::consts::PI * (tf - hi) / taper).cos()
-                    } else {
-                        1.0
-                    };
-                    *v = v.max(f as f32);
-                }
-            }
-            m
-        }
-    }
-}
-
-/// The removed components' contribution to every channel not kept. With `Scope::Blinks` each
-/// channel's weights on the components are re-estimated over the blinks (least squares of
-/// the channel's 1-8 Hz band on the components', inside the mask): there the blink dominates both,
-/// while the mixing matrix's column, fitted to the whole window, carries some of whatever
-/// else the component picked up (posterior alpha, in short windows).
-fn correction(
-    ica: &Ica,
-    (x, channels): (&Observations, &Channels),
-    w: &WindowResult,
-    bands_of: &WindowBands,
-    p: &BlinkParams,
-) -> Correction {
-    let n = channels.labels.len();
-    let k = w.removed.len();
-    // The components' bands, and their Gram matrix over the mask (the normal equations).
-    let bands: Vec<&[f32]> = (w.removed.iter()).map(|&c| bands_of.band(c)).collect();
-    let inner = |a: &[f32], b: &[f32]| -> f64 {
-        (a.iter().zip(b).zip(&w.mask))
-            .map(|((&u, &v), &m)| (m * u * v) as f64)
-            .sum()
-    };
-    let gram = DMatrix::from_fn(k, k, |i, j| inner(bands[i], bands[j]));
-    let solve = (p.scope == Scope::Blinks)
-        .then(|| gram.clone().cholesky())
-        .flatten();
-    // A channel's masked inner product with a component's band, through the band-pass's
-    // adjoint: <band(x_i), m b_c> = <x_i, band*(m b_c)>, one transform per removed component
-    // instead of one per channel.
-    let levels = &bands_of.levels;
-    let adjoints: Vec<Vec<f64>> = match solve {
-        Some(_) => (bands.par_iter())
-            .map(|b| {
-                let masked: Vec<f64> = (b.iter().zip(&w.mask))
-                    .map(|(&v, &m)| (m * v) as f64)
-                    .collect();
-                dwt::band_adjoint(&masked, levels)
-            })
-            .collect(),
-        None => Vec::new(),
-    };
-    let weights = (0..n)
-        .into_par_iter()
-        .map(|i| match &solve {
-            _ if channels.keep[i] => Vec::new(),
-            Some(chol) => {
-                let xi = x.row(i);
-                let rhs = nalgebra::DVector::from_iterator(
-                    k,
-                    (adjoints.iter()).map(|g| xi.iter().zip(g).map(|(&v, g)| v as f64 * g).sum()),
-                );
-                chol.solve(&rhs).iter().map(|&a| a as f32).collect()
-            }
-            None => (w.removed.iter())
-                .map(|&c| ica.mixing[(i, c)] as f32)
-                .collect(),
-        })
-        .collect();
-    let sources = (w.removed.iter())
-        .map(|&c| bands_of.source(c).to_vec())
-        .collect();
-    Correction { weights, sources }
-}
-
 /// The result of a whole recording (or stretch).
 #[derive(Debug, Clone)]
 pub struct Deblinked {
@@ -975,6 +715,8 @@ pub struct Deblinked {
     pub cleaned: Observations,
     /// Blinks, samples from the start, each reported by the window it is most central in.
     pub blinks: Vec<Blink>,
+    /// Every candidate with its class, likewise.
+    pub events: Vec<EyeEvent>,
     pub windows: Vec<WindowResult>,
 }
 
@@ -1119,31 +861,70 @@ pub fn deblink(
     Ok(Deblinked {
         cleaned,
         blinks: central_blinks(&windows, window),
+        events: central(&windows, window, |w| &w.events),
         windows,
     })
 }
 
+/// A stretch of samples found in a window: a blink or an eye event.
+pub trait Span: Copy {
+    fn peak(&self) -> usize;
+    fn start(&self) -> usize;
+    fn end(&self) -> usize;
+    /// The same span `by` samples later.
+    fn shifted(self, by: usize) -> Self;
+}
+
+macro_rules! span {
+    ($t:ty) => {
+        impl Span for $t {
+            fn peak(&self) -> usize {
+                self.peak
+            }
+            fn start(&self) -> usize {
+                self.start
+            }
+            fn end(&self) -> usize {
+                self.end
+            }
+            fn shifted(self, by: usize) -> Self {
+                Self {
+                    peak: self.peak + by,
+                    start: self.start + by,
+                    end: self.end + by,
+                    ..self
+                }
+            }
+        }
+    };
+}
+span!(Blink);
+span!(EyeEvent);
+
 /// Blinks of all windows, each taken from the window where it lies most centrally.
 fn central_blinks(windows: &[WindowResult], window: usize) -> Vec<Blink> {
-    let mut all: Vec<(Blink, usize)> = Vec::new();
+    central(windows, window, |w| &w.blinks)
+}
+
+/// `of` each window, recording samples, each span taken from the window where it lies most
+/// centrally; overlapping spans are one.
+pub fn central<T: Span>(
+    windows: &[WindowResult],
+    window: usize,
+    of: impl Fn(&WindowResult) -> &[T],
+) -> Vec<T> {
+    let mut all: Vec<(T, usize)> = Vec::new();
     for w in windows {
-        for b in &w.blinks {
-            let centre = (b.peak as isize - window as isize / 2).unsigned_abs();
-            all.push((
-                Blink {
-                    peak: b.peak + w.start,
-                    start: b.start + w.start,
-                    end: b.end + w.start,
-                },
-                centre,
-            ));
+        for b in of(w) {
+            let centre = (b.peak() as isize - window as isize / 2).unsigned_abs();
+            all.push((b.shifted(w.start), centre));
         }
     }
-    all.sort_by_key(|(b, _)| b.peak);
-    let mut out: Vec<(Blink, usize)> = Vec::new();
+    all.sort_by_key(|(b, _)| b.peak());
+    let mut out: Vec<(T, usize)> = Vec::new();
     for (b, c) in all {
         match out.last_mut() {
-            Some(last) if b.start <= last.0.end => {
+            Some(last) if b.start() <= last.0.end() => {
                 if c < last.1 {
                     *last = (b, c);
                 }

@@ -1,0 +1,166 @@
+//! Step 4, the removal: where it applies (the mask), what it subtracts from each channel
+//! (`Correction`: refitted weights times the removed sources, less their baseline).
+
+use super::*;
+
+/// The removed components' contribution to each channel, sum_c a_ic s_c(t), held as its
+/// factors: the weights a_ic and the sources s_c (a channels x window matrix was 2.6 MB per
+/// 64-channel live window, of which a hop uses a twentieth).
+#[derive(Debug, Clone, Default)]
+pub struct Correction {
+    /// Per channel, its weights on the removed components (none for channels kept).
+    weights: Vec<Vec<f32>>,
+    /// The removed components' sources over the window.
+    sources: Vec<Vec<f32>>,
+}
+
+impl Correction {
+    /// Channel `i`'s correction over window samples `range`, into `out` (`range.len()`);
+    /// false, with `out` untouched, where nothing is taken from the channel.
+    pub fn row_into(&self, i: usize, range: std::ops::Range<usize>, out: &mut [f32]) -> bool {
+        let Some(weights) = self.weights.get(i).filter(|w| !w.is_empty()) else {
+            return false;
+        };
+        out.fill(0.0);
+        for (&a, s) in weights.iter().zip(&self.sources) {
+            for (o, &v) in out.iter_mut().zip(&s[range.clone()]) {
+                *o += a * v;
+            }
+        }
+        true
+    }
+}
+
+/// Step 4: where the removal applies: the blinks' extent plus margins with raised-cosine
+/// fades (`Scope::Blinks`), or everywhere (`Scope::Window`).
+pub(super) fn mask(w: &WindowResult, p: &BlinkParams, fs: f64) -> Vec<f32> {
+    let len = w.len;
+    match p.scope {
+        Scope::Window => vec![1.0; len],
+        Scope::Blinks => {
+            let margin = p.margin_s * fs;
+            let taper = (p.taper_s * fs).max(1e-9);
+            let mut m = vec![0.0f32; len];
+            for b in &w.blinks {
+                let (lo, hi) = (b.start as f64 - margin, b.end as f64 + margin);
+                let from = (lo - taper).floor().max(0.0) as usize;
+                let to = ((hi + taper).ceil() as usize).min(len.saturating_sub(1));
+                for (t, v) in m.iter_mut().enumerate().take(to + 1).skip(from) {
+                    let tf = t as f64;
+                    let f = if tf < lo {
+                        0.5 - 0.5 * (std::f64::consts::PI * (tf - (lo - taper)) / taper).cos()
+                    } else if tf > hi {
+                        0.5 + 0.5 * (std::f64::consts::PI * (tf - hi) / taper).cos()
+                    } else {
+                        1.0
+                    };
+                    *v = v.max(f as f32);
+                }
+            }
+            m
+        }
+    }
+}
+
+/// The removed components' contribution to every channel not kept. With `Scope::Blinks` each
+/// channel's weights on the components are re-estimated over the blinks (least squares of
+/// the channel's 1-8 Hz band on the components', inside the mask): there the blink dominates both,
+/// while the mixing matrix's column, fitted to the whole window, carries some of whatever
+/// else the component picked up (posterior alpha, in short windows).
+pub(super) fn correction(
+    ica: &Ica,
+    (x, channels): (&Observations, &Channels),
+    w: &WindowResult,
+    bands_of: &WindowBands,
+    p: &BlinkParams,
+    fs: f64,
+) -> Correction {
+    let n = channels.labels.len();
+    let k = w.removed.len();
+    // The components' bands, and their Gram matrix over the mask (the normal equations).
+    let bands: Vec<&[f32]> = (w.removed.iter()).map(|&c| bands_of.band(c)).collect();
+    let inner = |a: &[f32], b: &[f32]| -> f64 {
+        (a.iter().zip(b).zip(&w.mask))
+            .map(|((&u, &v), &m)| (m * u * v) as f64)
+            .sum()
+    };
+    let gram = DMatrix::from_fn(k, k, |i, j| inner(bands[i], bands[j]));
+    let solve = (p.scope == Scope::Blinks)
+        .then(|| gram.clone().cholesky())
+        .flatten();
+    // A channel's masked inner product with a component's band, through the band-pass's
+    // adjoint: <band(x_i), m b_c> = <x_i, band*(m b_c)>, one transform per removed component
+    // instead of one per channel.
+    let levels = &bands_of.levels;
+    let adjoints: Vec<Vec<f64>> = match solve {
+        Some(_) => (bands.par_iter())
+            .map(|b| {
+                let masked: Vec<f64> = (b.iter().zip(&w.mask))
+                    .map(|(&v, &m)| (m * v) as f64)
+                    .collect();
+                dwt::band_adjoint(&masked, levels)
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let weights = (0..n)
+        .into_par_iter()
+        .map(|i| match &solve {
+            _ if channels.keep[i] => Vec::new(),
+            Some(chol) => {
+                let xi = x.row(i);
+                let rhs = nalgebra::DVector::from_iterator(
+                    k,
+                    (adjoints.iter()).map(|g| xi.iter().zip(g).map(|(&v, g)| v as f64 * g).sum()),
+                );
+                chol.solve(&rhs).iter().map(|&a| a as f32).collect()
+            }
+            None => (w.removed.iter())
+                .map(|&c| ica.mixing[(i, c)] as f32)
+                .collect(),
+        })
+        .collect();
+    let taper = ((p.taper_s * fs).round() as usize).max(1);
+    let sources = (w.removed.iter())
+        .map(|&c| detrend_under(bands_of.source(c), &w.mask, taper))
+        .collect();
+    Correction { weights, sources }
+}
+
+/// `source` less, over each stretch where `mask` is non-zero, the straight line through its
+/// mean levels over the stretch's first and last `edge` samples (the fades); unchanged
+/// elsewhere (the mask is zero there). A component carries slow activity besides the blink
+/// (drift, frontal delta): subtracted under a mask, that would leave a step at each fade
+/// and a hump between; less the line, only the excursion under the mask goes. With a mask
+/// all ones (`Scope::Window`) nothing is changed.
+pub fn detrend_under(source: &[f32], mask: &[f32], edge: usize) -> Vec<f32> {
+    let mut out = source.to_vec();
+    if mask.iter().all(|&m| m >= 1.0) {
+        return out;
+    }
+    let mut t = 0;
+    while t < mask.len() {
+        if mask[t] <= 0.0 {
+            t += 1;
+            continue;
+        }
+        let from = t;
+        while t < mask.len() && mask[t] > 0.0 {
+            t += 1;
+        }
+        let to = t;
+        let k = edge.clamp(1, ((to - from) / 2).max(1));
+        let level = |r: std::ops::Range<usize>| -> (f64, f64) {
+            let n = r.len() as f64;
+            let mean = source[r.clone()].iter().map(|&v| v as f64).sum::<f64>() / n;
+            (0.5 * (r.start + r.end - 1) as f64, mean)
+        };
+        let (t0, v0) = level(from..from + k);
+        let (t1, v1) = level(to - k..to);
+        let slope = if t1 > t0 { (v1 - v0) / (t1 - t0) } else { 0.0 };
+        for (u, o) in out[from..to].iter_mut().enumerate() {
+            *o -= (v0 + slope * ((from + u) as f64 - t0)) as f32;
+        }
+    }
+    out
+}
