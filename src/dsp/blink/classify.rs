@@ -105,6 +105,17 @@ fn symmetry(peak_value: f32, before: f32, after: f32) -> f32 {
     rise.min(fall) / big
 }
 
+/// The width (s) of the excursion of `r` around `peak` above `half`; `None` where it does not
+/// come down on one side within the data or 2 s.
+fn width_at(r: &[f32], peak: usize, half: f32, fs: f64) -> Option<f32> {
+    let limit = (2.0 * fs) as usize;
+    let left = (peak.saturating_sub(limit)..=peak)
+        .rev()
+        .find(|&t| r[t] <= half)?;
+    let right = (peak..(peak + limit).min(r.len())).find(|&t| r[t] <= half)?;
+    Some(((right - left) as f64 / fs) as f32)
+}
+
 /// The shape of the event whose band peaked at `at` on reference `r` (`smooth`ed), its peak
 /// sought within `reach` samples; with the class it implies. A blink rises and falls by at
 /// least `min_height` on the reference (less is uncertain: the candidate came from elsewhere).
@@ -123,24 +134,33 @@ pub fn classify(
     let top = r[peak];
     let before = median_over(r, peak, fs, BEFORE_S);
     let after = median_over(r, peak, fs, AFTER_S);
-    let (Some(before), Some(after)) = (before, after) else {
-        let shape = Shape {
-            peak,
-            symmetry: f32::NAN,
-            width_s: None,
-        };
-        return (EventClass::Uncertain, shape);
+    let (before, after) = match (before, after) {
+        (Some(b), Some(a)) => (b, a),
+        // At an edge of the data (a stream's newest samples) one level is unknown: a blink
+        // is told by the other and by coming back down within the data on both sides.
+        (Some(level), None) | (None, Some(level)) => {
+            let width_s = width_at(r, peak, 0.5 * (top + level), fs);
+            let class = match width_s {
+                Some(w) if w <= BLINK_WIDTH_S && top - level >= min_height => EventClass::Blink,
+                _ => EventClass::Uncertain,
+            };
+            let shape = Shape {
+                peak,
+                symmetry: f32::NAN,
+                width_s,
+            };
+            return (class, shape);
+        }
+        (None, None) => {
+            let shape = Shape {
+                peak,
+                symmetry: f32::NAN,
+                width_s: None,
+            };
+            return (EventClass::Uncertain, shape);
+        }
     };
-    let half = 0.5 * (top + 0.5 * (before + after));
-    let limit = (2.0 * fs) as usize;
-    let left = (peak.saturating_sub(limit)..=peak)
-        .rev()
-        .find(|&t| r[t] <= half);
-    let right = (peak..(peak + limit).min(r.len())).find(|&t| r[t] <= half);
-    let width_s = match (left, right) {
-        (Some(l), Some(rt)) => Some(((rt - l) as f64 / fs) as f32),
-        _ => None,
-    };
+    let width_s = width_at(r, peak, 0.5 * (top + 0.5 * (before + after)), fs);
     let shape = Shape {
         peak,
         symmetry: symmetry(top, before, after),
@@ -204,9 +224,16 @@ mod tests {
             classify(&smooth(&closure, FS), at, reach, FS, 20.0).0,
             EventClass::EyeClosure
         );
-        // Too near the end to see the level after: left alone.
-        let late = trace(|t| 150.0 * shape(t - 5.75, 0.3));
-        let at_end = (5.9 * FS) as usize;
+        // At the end of the data, a blink that has come back down is still a blink; one
+        // whose fall is not in yet is left alone.
+        let late = trace(|t| 150.0 * shape(t - 5.6, 0.3));
+        let at_end = (5.72 * FS) as usize;
+        assert_eq!(
+            classify(&smooth(&late, FS), at_end, reach, FS, 20.0).0,
+            EventClass::Blink
+        );
+        let late = trace(|t| 150.0 * shape(t - 5.85, 0.3));
+        let at_end = (5.97 * FS) as usize;
         assert_eq!(
             classify(&smooth(&late, FS), at_end, reach, FS, 20.0).0,
             EventClass::Uncertain
