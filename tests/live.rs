@@ -49,7 +49,6 @@ fn one_second_hops() -> (LiveOptions, DeblinkOptions) {
 }
 
 #[test]
-#[ignore = "regressed by the blink classes (issue 23, stop 22): live residual inside blinks 39 % against the batch's 5.7 % (F1 0.96 / 1.0); blinks in the newest hop are judged without their level after. Fix, then un-ignore"]
 fn live_at_full_speed_cleans_like_the_batch() {
     let dir = tempfile::tempdir().unwrap();
     let (rec, data, truth) = simulated(dir.path());
@@ -259,8 +258,9 @@ fn ede_live_runs_headless_and_paced() {
     assert_eq!(r["samples_out"].as_u64().unwrap(), data.data.cols as u64);
     assert!(r["blinks"].as_array().unwrap().len() >= 10, "{r}");
     let hops = r["hops"].as_array().unwrap();
-    // The first hop waits for a whole window (10 s), then one hop per second.
-    assert_eq!(hops.len(), 51);
+    // The first hop waits for a whole window (10 s), then one hop per second, and at the
+    // end the half second the default lookahead held back.
+    assert_eq!(hops.len(), 52);
     for key in [
         "processing_s",
         "latency_s",

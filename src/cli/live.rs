@@ -24,8 +24,8 @@ pub struct LiveArgs {
     #[command(flatten)]
     pub pipeline: PipelineArgs,
     /// Seconds a hop waits before it is cleaned, so that a blink at its end is seen whole
-    /// (adds to the latency).
-    #[arg(long, default_value_t = 0.0)]
+    /// (adds to the latency; below 0.5 s a blink at the hop's end may be left).
+    #[arg(long, default_value_t = crate::dsp::blink::stream::DEFAULT_LOOKAHEAD_S)]
     pub lookahead: f64,
     /// Times real time, or `max` for as fast as the pipeline goes (files only).
     #[arg(long, default_value = "1", allow_hyphen_values = true)]

@@ -68,7 +68,7 @@ impl Default for LiveOptions {
         LiveOptions {
             deblink,
             hop_s: 1.0,
-            lookahead_s: 0.0,
+            lookahead_s: crate::dsp::blink::stream::DEFAULT_LOOKAHEAD_S,
             speed: None,
             duration_s: None,
             chunk_s: 1.0 / 32.0,

@@ -136,8 +136,9 @@ pub fn classify(
     let after = median_over(r, peak, fs, AFTER_S);
     let (before, after) = match (before, after) {
         (Some(b), Some(a)) => (b, a),
-        // At an edge of the data (a stream's newest samples) one level is unknown: a blink
-        // is told by the other and by coming back down within the data on both sides.
+        // At an edge of the data one level is unknown: a blink is told by the other and by
+        // coming back down within the data on both sides. What has not come down yet is left
+        // alone (a stream's lookahead, `StreamParams::lookahead_s`, gives it the time).
         (Some(level), None) | (None, Some(level)) => {
             let width_s = width_at(r, peak, 0.5 * (top + level), fs);
             let class = match width_s {
@@ -225,7 +226,7 @@ mod tests {
             EventClass::EyeClosure
         );
         // At the end of the data, a blink that has come back down is still a blink; one
-        // whose fall is not in yet is left alone.
+        // whose fall is not in yet is left alone, and so is a rise too slow for a blink.
         let late = trace(|t| 150.0 * shape(t - 5.6, 0.3));
         let at_end = (5.72 * FS) as usize;
         assert_eq!(
@@ -236,6 +237,11 @@ mod tests {
         let at_end = (5.97 * FS) as usize;
         assert_eq!(
             classify(&smooth(&late, FS), at_end, reach, FS, 20.0).0,
+            EventClass::Uncertain
+        );
+        let slow = trace(|t| 150.0 * shape(t - 5.0, 2.0));
+        assert_eq!(
+            classify(&smooth(&slow, FS), (5.8 * FS) as usize, reach, FS, 20.0).0,
             EventClass::Uncertain
         );
     }

@@ -157,7 +157,14 @@ pub fn detrend_under(source: &[f32], mask: &[f32], edge: usize) -> Vec<f32> {
         };
         let (t0, v0) = level(from..from + k);
         let (t1, v1) = level(to - k..to);
-        let slope = if t1 > t0 { (v1 - v0) / (t1 - t0) } else { 0.0 };
+        // A stretch cut by the data's edge (a stream's newest samples, mid-blink) has no level
+        // at that end: the other end's level holds across.
+        let (v0, slope) = match (from == 0, to == mask.len()) {
+            (false, false) if t1 > t0 => (v0, (v1 - v0) / (t1 - t0)),
+            (false, _) => (v0, 0.0),
+            (true, false) => (v1, 0.0),
+            (true, true) => continue,
+        };
         for (u, o) in out[from..to].iter_mut().enumerate() {
             *o -= (v0 + slope * ((from + u) as f64 - t0)) as f32;
         }

@@ -9,8 +9,9 @@
 //! one hop (plus the lookahead) after it arrived. With no lookahead the newest hop sits at the
 //! window's edge, where the wavelet band-pass sees only half of a blink that straddles the
 //! hop's end: such a blink is cleaned in the next hop, and its first part in this one only if
-//! this window found it. A lookahead of a few tenths of a second closes that gap at the cost of
-//! latency.
+//! this window found it, and a blink whose fall has not arrived cannot be told from the start
+//! of an eye movement (`classify`), so it is left alone. The lookahead closes that gap at the
+//! cost of latency: half a second by default (`DEFAULT_LOOKAHEAD_S`).
 //!
 //! The first output waits for the first full window (the window's length is `BlinkParams`'s,
 //! lengthened for many channels as in the batch), then covers everything before it. A change
@@ -47,12 +48,17 @@ pub struct StreamParams {
     pub shown_sources: Option<usize>,
 }
 
+/// The default lookahead, seconds: a blink peaking in the emitted hop has at least this much
+/// after it in the window, enough for `classify` to see it come back down (a blink is at most
+/// 0.35 s wide at half height) and to read the level after it.
+pub const DEFAULT_LOOKAHEAD_S: f64 = 0.5;
+
 impl Default for StreamParams {
     fn default() -> Self {
         StreamParams {
             blink: BlinkParams::default(),
             hop_s: 1.0,
-            lookahead_s: 0.0,
+            lookahead_s: DEFAULT_LOOKAHEAD_S,
             shown_sources: None,
         }
     }
