@@ -350,7 +350,7 @@ fn eye_movements_and_closures_are_left_alone() {
     }
     let class_at = |t: f64| {
         (result.events.iter())
-            .min_by_key(|e| (e.peak as f64 - t * fs).abs() as usize)
+            .min_by_key(|e| (e.span.peak as f64 - t * fs).abs() as usize)
             .map(|e| e.class)
             .unwrap()
     };

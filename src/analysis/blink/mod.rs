@@ -331,7 +331,7 @@ impl DeblinkReport {
                     components_removed: w.removed.clone(),
                     iterations: w.iterations(),
                     converged: w.converged(),
-                    candidates: w.candidates.len(),
+                    candidates: w.events.len(),
                 })
                 .collect(),
             elapsed_s,
@@ -343,31 +343,30 @@ impl DeblinkReport {
 /// A candidate as the report gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct EventTimes {
-    pub peak_s: f64,
-    pub onset_s: f64,
-    pub duration_s: f64,
+    #[serde(flatten)]
+    pub times: BlinkTimes,
     pub class: EventClass,
 }
 
 pub fn event_times(events: &[blink::EyeEvent], fs: f64) -> Vec<EventTimes> {
     (events.iter())
         .map(|e| EventTimes {
-            peak_s: e.peak as f64 / fs,
-            onset_s: e.start as f64 / fs,
-            duration_s: (e.end - e.start) as f64 / fs,
+            times: times_of(&e.span, fs),
             class: e.class,
         })
         .collect()
 }
 
 pub fn blink_times(blinks: &[blink::Blink], fs: f64) -> Vec<BlinkTimes> {
-    (blinks.iter())
-        .map(|b| BlinkTimes {
-            peak_s: b.peak as f64 / fs,
-            onset_s: b.start as f64 / fs,
-            duration_s: (b.end - b.start) as f64 / fs,
-        })
-        .collect()
+    blinks.iter().map(|b| times_of(b, fs)).collect()
+}
+
+fn times_of(b: &blink::Blink, fs: f64) -> BlinkTimes {
+    BlinkTimes {
+        peak_s: b.peak as f64 / fs,
+        onset_s: b.start as f64 / fs,
+        duration_s: (b.end - b.start) as f64 / fs,
+    }
 }
 
 /// Writes `rec` with the cleaned channels of `data` replaced by `cleaned` (same format,

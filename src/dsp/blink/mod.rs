@@ -5,14 +5,15 @@
 //! Per window (10 s by default, lengthened to hold `samples_per_channel_sq` n^2 samples;
 //! consecutive windows overlap by half):
 //! 1. **Candidates**: the detection channels are the recording's vertical EOG channels (all
-//!    EOG channels where none is marked vertical or horizontal), else the frontal bipolar
-//!    derivations (FP1-F3, FP1-F7, FP2-F4, FP2-F8, from the channel labels). Each is
-//!    band-passed to 1-8 Hz by a Daubechies-4 wavelet decomposition (`dwt::band`) and turned
-//!    so that blinks point up (EOG montages differ: `polarities`); a candidate is a positive
-//!    excursion above `candidate_z` robust SDs that at least half of them show within
-//!    `hit_s`. Each candidate is classed by its shape on the detection reference (`classify`):
-//!    blink, eye movement, eye closure or uncertain; only blinks go on (all but uncertain
-//!    ones with `remove_eye_movements`).
+//!    EOG channels where none is labelled vertical or horizontal) and the frontal bipolar
+//!    derivations (FP1-F3, FP1-F7, FP2-F4, FP2-F8, from the channel labels; Fpz and AF sites
+//!    where those are missing). Each is band-passed to 1-8 Hz by a Daubechies-4 wavelet
+//!    decomposition (`dwt::band`) and turned so that blinks point up (EOG montages differ:
+//!    `candidates::polarities`); a candidate is a positive excursion above `candidate_z`
+//!    robust SDs that at least half of the EOG channels, or half of the frontal derivations,
+//!    show within `hit_s`. Each candidate is classed by its shape on the monopolar detection
+//!    channels (`classify`): blink, eye movement, eye closure or uncertain; only blinks go on
+//!    (all but uncertain ones with `remove_eye_movements`).
 //! 2. **ICA** of all channels of the window (FastICA or JADE; any function can be passed in,
 //!    so the GPU and warm starts plug in here).
 //! 3. **Confirmation on the components**: each component's share of the summed frontal
@@ -264,13 +265,12 @@ pub struct Blink {
     pub end: usize,
 }
 
-/// A candidate of the detector and what its shape says it is (window or recording samples,
-/// as `Blink`).
+/// A candidate of the detector and what its shape says it is.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct EyeEvent {
-    pub peak: usize,
-    pub start: usize,
-    pub end: usize,
+    /// Where it lies, as a `Blink` does.
+    #[serde(flatten)]
+    pub span: Blink,
     pub class: EventClass,
 }
 
@@ -280,9 +280,7 @@ pub struct WindowResult {
     /// First sample of the window.
     pub start: usize,
     pub len: usize,
-    /// Candidate peaks on the detection channels (window samples).
-    pub candidates: Vec<usize>,
-    /// The candidates with their class, in the same order.
+    /// The candidates on the detection channels with their class (window samples).
     pub events: Vec<EyeEvent>,
     /// The ICA, unless the window had no candidates.
     pub ica: Option<Ica>,
@@ -413,12 +411,13 @@ pub fn finish_window(
     let mut out = WindowResult {
         start: 0,
         len,
-        candidates: detection.candidates.iter().map(|c| c.peak).collect(),
         events: (detection.candidates.iter().zip(&detection.classes))
             .map(|(c, &class)| EyeEvent {
-                peak: c.peak,
-                start: c.start,
-                end: c.end,
+                span: Blink {
+                    peak: c.peak,
+                    start: c.start,
+                    end: c.end,
+                },
                 class,
             })
             .collect(),
@@ -450,7 +449,7 @@ pub fn finish_window(
         let bands_of = WindowBands::of(&result, x, rows, &levels);
         let others: Vec<usize> = (out.events.iter())
             .filter(|e| !removable(e.class, p))
-            .map(|e| e.peak)
+            .map(|e| e.span.peak)
             .collect();
         confirm(
             &result,
@@ -464,8 +463,8 @@ pub fn finish_window(
         );
         out.blinks.retain(|b| {
             let near = (out.events.iter())
-                .filter(|e| e.peak.abs_diff(b.peak) <= (p.hit_s * fs).round() as usize)
-                .min_by_key(|e| e.peak.abs_diff(b.peak));
+                .filter(|e| e.span.peak.abs_diff(b.peak) <= reach(p, fs))
+                .min_by_key(|e| e.span.peak.abs_diff(b.peak));
             let class = match near {
                 Some(e) => e.class,
                 None => {
@@ -861,76 +860,48 @@ pub fn deblink(
     Ok(Deblinked {
         cleaned,
         blinks: central_blinks(&windows, window),
-        events: central(&windows, window, |w| &w.events),
+        events: central(&windows, window, |w| &w.events, |e| &mut e.span),
         windows,
     })
 }
 
-/// A stretch of samples found in a window: a blink or an eye event.
-pub trait Span: Copy {
-    fn peak(&self) -> usize;
-    fn start(&self) -> usize;
-    fn end(&self) -> usize;
-    /// The same span `by` samples later.
-    fn shifted(self, by: usize) -> Self;
-}
-
-macro_rules! span {
-    ($t:ty) => {
-        impl Span for $t {
-            fn peak(&self) -> usize {
-                self.peak
-            }
-            fn start(&self) -> usize {
-                self.start
-            }
-            fn end(&self) -> usize {
-                self.end
-            }
-            fn shifted(self, by: usize) -> Self {
-                Self {
-                    peak: self.peak + by,
-                    start: self.start + by,
-                    end: self.end + by,
-                    ..self
-                }
-            }
-        }
-    };
-}
-span!(Blink);
-span!(EyeEvent);
-
 /// Blinks of all windows, each taken from the window where it lies most centrally.
 fn central_blinks(windows: &[WindowResult], window: usize) -> Vec<Blink> {
-    central(windows, window, |w| &w.blinks)
+    central(windows, window, |w| &w.blinks, |b| b)
 }
 
-/// `of` each window, recording samples, each span taken from the window where it lies most
-/// centrally; overlapping spans are one.
-pub fn central<T: Span>(
+/// `of` each window in recording samples, each item taken from the window where its span
+/// (`span`) lies most centrally; items whose spans overlap are one.
+pub fn central<T: Copy>(
     windows: &[WindowResult],
     window: usize,
     of: impl Fn(&WindowResult) -> &[T],
+    span: fn(&mut T) -> &mut Blink,
 ) -> Vec<T> {
-    let mut all: Vec<(T, usize)> = Vec::new();
+    let mut all: Vec<(T, Blink, usize)> = Vec::new();
     for w in windows {
-        for b in of(w) {
-            let centre = (b.peak() as isize - window as isize / 2).unsigned_abs();
-            all.push((b.shifted(w.start), centre));
+        for item in of(w) {
+            let mut item = *item;
+            let b = span(&mut item);
+            let centre = (b.peak as isize - window as isize / 2).unsigned_abs();
+            for v in [&mut b.peak, &mut b.start, &mut b.end] {
+                *v += w.start;
+            }
+            let b = *b;
+            all.push((item, b, centre));
         }
     }
-    all.sort_by_key(|(b, _)| b.peak());
-    let mut out: Vec<(T, usize)> = Vec::new();
-    for (b, c) in all {
+    all.sort_by_key(|(_, b, _)| b.peak);
+    let mut out: Vec<(T, Blink, usize)> = Vec::new();
+    for (item, b, c) in all {
         match out.last_mut() {
-            Some(last) if b.start() <= last.0.end() => {
-                if c < last.1 {
-                    *last = (b, c);
+            Some(last) if b.start <= last.1.end => {
+                if c < last.2 {
+                    *last = (item, b, c);
                 }
             }
-            _ => out.push((b, c)),
+            _ => out.push((item, b, c)),
         }
     }
-    out.into_iter().map(|(b, _)| b).collect()
+    out.into_iter().map(|(item, _, _)| item).collect()
 }

@@ -381,7 +381,7 @@ fn finish_hop(
             end: b.end + from,
         })
         .collect();
-    hop.candidates = w.candidates.len();
+    hop.candidates = w.events.len();
     hop.iterations = w.iterations();
     hop.converged = w.converged();
     hop.removed = w.removed;
