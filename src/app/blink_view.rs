@@ -18,6 +18,7 @@ use super::envelope::{Envelopes, Lane};
 use super::worker::{Compute, Outcome, Progress, Worker};
 use crate::analysis::Backend;
 use crate::analysis::blink::{DeblinkOptions, Deblinker, EegData, SHOWN_COMPONENTS, write_cleaned};
+use crate::dsp::blink::classify::EventClass;
 use crate::dsp::blink::{Deblinked, Scope};
 use crate::dsp::ica::{Algorithm, Contrast, Ica};
 use crate::gpu::GpuContext;
@@ -188,7 +189,7 @@ impl BlinkView {
     fn controls(&mut self, ui: &mut egui::Ui) {
         ui.heading("Blinks");
         ui.label(
-            "Eye blinks found on the frontal channels, confirmed on ICA components and removed.",
+            "Eye blinks found on the EOG and frontal channels, told from eye movements and closures by their shape, confirmed on ICA components and removed.",
         );
         ui.add_space(4.0);
         ui.spacing_mut().slider_width = 130.0;
@@ -226,6 +227,23 @@ impl BlinkView {
                 r.windows.len(),
                 ica
             ));
+            let count = |class: EventClass| r.events.iter().filter(|e| e.class == class).count();
+            let (movements, closures) = (
+                count(EventClass::EyeMovement),
+                count(EventClass::EyeClosure),
+            );
+            let uncertain = count(EventClass::Uncertain);
+            ui.label(if req.options.params.remove_eye_movements {
+                format!(
+                    "removed too: {movements} eye movements, {closures} closures · left alone: \
+                     {uncertain} uncertain"
+                )
+            } else {
+                format!(
+                    "left alone: {movements} eye movements, {closures} closures, {uncertain} \
+                     uncertain"
+                )
+            });
             ui.label(format!(
                 "detection: {}",
                 c.data.channels.derivation_names().join(", ")
@@ -279,7 +297,8 @@ impl BlinkView {
         }
     }
 
-    /// Blink markers on the browser's traces.
+    /// Markers on the browser's traces: the blinks removed, shaded red, and the eye events
+    /// left alone (eye movements, closures, uncertain ones), outlined in amber with their class.
     fn mark_blinks(&self, ui: &egui::Ui, browser: &Browser) {
         let Some((_, c)) = &self.shown else { return };
         let plot = browser.plot_rect;
@@ -288,9 +307,14 @@ impl BlinkView {
         }
         let (t0, t1) = browser.visible_span();
         let painter = ui.painter_at(plot);
-        let colour = Color32::from_rgba_unmultiplied(220, 50, 47, 60);
+        let red = Color32::from_rgb(220, 50, 47);
+        let amber = Color32::from_rgb(203, 140, 20);
         let x = |t: f64| plot.left() + ((t - t0) / (t1 - t0)) as f32 * plot.width();
-        for b in &c.result.blinks {
+        let removed = c.result.blinks.iter().map(|b| (*b, "blink", red));
+        let left = (c.result.events.iter())
+            .filter(|e| !c.result.blinks.iter().any(|b| b.overlaps(&e.span)))
+            .map(|e| (e.span, e.class.name(), amber));
+        for (b, name, colour) in removed.chain(left) {
             let (a, z) = (
                 (c.offset + b.start) as f64 / c.data.fs,
                 (c.offset + b.end) as f64 / c.data.fs,
@@ -302,13 +326,18 @@ impl BlinkView {
                 x(a).max(plot.left())..=x(z).min(plot.right()),
                 plot.y_range(),
             );
-            painter.rect_filled(r, 0.0, colour);
+            if colour == red {
+                painter.rect_filled(r, 0.0, colour.gamma_multiply(0.25));
+            } else {
+                let stroke = egui::Stroke::new(1.0, colour.gamma_multiply(0.8));
+                painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Inside);
+            }
             painter.text(
                 Pos2::new(r.left() + 2.0, plot.bottom() - 2.0),
                 egui::Align2::LEFT_BOTTOM,
-                "blink",
+                name,
                 egui::FontId::proportional(11.0),
-                Color32::from_rgb(220, 50, 47),
+                colour,
             );
         }
     }
@@ -503,6 +532,13 @@ pub(super) fn pipeline_controls(ui: &mut egui::Ui, o: &mut DeblinkOptions) {
         ui.radio_value(&mut p.scope, Scope::Blinks, "blinks");
         ui.radio_value(&mut p.scope, Scope::Window, "whole window");
     });
+    ui.checkbox(
+        &mut p.remove_eye_movements,
+        "remove eye movements and closures too",
+    )
+    .on_hover_text(
+        "by default only events shaped like blinks are removed; uncertain ones never are",
+    );
 }
 
 /// Channel names at the left of their lanes: `at(i)` is (time, lane offset) of channel i.

@@ -27,8 +27,8 @@ use crate::analysis::live::lsl::{InletOptions, LslSource};
 use crate::analysis::live::record::SessionRecorder;
 use crate::analysis::live::source::{FileSource, Source, StreamMeta};
 use crate::analysis::live::{Feed, LiveOptions, Note};
-use crate::dsp::blink::Blink;
 use crate::dsp::blink::stream::{Hop, lower_thread_priority};
+use crate::dsp::blink::{Blink, EyeEvent};
 use crate::dsp::ica::{Contrast, Ica, Observations};
 use crate::gpu::GpuContext;
 use crate::recording::{Annotation, Format, Recording, in_memory};
@@ -82,6 +82,8 @@ struct Shared {
     original: Vec<VecDeque<f32>>,
     cleaned: Vec<VecDeque<f32>>,
     blinks: VecDeque<Blink>,
+    /// Eye events left alone (eye movements, closures, uncertain ones).
+    left_alone: VecDeque<EyeEvent>,
     /// Samples the source lost (start, count), filled with the last value.
     gaps: VecDeque<(u64, u64)>,
     window: Option<Window>,
@@ -144,13 +146,17 @@ impl Shared {
         }
         self.spread = made.spread;
         let at = origin as usize;
-        self.blinks.extend(hop.blinks.iter().map(|b| Blink {
-            peak: b.peak + at,
-            start: b.start + at,
-            end: b.end + at,
-        }));
+        self.blinks.extend(hop.blinks.iter().map(|b| b.shifted(at)));
         while (self.blinks.front()).is_some_and(|b| (b.end as u64) < self.start) {
             self.blinks.pop_front();
+        }
+        self.left_alone
+            .extend(hop.left_alone.iter().map(|&e| EyeEvent {
+                span: e.span.shifted(at),
+                ..e
+            }));
+        while (self.left_alone.front()).is_some_and(|e| (e.span.end as u64) < self.start) {
+            self.left_alone.pop_front();
         }
         while (self.gaps.front()).is_some_and(|g| g.0 + g.1 < self.start) {
             self.gaps.pop_front();
@@ -968,6 +974,15 @@ impl LiveView {
             .filter(|&(a, z)| z >= t0 && a <= t1)
             .collect();
         let gap_shade = Color32::from_rgba_unmultiplied(128, 128, 128, 70);
+        // Eye events left alone: an amber outline, named by their class at the top.
+        let left_alone: Vec<(f64, f64, &str)> = (s.left_alone.iter())
+            .map(|e| {
+                let span = (e.span.start as f64 / fs, e.span.end as f64 / fs);
+                (span.0, span.1, e.class.name())
+            })
+            .filter(|&(a, z, _)| z >= t0 && a <= t1)
+            .collect();
+        let amber = Color32::from_rgb(203, 140, 20);
         let labels = &meta.labels;
         let decorate = |p: &mut egui_plot::PlotUi<'_>| {
             for (spans, colour, name) in [(&blinks, shade, "blink"), (&gaps, gap_shade, "gap")] {
@@ -979,6 +994,19 @@ impl LiveView {
                             .stroke(egui::Stroke::NONE),
                     );
                 }
+            }
+            for &(a, z, name) in &left_alone {
+                let (a, z) = (a.max(t0), z.min(t1));
+                p.polygon(
+                    Polygon::new(name, vec![[a, bottom], [z, bottom], [z, 6.0], [a, 6.0]])
+                        .fill_color(Color32::TRANSPARENT)
+                        .stroke(egui::Stroke::new(1.0, amber)),
+                );
+                p.text(
+                    egui_plot::Text::new(name, egui_plot::PlotPoint::new(a, bottom - 1.0), name)
+                        .color(amber)
+                        .anchor(egui::Align2::LEFT_TOP),
+                );
             }
             super::blink_view::lane_labels(p, labels, |i| (t0, lane(i)), text);
         };

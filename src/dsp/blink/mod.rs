@@ -265,6 +265,21 @@ pub struct Blink {
     pub end: usize,
 }
 
+impl Blink {
+    pub fn overlaps(&self, other: &Blink) -> bool {
+        self.start <= other.end && other.start <= self.end
+    }
+
+    /// The same span `by` samples later.
+    pub fn shifted(self, by: usize) -> Blink {
+        Blink {
+            peak: self.peak + by,
+            start: self.start + by,
+            end: self.end + by,
+        }
+    }
+}
+
 /// A candidate of the detector and what its shape says it is.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct EyeEvent {
@@ -301,6 +316,11 @@ impl WindowResult {
     }
     pub fn converged(&self) -> bool {
         self.ica.as_ref().is_none_or(|i| i.converged)
+    }
+
+    /// Whether `span` overlaps a blink this window removes.
+    pub fn removes(&self, span: &Blink) -> bool {
+        self.blinks.iter().any(|b| b.overlaps(span))
     }
 
     /// The removed components' topographies (mixing columns), unit length: what the next
@@ -884,9 +904,7 @@ pub fn central<T: Copy>(
             let mut item = *item;
             let b = span(&mut item);
             let centre = (b.peak as isize - window as isize / 2).unsigned_abs();
-            for v in [&mut b.peak, &mut b.start, &mut b.end] {
-                *v += w.start;
-            }
+            *b = b.shifted(w.start);
             let b = *b;
             all.push((item, b, centre));
         }

@@ -31,7 +31,8 @@ use std::sync::mpsc;
 use nalgebra::DMatrix;
 
 use super::{
-    Blink, BlinkError, BlinkParams, Channels, FittedWindow, IcaFn, finish_window, fit_window,
+    Blink, BlinkError, BlinkParams, Channels, EyeEvent, FittedWindow, IcaFn, finish_window,
+    fit_window,
 };
 use crate::dsp::ica::{Ica, Observations};
 
@@ -72,6 +73,9 @@ pub struct Hop {
     pub original: Observations,
     pub cleaned: Observations,
     pub blinks: Vec<Blink>,
+    /// The eye events peaking in it that were left alone (eye movements, closures, uncertain
+    /// ones), with their class.
+    pub left_alone: Vec<EyeEvent>,
     pub window_start: u64,
     pub window_len: usize,
     pub candidates: usize,
@@ -286,6 +290,7 @@ impl Streamer {
             original: f.x.block(f.x.rows, out.clone()),
             cleaned: Observations::new(0, 0, Vec::new()),
             blinks: Vec::new(),
+            left_alone: Vec::new(),
             window_start: f.from,
             window_len: f.x.cols,
             candidates: 0,
@@ -375,10 +380,13 @@ fn finish_hop(
     hop.cleaned = w.clean(&f.x, out.clone());
     hop.blinks = (w.blinks.iter())
         .filter(|b| out.contains(&b.peak))
-        .map(|b| Blink {
-            peak: b.peak + from,
-            start: b.start + from,
-            end: b.end + from,
+        .map(|b| b.shifted(from))
+        .collect();
+    hop.left_alone = (w.events.iter())
+        .filter(|e| out.contains(&e.span.peak) && !w.removes(&e.span))
+        .map(|&e| EyeEvent {
+            span: e.span.shifted(from),
+            ..e
         })
         .collect();
     hop.candidates = w.events.len();
