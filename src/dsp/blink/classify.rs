@@ -57,6 +57,9 @@ const BLINK_SYMMETRY: f32 = 0.6;
 /// `CLOSURE_WIDTH_S` are uncertain, longer ones are closures (or, asymmetric, movements).
 const BLINK_WIDTH_S: f32 = 0.35;
 const CLOSURE_WIDTH_S: f32 = 0.5;
+/// A peak at most this wide (s) at half its height, between a step's symmetry and a blink's,
+/// is a blink.
+const SHARP_WIDTH_S: f32 = 0.2;
 /// The levels either side of a blink: medians over these spans around its peak (s).
 const BEFORE_S: (f64, f64) = (-0.6, -0.3);
 const AFTER_S: (f64, f64) = (0.4, 0.7);
@@ -184,7 +187,15 @@ pub fn classify(
         None => EventClass::Uncertain,
         Some(w) if w > CLOSURE_WIDTH_S => EventClass::EyeClosure,
         Some(w) if w > BLINK_WIDTH_S => EventClass::Uncertain,
-        Some(_) if shape.symmetry < BLINK_SYMMETRY => EventClass::Uncertain,
+        // Between a step and a blink by its levels: a sharp peak twice the least height is a
+        // blink whose level moves under it (a blink during a saccade, the EEGLAB sample at
+        // 73.2 s); smaller ones are not told from frontal waves (57.9 and 102.8 s there).
+        Some(w)
+            if shape.symmetry < BLINK_SYMMETRY
+                && (w > SHARP_WIDTH_S || top - before.max(after) < 2.0 * min_height) =>
+        {
+            EventClass::Uncertain
+        }
         Some(_) if top - before.max(after) < min_height => EventClass::Uncertain,
         Some(_) => EventClass::Blink,
     };
