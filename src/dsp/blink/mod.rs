@@ -697,7 +697,21 @@ fn confirm(
             // side of each blink, which a robust threshold on a quiet component passes.
             heights.sort_by(f32::total_cmp);
             let floor = p.min_relative_height as f32 * heights[heights.len() / 2];
-            let own: Vec<Peak> = own.into_iter().filter(|pk| pk.height >= floor).collect();
+            let mut own: Vec<Peak> = own.into_iter().filter(|pk| pk.height >= floor).collect();
+            // Blink candidates the component explains are its blinks too where its own
+            // excursion there stays under the component threshold (small blinks).
+            let unmatched: Vec<Peak> = (candidates.iter())
+                .filter(|cand| {
+                    let there = summed[cand.peak];
+                    there > 0.0
+                        && band[cand.peak] >= p.min_share as f32 * there
+                        && !own
+                            .iter()
+                            .any(|pk| pk.peak.abs_diff(cand.peak) <= hit as usize)
+                })
+                .copied()
+                .collect();
+            own.extend(unmatched);
             scored.push((c, matched, own));
         }
     }
