@@ -2,7 +2,7 @@
 //! found and removed through the CLI, the output keeping its format and every untouched byte;
 //! a recording without blinks comes back unchanged; bad input is a clear error and leaves no
 //! file; on the EEGLAB sample the real blinks leave FPz while posterior channels and the EOG
-//! barely change.
+//! barely change, and its eye movements and closure, like a simulated saccade, are left alone.
 
 mod common;
 
@@ -273,7 +273,9 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
     write_edf(&file, false, None, 1.0, &unnamed, None, &[]);
     let e = run(&file, &[]);
     assert!(
-        e.contains("no frontal channels") && e.contains("Fp1") && e.contains("--detect-channels"),
+        e.contains("no EOG or frontal channels")
+            && e.contains("Fp1")
+            && e.contains("--detect-channels"),
         "{e}"
     );
     assert!(run(&file, &["--detect-channels", "Fp9"]).contains("no channel named"));
@@ -358,4 +360,81 @@ fn eye_movements_and_closures_are_left_alone() {
     assert_eq!(class_at(207.33), EventClass::EyeClosure);
     assert_eq!(class_at(75.95), EventClass::EyeMovement);
     assert_eq!(class_at(135.52), EventClass::Blink);
+}
+
+/// A saccade (the eyes look aside for 1.5 s: a step on the EOG and the frontopolar channels
+/// and one back) among simulated blinks is classed an eye movement and left alone: no channel
+/// changes within 0.5 s of either step, while the blinks are removed.
+#[test]
+fn a_simulated_saccade_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let clean = dir.path().join("clean.edf");
+    clean_eeg(&clean, false, 60);
+    let rec = open(&clean);
+    let (mut signals, truth) = simulate_blinks(&rec, 5, 12.0, 150.0).unwrap();
+    // The saccade in the middle of the longest stretch without blinks.
+    let mut peaks: Vec<f64> = truth.blinks.iter().map(|b| b.peak_s).collect();
+    peaks.insert(0, 0.0);
+    peaks.push(60.0);
+    let (gap_from, gap_to) = (peaks.windows(2))
+        .map(|w| (w[0], w[1]))
+        .max_by(|a, b| (a.1 - a.0).total_cmp(&(b.1 - b.0)))
+        .unwrap();
+    assert!(gap_to - gap_from > 4.0, "no room for the saccade");
+    let (on, off) = (
+        0.5 * (gap_from + gap_to) - 0.75,
+        0.5 * (gap_from + gap_to) + 0.75,
+    );
+    for (i, x) in signals.iter_mut() {
+        let height = match rec.signals[*i].label.as_str() {
+            "EOG1" => 90.0,
+            "Fp1" | "Fp2" => 45.0,
+            "F7" | "F8" => 20.0,
+            _ => continue,
+        };
+        for (k, v) in x.iter_mut().enumerate() {
+            let t = k as f64 / FS as f64;
+            if t >= on && t < off {
+                *v += height;
+            }
+        }
+    }
+    let sim = dir.path().join("sim.edf");
+    let replaced: Vec<(usize, &[f32])> = signals.iter().map(|(i, x)| (*i, x.as_slice())).collect();
+    edf_write::write_replacing(&rec, &sim, &replaced).unwrap();
+    let sim_rec = open(&sim);
+    let opts = DeblinkOptions::default();
+    let (eeg, result, _, _) =
+        ede::analysis::blink::deblink_recording(&sim_rec, &opts, None, false).unwrap();
+    assert!(
+        result.blinks.len() + 2 >= truth.blinks.len(),
+        "{:?}",
+        result.blinks
+    );
+    for step in [on, off] {
+        let span = ((step - 0.5) * FS as f64) as usize..((step + 0.5) * FS as f64) as usize;
+        for k in 0..eeg.data.rows {
+            let (o, c) = (eeg.data.row(k), result.cleaned.row(k));
+            let worst = (span.clone())
+                .map(|t| (c[t] - o[t]).abs())
+                .fold(0.0f32, f32::max);
+            assert!(
+                worst < 0.5,
+                "{} changed by {worst} uV at the saccade's step at {step:.2} s",
+                eeg.channels.labels[k]
+            );
+        }
+    }
+    use ede::dsp::blink::classify::EventClass;
+    let at_steps: Vec<EventClass> = (result.events.iter())
+        .filter(|e| {
+            let t = e.span.peak as f64 / FS as f64;
+            (t - on).abs() < 0.3 || (t - off).abs() < 0.3
+        })
+        .map(|e| e.class)
+        .collect();
+    assert!(
+        !at_steps.is_empty() && at_steps.iter().all(|&c| c != EventClass::Blink),
+        "the detector must see the saccade and not take it for a blink: {at_steps:?}"
+    );
 }

@@ -398,9 +398,7 @@ fn event_band(x: &[f32], fs: f64) -> Vec<f32> {
 
 /// The SD of `v` (ddof = 0).
 fn sd(v: &[f32]) -> f64 {
-    let n = v.len().max(1) as f64;
-    let mean = v.iter().map(|&a| a as f64).sum::<f64>() / n;
-    (v.iter().map(|&a| (a as f64 - mean).powi(2)).sum::<f64>() / n).sqrt()
+    crate::dsp::stats::mean_sd(v.iter().map(|&a| a as f64)).1
 }
 
 /// Local maxima of `v` above `EVENT_SD` times `sd`, the tallest kept first where two lie

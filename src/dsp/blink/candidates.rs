@@ -3,8 +3,9 @@
 
 use super::*;
 
-/// The frontal derivations, from a channel's samples by index.
-pub(super) fn frontal_derivations(
+/// The detection channels' traces (a channel, or the difference of two), from a channel's
+/// samples by index.
+pub(super) fn detection_traces(
     channels: &Channels,
     row: impl Fn(usize) -> Vec<f32>,
 ) -> Vec<Vec<f32>> {
@@ -73,7 +74,7 @@ pub(super) fn detect_candidates(
     let gap = (p.min_separation_s * fs).round().max(1.0) as usize;
     let half = (0.5 * fs).round() as usize;
     let hit = reach(p, fs);
-    let mut derivations = frontal_derivations(channels, |i| x.row(i).to_vec());
+    let mut derivations = detection_traces(channels, |i| x.row(i).to_vec());
     let mut bands: Vec<Vec<f32>> = derivations
         .par_iter()
         .map(|d| dwt::band(d, &levels))

@@ -65,7 +65,8 @@ pub use removal::*;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BlinkError {
     #[error(
-        "no frontal channels for blink detection among {labels}: it needs Fp1 with F3 or F7, or \
+        "no EOG or frontal channels for blink detection among {labels}: it needs an EOG channel \
+         (a label with EOG, VEO, LOC or ROC), or Fp1 with F3 or F7, or \
          Fp2 with F4 or F8 (10-20 names, also 'EEG Fp1-Ref' style; or Fpz with Fz, AF3/AF4/AF7/AF8 \
          with F3/F4/F7/F8). Rename the channels or name the detection channels yourself \
          (--detect-channels Fp1-F3,EOG1)"
