@@ -14,7 +14,7 @@ use crate::dsp::qrs;
 pub use crate::dsp::stats::mean_sd;
 use crate::gpu::GpuContext;
 use crate::gpu::hermite::{GpuBeats, GpuHermiteError, HermiteKernels};
-use crate::recording::{ReadError, Recording};
+use crate::recording::{ChannelType, ReadError, Recording};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HermiteJobError {
@@ -87,19 +87,23 @@ pub struct EcgBeats {
     pub skipped: Vec<SkippedBeat>,
 }
 
-/// The channel an ECG analysis takes when none is named: the first whose label or unit says
-/// ECG (ECG, EKG, MLII, limb and chest leads, mV), else the first signal.
+/// The channel an ECG analysis takes when none is named: the first of type ECG (from the
+/// format, or from a label such as ECG, EKG, MLII or a limb or chest lead), `None` where there
+/// is none: an EEG channel fitted as an ECG gives numbers that mean nothing.
 pub fn default_ecg_channel(rec: &Recording) -> Option<usize> {
-    const LEADS: [&str; 13] = [
-        "MLII", "I", "II", "III", "AVR", "AVL", "AVF", "V1", "V2", "V3", "V4", "V5", "V6",
-    ];
-    let is_ecg = |label: &str| {
-        let up = label.trim().to_ascii_uppercase();
-        up.contains("ECG") || up.contains("EKG") || LEADS.contains(&up.as_str())
-    };
-    (rec.signals.iter().position(|s| is_ecg(&s.label)))
-        .or_else(|| (rec.signals.iter()).position(|s| s.unit.trim().eq_ignore_ascii_case("mV")))
-        .or((!rec.signals.is_empty()).then_some(0))
+    (rec.signals.iter()).position(|s| s.kind == ChannelType::Ecg)
+}
+
+/// The error for a recording without an ECG channel: it lists the channels to pick from.
+pub fn no_ecg_channel(rec: &Recording) -> String {
+    let labels: Vec<String> = (rec.signals.iter())
+        .map(|s| format!("{} ({})", s.label.trim(), s.kind.name()))
+        .collect();
+    format!(
+        "{} has no ECG channel; name one with --channel. Its channels: {}",
+        rec.display_name(),
+        labels.join(", ")
+    )
 }
 
 impl EcgBeats {

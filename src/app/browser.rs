@@ -747,7 +747,7 @@ impl Browser {
             let selected = self.selected == Some(d);
             let color = if selected {
                 Color32::from_rgb(200, 30, 30)
-            } else if crate::dsp::montage::is_eeg(&sig.label, &sig.unit) {
+            } else if sig.kind.is_brain() {
                 Color32::from_rgb(20, 30, 90)
             } else {
                 Color32::from_rgb(0, 110, 60)

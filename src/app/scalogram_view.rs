@@ -317,8 +317,7 @@ impl ScalogramView {
         if self.traces.is_empty() {
             // The clicked trace, else the first EEG trace, else the first.
             let eeg = spec.derivations.iter().position(|d| {
-                let s = &self.rec.signals[d.plus];
-                crate::dsp::montage::is_eeg(&s.label, &s.unit)
+                self.rec.signals[d.plus].kind.is_brain()
             });
             let first = browser
                 .selected_trace()

@@ -56,7 +56,7 @@ struct Done {
 fn default_selection(rec: &Recording) -> Vec<bool> {
     let fs = rec.most_common_rate();
     let eeg: Vec<bool> = (rec.signals.iter())
-        .map(|s| s.fs == fs && crate::dsp::montage::is_eeg(&s.label, &s.unit))
+        .map(|s| s.fs == fs && s.kind.is_brain())
         .collect();
     if eeg.iter().any(|&e| e) {
         eeg

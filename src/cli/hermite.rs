@@ -7,7 +7,9 @@ use std::time::Instant;
 use anyhow::Context;
 
 use super::BackendChoice;
-use crate::analysis::hermite::{EcgBeats, EcgFilter, Fitter, HermiteReport, default_ecg_channel};
+use crate::analysis::hermite::{
+    EcgBeats, EcgFilter, Fitter, HermiteReport, default_ecg_channel, no_ecg_channel,
+};
 use crate::dsp::hermite::HermiteParams;
 
 #[derive(Debug, clap::Args)]
@@ -105,7 +107,7 @@ fn one(
         Some(label) => rec
             .signal_index(label)
             .with_context(|| format!("no channel {label:?} in {}", rec.display_name()))?,
-        None => default_ecg_channel(&rec).context("the recording has no signals")?,
+        None => default_ecg_channel(&rec).ok_or_else(|| anyhow::anyhow!(no_ecg_channel(&rec)))?,
     };
     let params = args.params();
     let started = Instant::now();

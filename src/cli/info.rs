@@ -29,8 +29,14 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     text += &format!("signals     {}", summary.signals.len());
     for s in &summary.signals {
         text += &format!(
-            "\n  {:<18} {:>8} Hz {:>10} samples  [{} .. {}] {}",
-            s.label, s.fs, s.samples, s.physical_min, s.physical_max, s.unit
+            "\n  {:<18} {:<8} {:>8} Hz {:>10} samples  [{} .. {}] {}",
+            s.label,
+            s.kind.name(),
+            s.fs,
+            s.samples,
+            s.physical_min,
+            s.physical_max,
+            s.unit
         );
     }
     for w in &summary.warnings {

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::recording::Recording;
+use crate::recording::{ChannelType, Recording};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MontageKind {
@@ -121,18 +121,6 @@ pub fn electrode_position(label: &str) -> Option<[f64; 3]> {
         })
 }
 
-/// Whether a signal looks like scalp EEG (for the common average): not ECG/EOG/EMG and friends,
-/// and in a voltage unit.
-pub fn is_eeg(label: &str, unit: &str) -> bool {
-    let l = label.to_ascii_uppercase();
-    let non_eeg = [
-        "ECG", "EKG", "EOG", "EMG", "RESP", "STATUS", "TRIG", "SPO2", "PULSE", "PHOTIC", "EVENT",
-        "ANNOT",
-    ];
-    let volt = matches!(unit.trim(), "uV" | "µV" | "mV" | "V" | "nV" | "");
-    volt && !non_eeg.iter().any(|n| l.contains(n))
-}
-
 /// The traces of a montage for a recording; `None` when the recording lacks its electrodes.
 pub fn derivations(rec: &Recording, kind: MontageKind) -> Option<Vec<Derivation>> {
     let find = |name: &str| {
@@ -167,7 +155,7 @@ pub fn derivations(rec: &Recording, kind: MontageKind) -> Option<Vec<Derivation>
         ),
         MontageKind::CommonAverage => {
             let eeg: Vec<usize> = (0..rec.signals.len())
-                .filter(|&i| is_eeg(&rec.signals[i].label, &rec.signals[i].unit))
+                .filter(|&i| rec.signals[i].kind == ChannelType::Eeg)
                 .collect();
             // Average only over channels sharing the most common rate.
             let fs = most_common(eeg.iter().map(|&i| rec.signals[i].fs))?;
@@ -214,8 +202,6 @@ mod tests {
         assert_eq!(electrode_name("EEG Fp1-Ref"), "FP1");
         assert_eq!(electrode_name("T7"), "T3");
         assert_eq!(electrode_name("Fc5."), "FC5");
-        assert!(is_eeg("Fp1", "uV"));
-        assert!(!is_eeg("ECG", "mV"));
         let fp1 = electrode_position("EEG Fp1-Ref").unwrap();
         assert!(fp1[1] > 0.9 && fp1[0] < 0.0, "{fp1:?}");
         assert_eq!(electrode_position("P7"), electrode_position("T5"));

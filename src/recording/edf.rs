@@ -17,7 +17,9 @@ use std::sync::Arc;
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 use memmap2::Mmap;
 
-use super::{Annotation, Format, ReadError, Recording, SampleSource, Segment, SignalInfo};
+use super::{
+    Annotation, ChannelType, Format, ReadError, Recording, SampleSource, Segment, SignalInfo,
+};
 
 const FIXED_HEADER: usize = 256;
 const PER_SIGNAL_HEADER: usize = 256;
@@ -343,6 +345,8 @@ fn parse(path: &Path, map: Mmap) -> Result<Recording, ReadError> {
             samples_per_record: s.samples_per_record,
             transducer: s.transducer,
             prefilter: s.prefilter,
+            kind: ChannelType::from_label(&s.label, &s.unit),
+            position: None,
             unit: s.unit,
             label: s.label,
         });

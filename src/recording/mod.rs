@@ -5,6 +5,7 @@
 //! of a signal. Samples are read on demand through [`SampleSource`]: opening a recording parses
 //! headers only, so a multi-gigabyte file opens at once and memory stays bounded.
 
+pub mod channel;
 pub mod csv;
 pub mod demo;
 pub mod edf;
@@ -18,6 +19,8 @@ use std::sync::Arc;
 
 use chrono::NaiveDateTime;
 use serde::Serialize;
+
+pub use channel::ChannelType;
 
 /// A reader's error, always naming the file and saying what is wrong with it.
 #[derive(Debug, thiserror::Error)]
@@ -135,6 +138,13 @@ pub struct SignalInfo {
     pub transducer: String,
     #[serde(skip)]
     pub prefilter: String,
+    /// What it measures (from the format where it says, else from the label).
+    #[serde(rename = "type")]
+    pub kind: ChannelType,
+    /// Electrode or sensor position in metres, head coordinates (x right, y front, z up),
+    /// where the file has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<[f64; 3]>,
 }
 
 /// An annotation: onset in seconds from the recording start, duration in seconds (0 for events).
@@ -487,6 +497,8 @@ pub fn in_memory(
         .map(|((label, unit, fs), d)| {
             let (lo, hi) = finite_min_max(d);
             SignalInfo {
+                kind: ChannelType::from_label(&label, &unit),
+                position: None,
                 label,
                 unit,
                 fs,

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 use memmap2::Mmap;
 
-use super::{Annotation, Format, ReadError, Recording, SampleSource, Segment, SignalInfo};
+use super::{
+    Annotation, ChannelType, Format, ReadError, Recording, SampleSource, Segment, SignalInfo,
+};
 
 /// A record is named by its header path with or without `.hea`, or by any of its files
 /// (signal `.dat`, annotations `.atr`, `.qrs`, `.ann`) that has a header beside it.
@@ -311,6 +313,8 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
                 samples_per_record: samples,
                 transducer: String::new(),
                 prefilter: String::new(),
+                kind: ChannelType::from_label(&s.description, &s.unit),
+                position: None,
             }
         })
         .collect();

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{BlinkJobError, DeblinkOptions, EegData};
 use crate::dsp::blink::simulate::{self, SimBlink, microvolts_per_unit, propagation};
-use crate::dsp::blink::{self, BlinkParams, dwt, is_eog};
+use crate::dsp::blink::{self, BlinkParams, dwt};
+use crate::recording::ChannelType;
 use crate::dsp::ica::Observations;
 use crate::recording::Recording;
 
@@ -37,7 +38,7 @@ pub fn base_blinks(rec: &Recording) -> Result<Vec<f64>, BlinkJobError> {
     let gap_s = params.min_separation_s;
     let mut peaks: Vec<f64> = Vec::new();
     let eog: Vec<usize> = (0..rec.signals.len())
-        .filter(|&i| is_eog(&rec.signals[i].label) && rec.signals[i].samples > 0)
+        .filter(|&i| rec.signals[i].kind == ChannelType::Eog && rec.signals[i].samples > 0)
         .collect();
     for &i in &eog {
         let fs = rec.signals[i].fs;
@@ -427,7 +428,7 @@ pub fn independent_events(data: &EegData, frontal: usize) -> (Vec<usize>, Vec<us
     let band = event_band(data.data.row(frontal), data.fs);
     let blinks = tall_peaks(&band, sd(&band), gap);
     let mut events = blinks.clone();
-    for i in (0..data.data.rows).filter(|&i| is_eog(&data.channels.labels[i])) {
+    for i in (0..data.data.rows).filter(|&i| data.channels.eog[i]) {
         let band = event_band(data.data.row(i), data.fs);
         let magnitude: Vec<f32> = band.iter().map(|v| v.abs()).collect();
         events.extend(tall_peaks(&magnitude, sd(&band), gap));

@@ -16,12 +16,11 @@ pub use measure::*;
 
 use crate::dsp::blink::classify::EventClass;
 use crate::dsp::blink::simulate::microvolts_per_unit;
-use crate::dsp::blink::{self, BlinkError, BlinkParams, Channels, Deblinked, is_eog};
+use crate::dsp::blink::{self, BlinkError, BlinkParams, Channels, Deblinked};
 use crate::dsp::ica::{self, Algorithm, Approach, FastIcaParams, Ica, IcaError, Observations};
-use crate::dsp::montage::is_eeg;
 use crate::gpu::GpuContext;
 use crate::gpu::ica::GpuFastIca;
-use crate::recording::{ReadError, Recording, edf_write, most_common_rate};
+use crate::recording::{ChannelType, ReadError, Recording, edf_write, most_common_rate};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BlinkJobError {
@@ -101,7 +100,7 @@ impl EegData {
         let eeg = |i: usize| {
             let s = &rec.signals[i];
             microvolts_per_unit(&s.unit).is_some()
-                && (is_eeg(&s.label, &s.unit) || is_eog(&s.label))
+                && matches!(s.kind, ChannelType::Eeg | ChannelType::Eog)
                 && s.samples > 0
         };
         let candidates: Vec<usize> = (0..rec.signals.len()).filter(|&i| eeg(i)).collect();
@@ -122,7 +121,15 @@ impl EegData {
             .iter()
             .map(|&i| rec.signals[i].label.clone())
             .collect();
-        let channels = Channels::resolve(&labels, opts.detect.as_deref(), opts.keep.as_deref())?;
+        let eog: Vec<bool> = (signals.iter())
+            .map(|&i| rec.signals[i].kind == ChannelType::Eog)
+            .collect();
+        let channels = Channels::resolve(
+            &labels,
+            Some(&eog),
+            opts.detect.as_deref(),
+            opts.keep.as_deref(),
+        )?;
         let mut data = vec![0.0f32; signals.len() * samples];
         for (row, &i) in data.chunks_exact_mut(samples.max(1)).zip(&signals) {
             rec.read(i, 0, row)?;

@@ -12,10 +12,9 @@ use std::time::{Duration, Instant};
 use lsl::{ExPushable, Pullable};
 
 use super::source::{Event, Source, StreamMeta};
-use crate::dsp::blink::is_eog;
 use crate::dsp::ica::Observations;
-use crate::dsp::montage::is_eeg;
-use crate::recording::{Recording, most_common_rate};
+use crate::recording::channel::is_eog;
+use crate::recording::{ChannelType, Recording, most_common_rate};
 
 /// Steps between time stamps beyond the nominal one by more than this are gaps, seconds.
 pub const GAP_S: f64 = 0.1;
@@ -134,6 +133,12 @@ impl LslSource {
             name: full.stream_name(),
             labels: picks.iter().map(|&i| labelled[i].0.clone()).collect(),
             units: picks.iter().map(|&i| labelled[i].1.clone()).collect(),
+            eog: (picks.iter())
+                .map(|&i| match labelled[i].2.as_str() {
+                    "" => is_eog(&labelled[i].0),
+                    t => ChannelType::parse(t) == Some(ChannelType::Eog),
+                })
+                .collect(),
             fs,
             start: now(),
             wide,
@@ -304,12 +309,10 @@ pub fn publish(
     let mut channels = info.desc().append_child("channels");
     for &i in &picks {
         let s = &rec.signals[i];
-        let kind = if is_eog(&s.label) {
-            "EOG"
-        } else if is_eeg(&s.label, &s.unit) {
-            "EEG"
-        } else {
-            "MISC"
+        let kind = match s.kind {
+            ChannelType::Eog => "EOG",
+            ChannelType::Eeg => "EEG",
+            _ => "MISC",
         };
         channels
             .append_child("channel")

@@ -299,7 +299,12 @@ pub struct Feed {
 impl Feed {
     pub fn new(meta: &source::StreamMeta, opts: &LiveOptions) -> Result<Self, BlinkJobError> {
         let d = &opts.deblink;
-        let channels = Channels::resolve(&meta.labels, d.detect.as_deref(), d.keep.as_deref())?;
+        let channels = Channels::resolve(
+            &meta.labels,
+            Some(&meta.eog),
+            d.detect.as_deref(),
+            d.keep.as_deref(),
+        )?;
         let streamer = Streamer::new(meta.fs, channels.clone(), opts.stream_params())?;
         Ok(Feed {
             streamer,

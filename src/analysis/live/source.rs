@@ -19,6 +19,8 @@ pub struct StreamMeta {
     pub name: String,
     pub labels: Vec<String>,
     pub units: Vec<String>,
+    /// Which channels are EOG (by the stream's or the file's channel types).
+    pub eog: Vec<bool>,
     pub fs: f64,
     /// Clock time of the first sample.
     pub start: NaiveDateTime,
@@ -85,6 +87,7 @@ impl<'a> FileSource<'a> {
                     name: (rec.path.as_ref()).map_or("demo".into(), |p| p.display().to_string()),
                     labels: data.channels.labels.clone(),
                     units: signals.iter().map(|s| s.unit.clone()).collect(),
+                    eog: data.channels.eog.clone(),
                     fs: data.fs,
                     start: rec.start,
                     wide: rec.format.edf_family() != Some("edf"),
@@ -100,6 +103,7 @@ impl<'a> FileSource<'a> {
                 name: "stream".into(),
                 labels: data.channels.labels.clone(),
                 units: vec!["uV".into(); n],
+                eog: data.channels.eog.clone(),
                 fs: data.fs,
                 start: NaiveDateTime::default(),
                 wide: true,

@@ -236,7 +236,7 @@ fn many_channels(data: &EegData) -> anyhow::Result<EegData> {
         rows.push(row);
         labels.push(format!("X{}", k + 1));
     }
-    let channels = Channels::resolve(&labels, None, None)?;
+    let channels = Channels::resolve(&labels, None, None, None)?;
     Ok(EegData {
         signals: Vec::new(),
         fs: data.fs * up as f64,

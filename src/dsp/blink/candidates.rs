@@ -102,7 +102,7 @@ pub(super) fn detect_candidates(
     let reference = classify::smooth(&summed, fs);
     let min_height = 0.5 * p.candidate_z as f32 * robust_sigma(&dwt::band(&reference, &levels));
     let groups: Vec<bool> = (channels.derivations.iter())
-        .map(|&(a, b)| b.is_none() && is_eog(&channels.labels[a]))
+        .map(|&(a, b)| b.is_none() && channels.eog[a])
         .collect();
     let candidates = candidates(&bands, &groups, p, (gap, half, hit));
     let classes = (candidates.iter())
@@ -130,7 +130,7 @@ pub(super) fn polarities(
 ) -> Vec<f64> {
     let frontopolar = ["FP1", "FP2", "FPZ", "AF7", "AF8", "AF3", "AF4"];
     let fp = (0..channels.labels.len()).find(|&i| {
-        !is_eog(&channels.labels[i])
+        !channels.eog[i]
             && frontopolar.contains(&electrode_name(&channels.labels[i]).as_str())
     });
     let fp_band = (channels.derivations.iter().any(|d| d.1.is_none()))

@@ -1,6 +1,7 @@
 //! The channels of a blink removal: which detect (EOG, frontal pairs) and which are kept.
 
 use super::*;
+use crate::recording::channel::is_eog;
 
 /// The frontal derivations the thesis recommends, in 10-20 names (after `electrode_name`).
 pub const FRONTAL_PAIRS: [(&str, &str); 4] =
@@ -17,23 +18,31 @@ pub const FALLBACK_PAIRS: [(&str, &str); 7] = [
 ];
 
 /// The channels of a blink removal: ICA runs on all of them; detection on `derivations`
-/// (anode, optional cathode, indices into the channels); `keep[i]` channels are not changed.
+/// (anode, optional cathode, indices into the channels); `keep[i]` channels are not changed;
+/// `eog[i]` says channel `i` is an EOG channel.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Channels {
     pub labels: Vec<String>,
     pub derivations: Vec<(usize, Option<usize>)>,
     pub keep: Vec<bool>,
+    pub eog: Vec<bool>,
 }
 
 impl Channels {
-    /// The frontal pairs present among `labels` (`FRONTAL_PAIRS`, else `FALLBACK_PAIRS`), or
-    /// the named ones: each entry a label or "A-B" of two labels. `keep` names channels to
-    /// leave as they are; by default EOG channels.
+    /// The EOG channels (vertical first, see `detection_eog`) and the frontal pairs present
+    /// among `labels` (`FRONTAL_PAIRS`, else `FALLBACK_PAIRS`), or the named ones: each entry
+    /// a label or "A-B" of two labels. `eog` flags the EOG channels by their channel type
+    /// (`None`: by label). `keep` names channels to leave as they are; by default EOG channels.
     pub fn resolve(
         labels: &[String],
+        eog: Option<&[bool]>,
         detect: Option<&[String]>,
         keep: Option<&[String]>,
     ) -> Result<Self, BlinkError> {
+        let eog: Vec<bool> = match eog {
+            Some(flags) if flags.len() == labels.len() => flags.to_vec(),
+            _ => labels.iter().map(|l| is_eog(l)).collect(),
+        };
         let find = |name: &str| -> Option<usize> {
             let exact = labels
                 .iter()
@@ -70,8 +79,8 @@ impl Channels {
                 if frontal.is_empty() {
                     frontal = present(&FALLBACK_PAIRS);
                 }
-                let eog = detection_eog(labels);
-                (eog.iter().map(|&i| (i, None)).chain(frontal)).collect()
+                let detecting = detection_eog(labels, &eog);
+                (detecting.iter().map(|&i| (i, None)).chain(frontal)).collect()
             }
         };
         if derivations.is_empty() {
@@ -87,12 +96,13 @@ impl Channels {
                 }
                 k
             }
-            None => labels.iter().map(|l| is_eog(l)).collect(),
+            None => eog.clone(),
         };
         Ok(Channels {
             labels: labels.to_vec(),
             derivations,
             keep,
+            eog,
         })
     }
 
@@ -105,13 +115,6 @@ impl Channels {
             })
             .collect()
     }
-}
-
-/// An EOG channel by its label: "EOG" anywhere (EOG1, VEOG, HEOG, EDF+'s "EOG Fp1-..." type
-/// prefix), Neuroscan's VEO/HEO, and the sleep montages' LOC/ROC.
-pub fn is_eog(label: &str) -> bool {
-    let l = label.trim().to_ascii_uppercase();
-    l.contains("EOG") || ["VEO", "HEO", "LOC", "ROC"].contains(&l.as_str())
 }
 
 /// Which way an EOG channel's label says it measures: `Some(true)` vertical, `Some(false)`
@@ -132,8 +135,8 @@ pub(super) fn eog_is_vertical(label: &str) -> Option<bool> {
 
 /// The EOG channels blink detection uses: the vertical ones where a label says so, else
 /// every EOG channel not labelled horizontal (a horizontal EOG shows saccades, hardly blinks).
-pub fn detection_eog(labels: &[String]) -> Vec<usize> {
-    let eog: Vec<usize> = (0..labels.len()).filter(|&i| is_eog(&labels[i])).collect();
+pub fn detection_eog(labels: &[String], is_eog: &[bool]) -> Vec<usize> {
+    let eog: Vec<usize> = (0..labels.len()).filter(|&i| is_eog[i]).collect();
     let vertical: Vec<usize> = (eog.iter().copied())
         .filter(|&i| eog_is_vertical(&labels[i]) == Some(true))
         .collect();

@@ -816,6 +816,7 @@ pub fn deblink(
             })
             .collect(),
         keep: used.iter().map(|&i| channels.keep[i]).collect(),
+        eog: used.iter().map(|&i| channels.eog[i]).collect(),
     };
     if sub.derivations.is_empty() {
         return Err(BlinkError::Flat(

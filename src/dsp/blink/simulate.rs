@@ -71,7 +71,7 @@ pub fn schedule(length_s: f64, rate_per_min: f64, amplitude_uv: f64, seed: u64) 
 
 /// The propagation factor of a channel (see the module's notes).
 pub fn propagation(label: &str) -> Option<f64> {
-    if super::is_eog(label) {
+    if crate::recording::channel::is_eog(label) {
         return Some(1.0);
     }
     let p = electrode_position(label)?;

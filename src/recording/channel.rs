@@ -1,0 +1,212 @@
+//! What a signal measures: its channel type, from the format where it has one (FIF's kind,
+//! EEGLAB's `type`, BIDS' `_channels.tsv`) and from the label otherwise.
+
+use serde::{Deserialize, Serialize};
+
+/// A signal's channel type, named as MNE-Python names them (`ede info --json` writes these).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChannelType {
+    #[default]
+    Eeg,
+    /// MEG magnetometer (T).
+    Mag,
+    /// MEG gradiometer (T/m).
+    Grad,
+    /// MEG reference sensor (4D/BTi, CTF): noise, not brain.
+    RefMeg,
+    Eog,
+    Ecg,
+    Emg,
+    /// Trigger or status channel: its steps are events.
+    Stim,
+    Resp,
+    Misc,
+}
+
+impl ChannelType {
+    /// Every type, in the order the browser groups them.
+    pub const ALL: [ChannelType; 10] = [
+        ChannelType::Mag,
+        ChannelType::Grad,
+        ChannelType::RefMeg,
+        ChannelType::Eeg,
+        ChannelType::Eog,
+        ChannelType::Ecg,
+        ChannelType::Emg,
+        ChannelType::Resp,
+        ChannelType::Stim,
+        ChannelType::Misc,
+    ];
+
+    /// The name a user reads (menus, groups, `ede info`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ChannelType::Eeg => "EEG",
+            ChannelType::Mag => "MEG mag",
+            ChannelType::Grad => "MEG grad",
+            ChannelType::RefMeg => "MEG ref",
+            ChannelType::Eog => "EOG",
+            ChannelType::Ecg => "ECG",
+            ChannelType::Emg => "EMG",
+            ChannelType::Stim => "Stim",
+            ChannelType::Resp => "Resp",
+            ChannelType::Misc => "Misc",
+        }
+    }
+
+    /// Brain signals: what Cross-ApEn, scalograms and ICA take by default.
+    pub fn is_brain(self) -> bool {
+        matches!(self, ChannelType::Eeg | ChannelType::Mag | ChannelType::Grad)
+    }
+
+    /// A type named by a file or a user: MNE's names (eeg, mag, grad, ref_meg, eog, ecg, emg,
+    /// stim, resp, misc), BIDS' `_channels.tsv` types (EEG, MEGMAG, MEGGRADPLANAR, VEOG, TRIG,
+    /// ...) and EEGLAB's free-text `type` field. `None` for a name that says nothing known.
+    pub fn parse(name: &str) -> Option<ChannelType> {
+        let n: String = (name.trim().to_ascii_uppercase().chars())
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect();
+        Some(match n.as_str() {
+            "EEG" | "SEEG" | "ECOG" | "DBS" => ChannelType::Eeg,
+            "MAG" | "MEGMAG" | "MEG" | "MEGGRADAXIAL" => ChannelType::Mag,
+            "GRAD" | "MEGGRADPLANAR" | "PLANAR" => ChannelType::Grad,
+            "REFMEG" | "MEGREFMAG" | "MEGREFGRADAXIAL" | "MEGREFGRADPLANAR" | "MEGOTHER" => {
+                ChannelType::RefMeg
+            }
+            "EOG" | "VEOG" | "HEOG" => ChannelType::Eog,
+            "ECG" | "EKG" => ChannelType::Ecg,
+            "EMG" => ChannelType::Emg,
+            "STIM" | "TRIG" | "TRIGGER" | "STATUS" | "EVENT" => ChannelType::Stim,
+            "RESP" => ChannelType::Resp,
+            "MISC" | "OTHER" | "AUDIO" | "TEMP" | "GSR" | "PPG" | "SYSCLOCK" | "HEADSHAPE" => {
+                ChannelType::Misc
+            }
+            _ => return None,
+        })
+    }
+
+    /// The type a label says, for formats that keep none: EDF+'s type prefix ("EEG Fp1-Ref",
+    /// "ECG ECG1"), then names (EOG1, VEOG, LOC; ECG, MLII, V5; EMG, Chin; Status, STI 014,
+    /// Trigger; Resp, Thor, Flow; SpO2, Temp, acc). Otherwise EEG where the unit is a voltage
+    /// (or unsaid), and miscellaneous where it is not (G, %, degC).
+    pub fn from_label(label: &str, unit: &str) -> ChannelType {
+        let up = label.trim().to_ascii_uppercase();
+        if let Some((prefix, rest)) = up.split_once(' ') {
+            if let Some(t) = edf_plus_prefix(prefix) {
+                return t;
+            }
+            if prefix == "POL" {
+                // Nihon Kohden's polygraph prefix says nothing: the rest may.
+                return ChannelType::from_label(rest, unit);
+            }
+        }
+        if let Some(t) = by_name(&up) {
+            return t;
+        }
+        if is_voltage(unit) {
+            ChannelType::Eeg
+        } else {
+            ChannelType::Misc
+        }
+    }
+}
+
+/// EDF+'s standard signal types (the specification's table), as label prefixes.
+fn edf_plus_prefix(prefix: &str) -> Option<ChannelType> {
+    Some(match prefix {
+        "EEG" => ChannelType::Eeg,
+        "ECG" | "EKG" => ChannelType::Ecg,
+        "EOG" => ChannelType::Eog,
+        "EMG" => ChannelType::Emg,
+        "MEG" => ChannelType::Mag,
+        "RESP" => ChannelType::Resp,
+        "EVENT" => ChannelType::Stim,
+        "ERG" | "EP" | "TEMP" | "SAO2" | "SPO2" | "LIGHT" | "SOUND" | "POS" | "VOL" | "MCG" => {
+            ChannelType::Misc
+        }
+        _ => return None,
+    })
+}
+
+fn by_name(up: &str) -> Option<ChannelType> {
+    const LEADS: [&str; 13] = [
+        "MLII", "I", "II", "III", "AVR", "AVL", "AVF", "V1", "V2", "V3", "V4", "V5", "V6",
+    ];
+    let starts = |words: &[&str]| words.iter().any(|w| up.starts_with(w));
+    Some(if is_eog(up) {
+        ChannelType::Eog
+    } else if up.contains("ECG") || up.contains("EKG") || LEADS.contains(&up) {
+        ChannelType::Ecg
+    } else if up.contains("EMG") || starts(&["CHIN"]) {
+        ChannelType::Emg
+    } else if starts(&["STATUS", "TRIG", "STI ", "STI0", "STI1", "MARKER"]) || up == "STI" {
+        ChannelType::Stim
+    } else if starts(&["RESP", "THOR", "ABDO", "ABD ", "FLOW", "AIRFLOW", "NASAL"]) {
+        ChannelType::Resp
+    } else if starts(&[
+        "SAO2", "SPO2", "PLETH", "PULSE", "TEMP", "ACC", "LIGHT", "BODY", "POSITION", "GSR", "EDA",
+        "MISC", "PHOTIC", "ANNOT",
+    ]) {
+        ChannelType::Misc
+    } else {
+        return None;
+    })
+}
+
+fn is_voltage(unit: &str) -> bool {
+    let u = unit.trim();
+    u.is_empty() || ["V", "mV", "uV", "µV", "μV", "nV"].contains(&u)
+}
+
+/// An EOG channel by its label: "EOG" anywhere (EOG1, VEOG, HEOG, EDF+'s "EOG Fp1-..." type
+/// prefix), Neuroscan's VEO/HEO, and the sleep montages' LOC/ROC.
+pub fn is_eog(label: &str) -> bool {
+    let l = label.trim().to_ascii_uppercase();
+    l.contains("EOG") || ["VEO", "HEO", "LOC", "ROC"].contains(&l.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ChannelType::*;
+    use super::*;
+
+    #[test]
+    fn labels_say_their_type() {
+        let cases = [
+            ("EEG Fp1-Ref", "uV", Eeg),
+            ("ECG ECG1", "uV", Ecg),
+            ("POL E", "uV", Eeg),
+            ("SaO2 X9", "uV", Misc),
+            ("EOG1", "uV", Eog),
+            ("VEOG", "uV", Eog),
+            ("LOC", "uV", Eog),
+            ("MLII", "mV", Ecg),
+            ("V5", "mV", Ecg),
+            ("EMG", "uV", Emg),
+            ("Chin1", "uV", Emg),
+            ("Status", "", Stim),
+            ("STI 014", "V", Stim),
+            ("Trigger", "uV", Stim),
+            ("Resp oro-nasal", "", Resp),
+            ("acc1", "G", Misc),
+            ("Fz", "uV", Eeg),
+            ("squarewave", "uV", Eeg),
+            ("Temp rectal", "degC", Misc),
+            ("Light", "lux", Misc),
+        ];
+        for (label, unit, want) in cases {
+            assert_eq!(ChannelType::from_label(label, unit), want, "{label}");
+        }
+    }
+
+    #[test]
+    fn type_names_of_files_parse() {
+        assert_eq!(ChannelType::parse("MEGGRADPLANAR"), Some(Grad));
+        assert_eq!(ChannelType::parse("ref_meg"), Some(RefMeg));
+        assert_eq!(ChannelType::parse("VEOG"), Some(Eog));
+        assert_eq!(ChannelType::parse("TRIG"), Some(Stim));
+        assert_eq!(ChannelType::parse("eeg"), Some(Eeg));
+        assert_eq!(ChannelType::parse("scalp"), None);
+    }
+}
