@@ -256,7 +256,8 @@ impl HermiteView {
     }
 
     fn request(&self) -> Result<Request, String> {
-        let signal = (self.signal).ok_or("the recording has no ECG channel: pick one under Channel")?;
+        let signal =
+            (self.signal).ok_or("the recording has no ECG channel: pick one under Channel")?;
         let params = self.params();
         params.sigma_grid().map_err(|e| e.to_string())?;
         Ok(Request {

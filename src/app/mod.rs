@@ -520,11 +520,11 @@ impl EdeApp {
         let started = std::thread::Builder::new()
             .name("ede file dialog".into())
             .spawn(move || {
+                let extensions: Vec<&str> = (crate::recording::READERS.iter())
+                    .flat_map(|r| r.extensions.iter().copied())
+                    .collect();
                 let chosen = rfd::FileDialog::new()
-                    .add_filter(
-                        "Recordings",
-                        &["edf", "bdf", "rec", "hea", "dat", "atr", "csv"],
-                    )
+                    .add_filter("Recordings", &extensions)
                     .add_filter("All files", &["*"])
                     .pick_file();
                 let _ = tx.send(chosen);

@@ -316,9 +316,10 @@ impl ScalogramView {
         let spec = browser.traces.spec.clone();
         if self.traces.is_empty() {
             // The clicked trace, else the first EEG trace, else the first.
-            let eeg = spec.derivations.iter().position(|d| {
-                self.rec.signals[d.plus].kind.is_brain()
-            });
+            let eeg = spec
+                .derivations
+                .iter()
+                .position(|d| self.rec.signals[d.plus].kind.is_brain());
             let first = browser
                 .selected_trace()
                 .or(eeg)

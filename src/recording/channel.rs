@@ -57,7 +57,10 @@ impl ChannelType {
 
     /// Brain signals: what Cross-ApEn, scalograms and ICA take by default.
     pub fn is_brain(self) -> bool {
-        matches!(self, ChannelType::Eeg | ChannelType::Mag | ChannelType::Grad)
+        matches!(
+            self,
+            ChannelType::Eeg | ChannelType::Mag | ChannelType::Grad
+        )
     }
 
     /// A type named by a file or a user: MNE's names (eeg, mag, grad, ref_meg, eog, ecg, emg,

@@ -5,6 +5,8 @@
 //! of a signal. Samples are read on demand through [`SampleSource`]: opening a recording parses
 //! headers only, so a multi-gigabyte file opens at once and memory stays bounded.
 
+pub mod binary;
+pub mod brainvision;
 pub mod channel;
 pub mod csv;
 pub mod demo;
@@ -51,6 +53,60 @@ impl ReadError {
     }
 }
 
+/// A file format ede reads. Adding one is a module with an `open` and a line in [`READERS`].
+pub struct Reader {
+    /// What the user reads in messages and the file dialog.
+    pub name: &'static str,
+    /// Extensions (lower case) of the files a user may pick to open it.
+    pub extensions: &'static [&'static str],
+    /// Whether a file's first bytes (up to 64) are this format; `None` for formats known by
+    /// their name only.
+    pub sniff: Option<fn(&[u8]) -> bool>,
+    /// What the first bytes must be, for the error when a file's name says this format and
+    /// its content does not.
+    pub signature: &'static str,
+    /// Whether `path` belongs to this format through a file beside it (WFDB's `.dat` with
+    /// its `.hea`, BrainVision's `.eeg` with its `.vhdr`).
+    pub companion: Option<fn(&Path) -> bool>,
+    pub open: fn(&Path, &OpenOptions) -> Result<Recording, ReadError>,
+}
+
+/// Every format ede reads, in the order they are tried.
+pub const READERS: &[Reader] = &[
+    Reader {
+        name: "EDF/EDF+/BDF/BDF+",
+        extensions: &["edf", "bdf", "rec"],
+        sniff: Some(edf::looks_like_edf),
+        signature: "the header does not start with the EDF version \"0\" or the BDF marker",
+        companion: None,
+        open: |p, _| edf::open(p),
+    },
+    Reader {
+        name: "WFDB",
+        extensions: &["hea", "dat", "atr"],
+        sniff: None,
+        signature: "",
+        companion: Some(wfdb::is_wfdb_path),
+        open: |p, _| wfdb::open(p),
+    },
+    Reader {
+        name: "BrainVision",
+        extensions: &["vhdr", "vmrk", "eeg"],
+        sniff: Some(brainvision::sniff),
+        signature: "the header does not start with \"Brain Vision Data Exchange Header File\"",
+        companion: Some(brainvision::is_companion),
+        open: |p, _| brainvision::open(p),
+    },
+    Reader {
+        name: "CSV",
+        extensions: &["csv", "tsv", "txt"],
+        sniff: None,
+        signature: "",
+        companion: None,
+        open: |p, o| csv::open(p, o.csv_fs),
+    },
+];
+
 /// The sampling rate most of `rates` share (of equally common ones, the last seen), `None` for
 /// none.
 pub fn most_common_rate(rates: impl IntoIterator<Item = f64>) -> Option<f64> {
@@ -83,6 +139,8 @@ pub enum Format {
     Wfdb,
     #[serde(rename = "CSV")]
     Csv,
+    #[serde(rename = "BrainVision")]
+    BrainVision,
     #[serde(rename = "DEMO")]
     Demo,
     /// The newest samples of a Lab Streaming Layer stream, held in memory (live mode).
@@ -97,7 +155,7 @@ impl Format {
         match self {
             Format::Edf | Format::EdfPlusC | Format::EdfPlusD => Some("edf"),
             Format::Bdf | Format::BdfPlusC | Format::BdfPlusD => Some("bdf"),
-            Format::Wfdb | Format::Csv | Format::Demo | Format::Lsl => None,
+            _ => None,
         }
     }
 }
@@ -113,6 +171,7 @@ impl fmt::Display for Format {
             Format::BdfPlusD => "BDF+D",
             Format::Wfdb => "WFDB",
             Format::Csv => "CSV",
+            Format::BrainVision => "BrainVision",
             Format::Demo => "DEMO",
             Format::Lsl => "LSL",
         };
@@ -258,13 +317,17 @@ impl Recording {
         }
     }
 
-    /// Opens any supported file, recognising the format from its content (and `.hea`/`.csv`
-    /// names). A WFDB record may be named with or without `.hea`.
+    /// Opens any supported file: the format is recognised from its first bytes, else from a
+    /// file beside it (a WFDB record's `.hea`, a BrainVision set's `.vhdr`), else from its
+    /// extension (see [`READERS`]).
     pub fn open(path: &Path, options: &OpenOptions) -> Result<Recording, ReadError> {
-        if wfdb::is_wfdb_path(path) {
-            return wfdb::open(path);
+        if let Some(r) = READERS
+            .iter()
+            .find(|r| r.companion.is_some_and(|c| c(path)))
+        {
+            return (r.open)(path, options);
         }
-        let mut head = [0u8; 8];
+        let mut head = [0u8; 64];
         let n = {
             use std::io::Read;
             let mut f = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
@@ -276,22 +339,31 @@ impl Recording {
         if n == 0 {
             return Err(ReadError::invalid(path, "the file is empty"));
         }
-        if edf::looks_like_edf(&head[..n]) {
-            return edf::open(path);
+        if let Some(r) = READERS
+            .iter()
+            .find(|r| r.sniff.is_some_and(|s| s(&head[..n])))
+        {
+            return (r.open)(path, options);
         }
-        let ext = path
-            .extension()
-            .map(|e| e.to_string_lossy().to_ascii_lowercase());
-        match ext.as_deref() {
-            Some("csv") | Some("tsv") | Some("txt") => csv::open(path, options.csv_fs),
-            Some("edf") | Some("bdf") | Some("rec") => Err(ReadError::invalid(
+        let ext = (path.extension())
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .unwrap_or_default();
+        match READERS
+            .iter()
+            .find(|r| r.extensions.contains(&ext.as_str()))
+        {
+            Some(r) if r.sniff.is_none() => (r.open)(path, options),
+            Some(r) => Err(ReadError::invalid(
                 path,
-                "not an EDF/BDF file: the header does not start with the EDF version \"0\" or the BDF marker",
+                format!("not a {} file: {}", r.name, r.signature),
             )),
-            _ => Err(ReadError::invalid(
-                path,
-                "unknown file format (ede reads EDF, EDF+, BDF, BDF+, WFDB records and CSV)",
-            )),
+            None => {
+                let names: Vec<&str> = READERS.iter().map(|r| r.name).collect();
+                Err(ReadError::invalid(
+                    path,
+                    format!("unknown file format (ede reads {})", names.join(", ")),
+                ))
+            }
         }
     }
 

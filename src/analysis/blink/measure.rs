@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use super::{BlinkJobError, DeblinkOptions, EegData};
 use crate::dsp::blink::simulate::{self, SimBlink, microvolts_per_unit, propagation};
 use crate::dsp::blink::{self, BlinkParams, dwt};
-use crate::recording::ChannelType;
 use crate::dsp::ica::Observations;
+use crate::recording::ChannelType;
 use crate::recording::Recording;
 
 /// The ground truth `ede blinks simulate` writes beside the recording.

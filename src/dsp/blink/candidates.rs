@@ -130,8 +130,7 @@ pub(super) fn polarities(
 ) -> Vec<f64> {
     let frontopolar = ["FP1", "FP2", "FPZ", "AF7", "AF8", "AF3", "AF4"];
     let fp = (0..channels.labels.len()).find(|&i| {
-        !channels.eog[i]
-            && frontopolar.contains(&electrode_name(&channels.labels[i]).as_str())
+        !channels.eog[i] && frontopolar.contains(&electrode_name(&channels.labels[i]).as_str())
     });
     let fp_band = (channels.derivations.iter().any(|d| d.1.is_none()))
         .then_some(fp)

@@ -1,0 +1,293 @@
+//! The research formats against what MNE-Python reads from the same files: the fixtures in
+//! `tests/fixtures/` were written by pybv / MNE-Python / eeglabio and read back by MNE-Python
+//! into `<name>.expected.json` (`tests/fixtures/make_fixtures.py` makes them again).
+
+use std::path::{Path, PathBuf};
+
+use ede::recording::{ChannelType, Format, OpenOptions, Recording};
+use serde_json::Value;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn open(p: &Path) -> Recording {
+    Recording::open(p, &OpenOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Volts per unit of a channel's samples.
+fn volts_per(unit: &str) -> f64 {
+    match unit {
+        "uV" | "µV" => 1e-6,
+        "mV" => 1e-3,
+        "nV" => 1e-9,
+        "V" => 1.0,
+        "fT" => 1e-15,
+        "T" | "T/m" => 1.0,
+        u => panic!("unexpected unit {u}"),
+    }
+}
+
+/// Names, rate, length, every sample (to `tolerance_v` volts), annotations and positions as
+/// MNE-Python read them.
+fn agrees_with_mne(rec: &Recording, expected: &str, tolerance_v: f64) {
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(expected)).unwrap()).unwrap();
+    let names: Vec<&str> = (want["ch_names"].as_array().unwrap().iter())
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let labels: Vec<&str> = rec.signals.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, names, "{expected}: channel names");
+    let n = want["n_times"].as_u64().unwrap() as usize;
+    let fs = want["sfreq"].as_f64().unwrap();
+    for (c, s) in rec.signals.iter().enumerate() {
+        assert_eq!(s.samples, n, "{expected}: {} samples", s.label);
+        assert!(
+            (s.fs - fs).abs() < 1e-9,
+            "{expected}: rate {} vs {fs}",
+            s.fs
+        );
+        let ours = rec.read_all(c).unwrap();
+        let theirs = want["data_v"][c].as_array().unwrap();
+        let scale = volts_per(&s.unit);
+        for (k, (a, b)) in ours.iter().zip(theirs).enumerate() {
+            let b = b.as_f64().unwrap();
+            let a = *a as f64 * scale;
+            assert!(
+                (a - b).abs() <= tolerance_v + 1e-6 * b.abs(),
+                "{expected}: {} sample {k}: ede {a:e} V, MNE {b:e} V",
+                s.label
+            );
+        }
+    }
+    let anns = want["annotations"].as_array().unwrap();
+    assert_eq!(rec.annotations.len(), anns.len(), "{expected}: annotations");
+    for (a, b) in rec.annotations.iter().zip(anns) {
+        assert!(
+            (a.onset - b["onset"].as_f64().unwrap()).abs() < 1e-9,
+            "{a:?} {b}"
+        );
+        assert!(
+            (a.duration - b["duration"].as_f64().unwrap()).abs() < 1e-9,
+            "{a:?} {b}"
+        );
+        assert_eq!(a.text, b["description"].as_str().unwrap());
+    }
+    let positions = want["positions_m"].as_object().unwrap();
+    for s in &rec.signals {
+        match (s.position, positions.get(&s.label)) {
+            (None, None) => {}
+            (Some(p), Some(q)) => {
+                for (a, b) in p.iter().zip(q.as_array().unwrap()) {
+                    assert!(
+                        (a - b.as_f64().unwrap()).abs() < 1e-9,
+                        "{}: {p:?} {q}",
+                        s.label
+                    );
+                }
+            }
+            (p, q) => panic!("{expected}: {} position: ede {p:?}, MNE {q:?}", s.label),
+        }
+    }
+    if let Some(date) = want["meas_date"].as_str() {
+        let ours = rec.start.format("%Y-%m-%dT%H:%M:%S%.6f").to_string();
+        assert!(
+            date.starts_with(&ours),
+            "{expected}: start {ours} vs {date}"
+        );
+    }
+}
+
+#[test]
+fn brainvision_reads_as_mne_does() {
+    for (name, tolerance_v) in [("bv_int16", 1e-12), ("bv_float32", 1e-12)] {
+        let rec = open(&fixture(&format!("{name}.vhdr")));
+        assert_eq!(rec.format, Format::BrainVision);
+        agrees_with_mne(&rec, &format!("{name}.expected.json"), tolerance_v);
+        let types: Vec<ChannelType> = rec.signals.iter().map(|s| s.kind).collect();
+        use ChannelType::*;
+        // MNE-Python calls ECG "eeg" (or "misc" in mV) unless told: BrainVision keeps no types.
+        assert_eq!(types, [Eeg, Eeg, Eeg, Eeg, Eog, Ecg], "{name}");
+        // The data and marker files open the set too.
+        let by_data = open(&fixture(&format!("{name}.eeg")));
+        assert_eq!(by_data.path, rec.path);
+    }
+}
+
+/// Writes the int16 fixture again as `binary` / `orientation` (the other layouts BrainVision
+/// Recorder writes) and checks every sample reads the same.
+#[test]
+fn brainvision_layouts_agree() {
+    let reference = open(&fixture("bv_int16.vhdr"));
+    let n = reference.signals[0].samples;
+    let channels = reference.signals.len();
+    let raw = std::fs::read(fixture("bv_int16.eeg")).unwrap();
+    let value = |k: usize, c: usize| {
+        let at = (k * channels + c) * 2;
+        i16::from_le_bytes([raw[at], raw[at + 1]])
+    };
+    let header = std::fs::read_to_string(fixture("bv_int16.vhdr")).unwrap();
+    let markers = std::fs::read_to_string(fixture("bv_int16.vmrk")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (format, orientation) in [
+        ("INT_32", "VECTORIZED"),
+        ("INT_32", "MULTIPLEXED"),
+        ("IEEE_FLOAT_32", "VECTORIZED"),
+        ("UINT_16", "MULTIPLEXED"),
+    ] {
+        let order: Vec<(usize, usize)> = if orientation == "VECTORIZED" {
+            (0..channels)
+                .flat_map(|c| (0..n).map(move |k| (k, c)))
+                .collect()
+        } else {
+            (0..n)
+                .flat_map(|k| (0..channels).map(move |c| (k, c)))
+                .collect()
+        };
+        let mut bytes = Vec::new();
+        for (k, c) in order {
+            let v = value(k, c);
+            match format {
+                "INT_32" => bytes.extend((v as i32).to_le_bytes()),
+                "IEEE_FLOAT_32" => bytes.extend((v as f32).to_le_bytes()),
+                _ => bytes.extend(((v as i32 + 32768) as u16).to_le_bytes()),
+            }
+        }
+        let base = format!("x_{format}_{orientation}");
+        std::fs::write(dir.path().join(format!("{base}.eeg")), bytes).unwrap();
+        std::fs::write(dir.path().join(format!("{base}.vmrk")), &markers).unwrap();
+        let h = header
+            .replace("bv_int16.eeg", &format!("{base}.eeg"))
+            .replace("bv_int16.vmrk", &format!("{base}.vmrk"))
+            .replace("BinaryFormat=INT_16", &format!("BinaryFormat={format}"))
+            .replace(
+                "DataOrientation=MULTIPLEXED",
+                &format!("DataOrientation={orientation}"),
+            );
+        let vhdr = dir.path().join(format!("{base}.vhdr"));
+        std::fs::write(&vhdr, h).unwrap();
+        let rec = open(&vhdr);
+        assert_eq!(rec.annotations, reference.annotations);
+        for c in 0..channels {
+            let a = rec.read_all(c).unwrap();
+            let b = reference.read_all(c).unwrap();
+            // UINT_16 stores the value plus 32768: its offset shows as a constant.
+            let offset = if format == "UINT_16" { 3276.8 } else { 0.0 };
+            for (x, y) in a.iter().zip(&b) {
+                assert!((x - y - offset).abs() < 1e-3, "{base} ch {c}: {x} vs {y}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_brainvision_sets_say_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = std::fs::read_to_string(fixture("bv_int16.vhdr")).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let err = |p: &Path| {
+        Recording::open(p, &OpenOptions::default())
+            .err()
+            .unwrap_or_else(|| panic!("{} opened", p.display()))
+            .to_string()
+    };
+    // The data file it names is missing: the message names it.
+    let e = err(&write("nodata.vhdr", &header));
+    assert!(e.contains("bv_int16.eeg") && e.contains("missing"), "{e}");
+    // A header that is not one.
+    let e = err(&write("garbage.vhdr", "just some text\n"));
+    assert!(e.contains("not a BrainVision"), "{e}");
+    let e = err(&write("empty.vhdr", ""));
+    assert!(e.contains("empty"), "{e}");
+    // Fields out of range.
+    for (from, to, says) in [
+        (
+            "SamplingInterval=4000.0",
+            "SamplingInterval=0",
+            "SamplingInterval",
+        ),
+        (
+            "SamplingInterval=4000.0",
+            "SamplingInterval=abc",
+            "SamplingInterval",
+        ),
+        (
+            "NumberOfChannels=6",
+            "NumberOfChannels=99999999999",
+            "NumberOfChannels",
+        ),
+        ("BinaryFormat=INT_16", "BinaryFormat=INT_64", "INT_64"),
+        ("DataFormat=BINARY", "DataFormat=ASCII", "ASCII"),
+        ("Ch3=Cz,,0.1,µV", "Ch3=Cz,,x,µV", "resolution"),
+    ] {
+        let text = header.replace(from, to);
+        std::fs::copy(fixture("bv_int16.eeg"), dir.path().join("bv_int16.eeg")).unwrap();
+        let e = err(&write("bad.vhdr", &text));
+        assert!(e.contains(says), "{to}: {e}");
+    }
+    // A data file cut short of a whole sample: what is whole opens, with a warning.
+    let bytes = std::fs::read(fixture("bv_int16.eeg")).unwrap();
+    std::fs::write(dir.path().join("bv_int16.eeg"), &bytes[..bytes.len() - 5]).unwrap();
+    let rec = open(&write("cut.vhdr", &header));
+    assert_eq!(rec.signals[0].samples, 749);
+    assert!(
+        rec.warnings.iter().any(|w| w.contains("whole number")),
+        "{:?}",
+        rec.warnings
+    );
+    // A missing marker file costs the markers, not the recording.
+    let rec = open(&write(
+        "nomarkers.vhdr",
+        &header.replace("bv_int16.vmrk", "gone.vmrk"),
+    ));
+    assert!(rec.annotations.is_empty());
+    assert!(
+        rec.warnings.iter().any(|w| w.contains("markers")),
+        "{:?}",
+        rec.warnings
+    );
+}
+
+/// Mutated headers and data: every one opens or fails with an error, never panics, and what
+/// opens decodes every sample.
+#[test]
+fn mutated_brainvision_sets_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = std::fs::read(fixture("bv_int16.vhdr")).unwrap();
+    let data = std::fs::read(fixture("bv_int16.eeg")).unwrap();
+    std::fs::copy(fixture("bv_int16.vmrk"), dir.path().join("bv_int16.vmrk")).unwrap();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rnd = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let vhdr = dir.path().join("m.vhdr");
+    for _ in 0..1500 {
+        let mut h = header.clone();
+        let mut d = data.clone();
+        for _ in 0..1 + rnd() % 4 {
+            let i = (rnd() as usize) % h.len();
+            h[i] = b"0123456789,=[]\n;-.xCh"[(rnd() as usize) % 21];
+        }
+        if rnd() % 3 == 0 {
+            d.truncate((rnd() as usize) % (d.len() + 1));
+        }
+        std::fs::write(&vhdr, &h).unwrap();
+        std::fs::write(dir.path().join("bv_int16.eeg"), &d).unwrap();
+        if let Ok(rec) = Recording::open(&vhdr, &OpenOptions::default()) {
+            for i in 0..rec.signals.len() {
+                if rec.signals[i].samples < 10_000_000 {
+                    rec.read_all(i).unwrap();
+                }
+            }
+        }
+    }
+}
