@@ -17,12 +17,18 @@ fuzz_target!(|data: &[u8]| {
     // The readers memory-map files, so the input goes through one.
     let dir = std::env::temp_dir().join(format!("ede-fuzz-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let name = match kind % 4 {
+    let name = match kind % 6 {
         0 => "f.edf",
         1 => "f.bdf",
         2 => "f.hea",
+        3 => "f.vhdr",
+        4 => "f.set",
         _ => "f.csv",
     };
+    if name == "f.vhdr" {
+        // The header's data file: a few samples of the fixture's 6 int16 channels.
+        std::fs::write(dir.join("bv_int16.eeg"), [1u8; 6 * 2 * 40]).unwrap();
+    }
     let path = dir.join(name);
     std::fs::File::create(&path)
         .and_then(|mut f| f.write_all(bytes))

@@ -24,9 +24,11 @@ use super::{
 const FIXED_HEADER: usize = 256;
 const PER_SIGNAL_HEADER: usize = 256;
 
-/// True when the first bytes are an EDF version field ("0") or the BDF marker (0xFF "BIOSEMI").
+/// True when the first bytes are an EDF version field ("0" and seven spaces) or the BDF
+/// marker (0xFF "BIOSEMI"). Only the first 8 bytes (the version field) count.
 pub fn looks_like_edf(head: &[u8]) -> bool {
-    is_bdf(head) || (head.first() == Some(&b'0') && head[1..].iter().all(|&c| c == b' '))
+    let version = &head[..head.len().min(8)];
+    is_bdf(version) || (version.first() == Some(&b'0') && version[1..].iter().all(|&c| c == b' '))
 }
 
 fn is_bdf(head: &[u8]) -> bool {

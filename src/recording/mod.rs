@@ -13,6 +13,8 @@ pub mod demo;
 pub mod edf;
 pub mod edf_record;
 pub mod edf_write;
+pub mod eeglab;
+pub mod mat5;
 pub mod wfdb;
 
 use std::fmt;
@@ -98,6 +100,14 @@ pub const READERS: &[Reader] = &[
         open: |p, _| brainvision::open(p),
     },
     Reader {
+        name: "EEGLAB",
+        extensions: &["set", "fdt"],
+        sniff: None,
+        signature: "",
+        companion: Some(eeglab::is_companion),
+        open: |p, _| eeglab::open(p),
+    },
+    Reader {
         name: "CSV",
         extensions: &["csv", "tsv", "txt"],
         sniff: None,
@@ -141,6 +151,8 @@ pub enum Format {
     Csv,
     #[serde(rename = "BrainVision")]
     BrainVision,
+    #[serde(rename = "EEGLAB")]
+    Eeglab,
     #[serde(rename = "DEMO")]
     Demo,
     /// The newest samples of a Lab Streaming Layer stream, held in memory (live mode).
@@ -172,6 +184,7 @@ impl fmt::Display for Format {
             Format::Wfdb => "WFDB",
             Format::Csv => "CSV",
             Format::BrainVision => "BrainVision",
+            Format::Eeglab => "EEGLAB",
             Format::Demo => "DEMO",
             Format::Lsl => "LSL",
         };
