@@ -134,7 +134,9 @@ fn default_scale(unit: &str, physical_range: f64) -> f32 {
     match unit.trim() {
         "uV" | "µV" | "microvolt" => 100.0,
         "mV" => 2.0,
-        "V" => 0.002,
+        "V" => 1e-4,
+        "T" => 1e-12,
+        "T/m" => 4e-11,
         "nV" => 1e5,
         _ if physical_range.is_finite() && physical_range > 0.0 => (physical_range / 2.0) as f32,
         _ => 1.0,

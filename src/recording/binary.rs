@@ -27,7 +27,8 @@ impl SampleType {
         }
     }
 
-    fn decode(self, b: &[u8], big_endian: bool) -> f64 {
+    /// The number in the first `bytes()` of `b`.
+    pub fn decode(self, b: &[u8], big_endian: bool) -> f64 {
         macro_rules! num {
             ($t:ty, $n:literal) => {{
                 let mut a = [0u8; $n];

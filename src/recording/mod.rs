@@ -14,6 +14,7 @@ pub mod edf;
 pub mod edf_record;
 pub mod edf_write;
 pub mod eeglab;
+pub mod fif;
 pub mod mat5;
 pub mod wfdb;
 
@@ -64,8 +65,7 @@ pub struct Reader {
     /// Whether a file's first bytes (up to 64) are this format; `None` for formats known by
     /// their name only.
     pub sniff: Option<fn(&[u8]) -> bool>,
-    /// What the first bytes must be, for the error when a file's name says this format and
-    /// its content does not.
+    /// The error when a file's name says this format and its first bytes do not.
     pub signature: &'static str,
     /// Whether `path` belongs to this format through a file beside it (WFDB's `.dat` with
     /// its `.hea`, BrainVision's `.eeg` with its `.vhdr`).
@@ -79,9 +79,18 @@ pub const READERS: &[Reader] = &[
         name: "EDF/EDF+/BDF/BDF+",
         extensions: &["edf", "bdf", "rec"],
         sniff: Some(edf::looks_like_edf),
-        signature: "the header does not start with the EDF version \"0\" or the BDF marker",
+        signature: "not an EDF/BDF file: the header does not start with the EDF version \"0\" \
+                    or the BDF marker",
         companion: None,
         open: |p, _| edf::open(p),
+    },
+    Reader {
+        name: "FIF",
+        extensions: &["fif"],
+        sniff: Some(fif::sniff),
+        signature: "not a FIF file: it does not start with a file id tag",
+        companion: None,
+        open: |p, _| fif::open(p),
     },
     Reader {
         name: "WFDB",
@@ -95,7 +104,8 @@ pub const READERS: &[Reader] = &[
         name: "BrainVision",
         extensions: &["vhdr", "vmrk", "eeg"],
         sniff: Some(brainvision::sniff),
-        signature: "the header does not start with \"Brain Vision Data Exchange Header File\"",
+        signature: "not a BrainVision header: it does not start with \"Brain Vision Data \
+                    Exchange Header File\"",
         companion: Some(brainvision::is_companion),
         open: |p, _| brainvision::open(p),
     },
@@ -153,6 +163,8 @@ pub enum Format {
     BrainVision,
     #[serde(rename = "EEGLAB")]
     Eeglab,
+    #[serde(rename = "FIF")]
+    Fif,
     #[serde(rename = "DEMO")]
     Demo,
     /// The newest samples of a Lab Streaming Layer stream, held in memory (live mode).
@@ -185,6 +197,7 @@ impl fmt::Display for Format {
             Format::Csv => "CSV",
             Format::BrainVision => "BrainVision",
             Format::Eeglab => "EEGLAB",
+            Format::Fif => "FIF",
             Format::Demo => "DEMO",
             Format::Lsl => "LSL",
         };
@@ -366,10 +379,7 @@ impl Recording {
             .find(|r| r.extensions.contains(&ext.as_str()))
         {
             Some(r) if r.sniff.is_none() => (r.open)(path, options),
-            Some(r) => Err(ReadError::invalid(
-                path,
-                format!("not a {} file: {}", r.name, r.signature),
-            )),
+            Some(r) => Err(ReadError::invalid(path, r.signature)),
             None => {
                 let names: Vec<&str> = READERS.iter().map(|r| r.name).collect();
                 Err(ReadError::invalid(
