@@ -104,6 +104,40 @@ fn keyboard_and_wheel_navigation_move_the_window() {
     assert_eq!(h.state().browser.visible_span().0, 0.0);
 }
 
+/// A recording with more channels than a page: 20 lanes at a time, moved by Shift+PageDown
+/// and the wheel, all of them when asked; the time axis stays where it was.
+#[test]
+fn many_channels_page_and_scroll() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide.csv");
+    let names: Vec<String> = (1..=130).map(|i| format!("E{i}")).collect();
+    let mut text = format!("time,{}\n", names.join(","));
+    for k in 0..1000 {
+        let row: Vec<String> = (0..130)
+            .map(|c| format!("{}", ((k + c) % 7) as f32))
+            .collect();
+        text += &format!("{},{}\n", k as f64 / 250.0, row.join(","));
+    }
+    std::fs::write(&path, text).unwrap();
+    let mut h = harness(EdeApp::new(Some(path), None, Settings::default(), None));
+    settle(&mut h);
+    let page = h.state_mut().browser.page_labels();
+    assert_eq!(page, names[..20]);
+    h.key_press_modifiers(egui::Modifiers::SHIFT, egui::Key::PageDown);
+    h.run_steps(2);
+    assert_eq!(h.state_mut().browser.page_labels(), names[20..40]);
+    assert_eq!(h.state().browser.visible_span().0, 0.0, "time stays");
+    h.hover_at(egui::pos2(600.0, 400.0));
+    wheel(&h, -3.0, egui::Modifiers::NONE);
+    h.run_steps(10);
+    let first = h.state_mut().browser.page_labels()[0].clone();
+    assert!(first != "E21", "the wheel moved the lanes: {first}");
+    assert_eq!(h.state().browser.visible_span().0, 0.0, "time stays");
+    h.state_mut().browser.settings.channels_per_page = 0;
+    h.run_steps(2);
+    assert_eq!(h.state_mut().browser.page_labels().len(), 130);
+}
+
 /// Steps until the Cross-ApEn view shows the matrix for its current settings.
 fn settle_xapen(h: &mut Harness<'_, EdeApp>) {
     // Time, not frames: GPU tests share lavapipe's two cores in CI.
@@ -359,10 +393,35 @@ fn scalogram_snapshot_of_the_demo() {
     );
 }
 
-/// A file that cannot be opened leaves the app running, the demo shown and the error said.
+/// A file that cannot be opened leaves the app running, the demo shown and the error said:
+/// for a bad file of every format.
 #[test]
 fn a_failed_open_keeps_the_app_with_the_error_shown() {
     let dir = tempfile::tempdir().unwrap();
+    for (name, bytes) in [
+        (
+            "bad.vhdr",
+            &b"Brain Vision Data Exchange Header File Version 1.0\n"[..],
+        ),
+        ("bad.set", &b"MATLAB 5.0 MAT-file, truncated"[..]),
+        (
+            "bad.fif",
+            &[0, 0, 0, 100, 0, 0, 0, 31, 0, 0, 0, 20, 0, 0, 0, 0, 1][..],
+        ),
+        ("bad.edf", &b"0       truncated"[..]),
+    ] {
+        let bad = dir.path().join(name);
+        std::fs::write(&bad, bytes).unwrap();
+        let mut h = harness(EdeApp::new(Some(bad), None, Settings::default(), None));
+        settle(&mut h);
+        let e = h.state().error().expect("the error is kept").to_string();
+        assert!(e.contains(name), "{e}");
+        assert_eq!(
+            h.state().browser.trace_labels().len(),
+            20,
+            "the demo is shown"
+        );
+    }
     let bad = dir.path().join("notes.txt");
     std::fs::write(&bad, "not a recording").unwrap();
     let mut h = harness(EdeApp::new(Some(bad), None, Settings::default(), None));

@@ -3,17 +3,18 @@
 //! EDFbrowser-like navigation (PageUp/PageDown, arrows, wheel, ctrl+wheel or pinch to zoom,
 //! up/down for amplitude, click a label to select, right-click to hide).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use eframe::egui::{self, Color32, Pos2, Rect, Sense, Stroke, Vec2};
 use serde::{Deserialize, Serialize};
 
 use super::events::{EventAction, Events};
+use super::lanes::{Lanes, PER_PAGE_CHOICES, trace_colour};
 use super::traces::{Screen, Traces};
 use crate::dsp::filter::DisplayFilter;
 use crate::dsp::montage::MontageKind;
-use crate::recording::{Annotation, Recording};
+use crate::recording::{Annotation, ChannelType, Recording};
 
 const LABEL_WIDTH: f32 = 110.0;
 const AXIS_HEIGHT: f32 = 38.0;
@@ -34,6 +35,8 @@ pub struct BrowserSettings {
     pub show_annotations: bool,
     /// Let traces leave their lanes (off: each is clipped to its own lane).
     pub overlap: bool,
+    /// Lanes on one page (0: all), as MNE-Python's and EDFbrowser's browsers page them.
+    pub channels_per_page: usize,
 }
 
 impl Default for BrowserSettings {
@@ -45,6 +48,7 @@ impl Default for BrowserSettings {
             gain: 1.0,
             show_annotations: true,
             overlap: false,
+            channels_per_page: 20,
         }
     }
 }
@@ -59,7 +63,10 @@ pub struct Browser {
     channel_gain: Vec<f32>,
     /// Fit every shown trace to its lane from the next screen's values.
     fit_requested: bool,
-    hidden: HashSet<usize>,
+    /// The page of lanes shown and the traces hidden.
+    lanes: Lanes,
+    /// Wheel movement not yet a whole lane.
+    lane_wheel: f32,
     selected: Option<usize>,
     /// A time range (seconds) chosen with shift+drag, for analyses of a stretch.
     pub selection: Option<(f64, f64)>,
@@ -155,7 +162,8 @@ impl Browser {
             t0: 0.0,
             channel_gain: vec![1.0; n],
             fit_requested: false,
-            hidden: HashSet::new(),
+            lanes: Lanes::default(),
+            lane_wheel: 0.0,
             selected: None,
             selection: None,
             selecting_from: None,
@@ -202,6 +210,17 @@ impl Browser {
             .map_or("", |der| der.label.as_str())
     }
 
+    /// The labels of the lanes on the current page.
+    pub fn page_labels(&mut self) -> Vec<String> {
+        let total = self.traces.spec.derivations.len();
+        (self
+            .lanes
+            .page(total, self.settings.channels_per_page)
+            .into_iter())
+        .map(|d| self.trace_label(d).to_string())
+        .collect()
+    }
+
     pub fn trace_labels(&self) -> Vec<String> {
         self.traces
             .spec
@@ -228,7 +247,7 @@ impl Browser {
             return;
         }
         self.channel_gain = vec![1.0; self.traces.spec.derivations.len()];
-        self.hidden.clear();
+        self.lanes = Lanes::default();
         self.selected = None;
     }
 
@@ -278,20 +297,31 @@ impl Browser {
             filter_choices(ui, &mut self.settings.filter);
         });
         ui.menu_button("Channels", |ui| {
-            for (i, label) in self.trace_labels().iter().enumerate() {
-                let mut shown = !self.hidden.contains(&i);
-                if ui.checkbox(&mut shown, label).changed() {
-                    if shown {
-                        self.hidden.remove(&i);
-                    } else {
-                        self.hidden.insert(i);
-                    }
-                }
-            }
-            if ui.button("Show all").clicked() {
-                self.hidden.clear();
-            }
+            let labels = self.trace_labels();
+            let kinds: Vec<ChannelType> = (self.traces.spec.derivations.iter())
+                .map(|d| self.rec.signals[d.plus].kind)
+                .collect();
+            self.lanes.menu(ui, &labels, &kinds);
         });
+        egui::ComboBox::from_id_salt("channels per page")
+            .selected_text(match self.settings.channels_per_page {
+                0 => "all channels".to_string(),
+                n => format!("{n} channels"),
+            })
+            .show_ui(ui, |ui| {
+                for n in PER_PAGE_CHOICES {
+                    let text = if n == 0 {
+                        "all".to_string()
+                    } else {
+                        n.to_string()
+                    };
+                    ui.selectable_value(&mut self.settings.channels_per_page, n, text);
+                }
+            })
+            .response
+            .on_hover_text(
+                "lanes on one page (Shift+PageUp/PageDown, the wheel or the scrollbar move it)",
+            );
         ui.separator();
         egui::ComboBox::from_label("per page")
             .selected_text(format_span(self.settings.span_s))
@@ -381,7 +411,7 @@ impl Browser {
             ui.separator();
             let dv = match m.dv {
                 Some(v) => {
-                    let unit = self.trace_unit(self.measure[1].trace);
+                    let (v, unit) = shown_in(v, self.trace_unit(self.measure[1].trace));
                     format!(" · Δ {} {unit}", fmt_value(v))
                 }
                 None => String::new(),
@@ -536,7 +566,15 @@ impl Browser {
         }
     }
 
-    fn handle_input(&mut self, ui: &egui::Ui, response: &egui::Response, plot: Rect) {
+    /// `paged`: more lanes than one page holds (the vertical wheel then moves the lanes);
+    /// `row_h`: a lane's height.
+    fn handle_input(
+        &mut self,
+        ui: &egui::Ui,
+        response: &egui::Response,
+        plot: Rect,
+        (paged, row_h): (bool, f32),
+    ) {
         let span = self.settings.span_s;
         // Keys typed into a text field (the annotation filter) are not navigation.
         let typing = ui.ctx().egui_wants_keyboard_input();
@@ -544,11 +582,16 @@ impl Browser {
             if typing {
                 return;
             }
-            if i.key_pressed(egui::Key::PageDown) {
-                self.scroll(span);
-            }
-            if i.key_pressed(egui::Key::PageUp) {
-                self.scroll(-span);
+            let page = self.settings.channels_per_page.max(1) as isize;
+            match (
+                i.key_pressed(egui::Key::PageDown),
+                i.key_pressed(egui::Key::PageUp),
+            ) {
+                (true, _) if i.modifiers.shift => self.lanes.scroll(page),
+                (_, true) if i.modifiers.shift => self.lanes.scroll(-page),
+                (true, _) => self.scroll(span),
+                (_, true) => self.scroll(-span),
+                _ => {}
             }
             if i.key_pressed(egui::Key::ArrowRight) {
                 self.scroll(span / 10.0);
@@ -614,6 +657,11 @@ impl Browser {
                 .unwrap_or(0.5);
             if zoom != 1.0 {
                 self.zoom(1.0 / zoom as f64, anchor);
+            } else if !ctrl && paged && scroll.y != 0.0 {
+                self.lane_wheel -= scroll.y / row_h.max(1.0);
+                let rows = self.lane_wheel.trunc();
+                self.lane_wheel -= rows;
+                self.lanes.scroll(rows as isize);
             } else if !ctrl {
                 let d = if scroll.x != 0.0 { scroll.x } else { scroll.y };
                 if d != 0.0 {
@@ -708,9 +756,17 @@ impl Browser {
     fn traces_ui(&mut self, ui: &mut egui::Ui) {
         let full = ui.available_rect_before_wrap();
         let response = ui.allocate_rect(full, Sense::click_and_drag());
+        let total = self.traces.spec.derivations.len();
+        let per_page = self.settings.channels_per_page;
+        let visible = self.lanes.page(total, per_page);
+        let shown = self.lanes.shown(total).len();
+        let paged = visible.len() < shown;
         let plot = Rect::from_min_max(
             Pos2::new(full.left() + LABEL_WIDTH, full.top() + 4.0),
-            Pos2::new(full.right() - 6.0, full.bottom() - AXIS_HEIGHT),
+            Pos2::new(
+                full.right() - if paged { 16.0 } else { 6.0 },
+                full.bottom() - AXIS_HEIGHT,
+            ),
         );
         if plot.width() < 20.0 || plot.height() < 20.0 {
             return;
@@ -720,8 +776,14 @@ impl Browser {
             ui.ctx().request_repaint();
         }
         self.plot_rect = plot;
-        self.handle_input(ui, &response, plot);
+        let row_h = plot.height() / visible.len().max(1) as f32;
+        self.handle_input(ui, &response, plot, (paged, row_h));
         self.clamp_view();
+        let track = Rect::from_min_max(
+            Pos2::new(plot.right() + 4.0, plot.top()),
+            Pos2::new(full.right() - 2.0, plot.bottom()),
+        );
+        self.lanes.scrollbar(ui, track, visible.len(), shown);
         let ppp = ui.ctx().pixels_per_point();
         let columns = (plot.width() * ppp).round().max(1.0) as usize;
         let screen = self.screen(columns);
@@ -730,10 +792,6 @@ impl Browser {
                 .request_repaint_after(std::time::Duration::from_millis(100));
         }
         let painter = ui.painter_at(full);
-        let visible: Vec<usize> = (0..self.traces.spec.derivations.len())
-            .filter(|i| !self.hidden.contains(i))
-            .collect();
-        let row_h = plot.height() / visible.len().max(1) as f32;
         if std::mem::take(&mut self.fit_requested) {
             self.fit(&screen, &visible);
         }
@@ -749,10 +807,8 @@ impl Browser {
             let selected = self.selected == Some(d);
             let color = if selected {
                 Color32::from_rgb(200, 30, 30)
-            } else if sig.kind.is_brain() {
-                Color32::from_rgb(20, 30, 90)
             } else {
-                Color32::from_rgb(0, 110, 60)
+                trace_colour(sig.kind)
             };
             let scale = self.lane_scale(d);
             let cols = &screen.columns[d];
@@ -811,7 +867,10 @@ impl Browser {
                 painter.text(
                     Pos2::new(plot.left() - 6.0, center + row_h * 0.25),
                     egui::Align2::RIGHT_CENTER,
-                    format!("{} {}", fmt_amp(scale), sig.unit),
+                    {
+                        let (v, unit) = shown_in(scale, &sig.unit);
+                        format!("{} {unit}", fmt_amp(v))
+                    },
                     egui::FontId::proportional(9.0),
                     Color32::from_gray(120),
                 );
@@ -830,7 +889,7 @@ impl Browser {
             let before = own;
             r.context_menu(|ui| {
                 if ui.button("Hide").clicked() {
-                    self.hidden.insert(d);
+                    self.lanes.hidden.insert(d);
                     ui.close();
                 }
                 ui.separator();
@@ -922,7 +981,7 @@ impl Browser {
     pub fn shown_signals(&self) -> Vec<usize> {
         let mut out: Vec<usize> = Vec::new();
         for (d, der) in self.traces.spec.derivations.iter().enumerate() {
-            if self.hidden.contains(&d) {
+            if self.lanes.hidden.contains(&d) {
                 continue;
             }
             out.push(der.plus);
@@ -1038,7 +1097,10 @@ impl Browser {
             Stroke::new(1.0, Color32::from_gray(150)),
         );
         let value = match self.value_at(d, t) {
-            Some(v) => format!("{} {}", fmt_value(v), self.trace_unit(d)),
+            Some(v) => {
+                let (v, unit) = shown_in(v, self.trace_unit(d));
+                format!("{} {unit}", fmt_value(v))
+            }
             None => "no data".into(),
         };
         let text = format!("{} · {} · {value}", self.clock(t), self.trace_label(d));
@@ -1059,9 +1121,7 @@ impl Browser {
     /// Each shown trace's statistics over the selection (recomputed when either changes).
     pub fn selection_stats(&mut self) -> Option<&[TraceStats]> {
         let (a, b) = self.selection?;
-        let visible: Vec<usize> = (0..self.traces.spec.derivations.len())
-            .filter(|i| !self.hidden.contains(i))
-            .collect();
+        let visible = self.lanes.shown(self.traces.spec.derivations.len());
         let fresh = self
             .stats
             .as_ref()
@@ -1361,6 +1421,16 @@ fn format_span(s: f64) -> String {
         format!("{} min", (s / 60.0 * 100.0).round() / 100.0)
     } else {
         format!("{} s", (s * 100.0).round() / 100.0)
+    }
+}
+
+/// A value in the unit a reader expects: MEG's tesla as femtotesla, T/m as fT/cm (the file
+/// and every computation keep SI units).
+fn shown_in(v: f32, unit: &str) -> (f32, &str) {
+    match unit.trim() {
+        "T" => (v * 1e15, "fT"),
+        "T/m" => (v * 1e13, "fT/cm"),
+        u => (v, u),
     }
 }
 

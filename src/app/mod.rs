@@ -9,6 +9,7 @@ pub mod envelope;
 pub mod events;
 pub mod export;
 pub mod hermite_view;
+pub mod lanes;
 pub mod live_view;
 pub mod scalogram_view;
 pub mod scalp_map;
