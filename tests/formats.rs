@@ -571,3 +571,44 @@ fn mutated_fif_files_never_panic() {
         }
     }
 }
+
+/// A format ede cannot write back converts to BDF+ (what deblink saves): every sample within
+/// the 24-bit quantization, MEG in fT and fT/cm, the annotations kept.
+#[test]
+fn fif_converts_to_bdf_plus() {
+    let rec = open(&fixture("fif_double_raw.fif"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("converted.bdf");
+    let doubled: Vec<f32> = rec.read_all(6).unwrap().iter().map(|v| v * 2.0).collect();
+    ede::recording::convert::write_converted(&rec, &out, &[(6, &doubled)]).unwrap();
+    let back = open(&out);
+    assert_eq!(back.signals.len(), rec.signals.len());
+    assert_eq!(back.signals[0].unit, "fT");
+    assert_eq!(back.signals[1].unit, "fT/cm");
+    assert_eq!(back.signals[0].kind, ChannelType::Mag);
+    assert_eq!(back.signals[1].kind, ChannelType::Grad);
+    for i in 0..rec.signals.len() {
+        let a = rec.read_all(i).unwrap();
+        let b = back.read_all(i).unwrap();
+        let k = match rec.signals[i].unit.as_str() {
+            "T" => 1e15,
+            "T/m" => 1e13,
+            "V" => 1e6,
+            _ => 1.0,
+        };
+        let want: Vec<f32> = if i == 6 { doubled.clone() } else { a };
+        let span = want.iter().fold(0f32, |m, v| m.max(v.abs())) * k as f32;
+        for (x, y) in want.iter().zip(&b) {
+            assert!(
+                (x * k as f32 - y).abs() <= span * 1e-5 + 1e-6,
+                "{}: {x} vs {y}",
+                rec.signals[i].label
+            );
+        }
+    }
+    let texts: Vec<&str> = back.annotations.iter().map(|a| a.text.as_str()).collect();
+    assert!(
+        texts.contains(&"blink") && texts.contains(&"BAD_muscle"),
+        "{texts:?}"
+    );
+}

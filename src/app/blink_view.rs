@@ -275,13 +275,8 @@ impl BlinkView {
 
     fn save(&mut self) {
         let Some((_, c)) = &self.shown else { return };
-        let Some(ext) = self.rec.format.edf_family() else {
-            self.error = Some(format!(
-                "{} recordings cannot be saved in their own format; export them as EDF first",
-                self.rec.format
-            ));
-            return;
-        };
+        // EDF and BDF are copied in their own format, the rest converted to BDF+.
+        let ext = self.rec.format.edf_family().unwrap_or("bdf");
         let stem = self.rec.display_name();
         let stem = stem.rsplit_once('.').map_or(stem.as_str(), |s| s.0);
         let Some(path) = rfd::FileDialog::new()

@@ -23,7 +23,7 @@ pub struct CwtArgs {
     /// The channel to transform (its label).
     #[arg(long, required_unless_present = "all_channels")]
     pub channel: Option<String>,
-    /// Every signal of the recording's most common sampling rate (with --band-power).
+    /// Every brain channel (EEG, MEG) of their most common sampling rate (with --band-power).
     #[arg(long, requires = "band_power", conflicts_with = "channel")]
     pub all_channels: bool,
     /// Start of the stretch, seconds from the recording's start.
@@ -200,12 +200,7 @@ fn band_power(
             rec.signal_index(label)
                 .with_context(|| format!("no channel {label:?} in {}", rec.display_name()))?,
         ],
-        None => {
-            let fs = rec.most_common_rate();
-            (0..rec.signals.len())
-                .filter(|&c| rec.signals[c].fs == fs)
-                .collect()
-        }
+        None => rec.brain_signals(),
     };
     if channels.is_empty() {
         bail!("the recording has no signals");

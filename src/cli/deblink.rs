@@ -129,7 +129,8 @@ pub struct DeblinkArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub pipeline: PipelineArgs,
-    /// The cleaned recording (same format as the input).
+    /// The cleaned recording: EDF and BDF inputs in their own format (every other byte as
+    /// it was), other formats as BDF+ (EDF+ where the name ends in .edf).
     #[arg(long)]
     pub out: PathBuf,
     /// The report: blinks, windows, components removed, run time.
@@ -141,14 +142,6 @@ pub fn run(args: &DeblinkArgs) -> anyhow::Result<()> {
     let opts = args.pipeline.options();
     opts.fastica.validate()?;
     let rec = super::open(&args.file, None)?;
-    if rec.format.edf_family().is_none() {
-        anyhow::bail!(
-            "{}: deblink writes the cleaned recording in the input's format, which must be EDF \
-             or BDF (this is {}); convert it first with `ede export`",
-            args.file.display(),
-            rec.format
-        );
-    }
     let gpu = super::open_gpu("ede deblink", args.pipeline.backend);
     let (data, result, elapsed, ran_on) = deblink_recording(
         &rec,

@@ -31,7 +31,8 @@ pub struct XapenArgs {
     /// Where the first epoch starts, in seconds (rounded to the nearest sample).
     #[arg(long, default_value_t = 0.0)]
     pub start: f64,
-    /// Channel labels, comma-separated; all signals of the most common rate when omitted.
+    /// Channel labels or types (eeg, meg, mag, grad, ...), comma-separated; the brain
+    /// channels (EEG, MEG) of their most common rate when omitted.
     #[arg(long, value_delimiter = ',')]
     pub channels: Vec<String>,
     /// Correction for windows without matches.
@@ -71,18 +72,9 @@ pub fn job_for(rec: &Recording, args: &XapenArgs) -> anyhow::Result<XapenJob> {
         if rec.signals.is_empty() {
             bail!("the recording has no signals");
         }
-        let fs = rec.most_common_rate();
-        (0..rec.signals.len())
-            .filter(|&c| rec.signals[c].fs == fs)
-            .collect()
+        rec.brain_signals()
     } else {
-        args.channels
-            .iter()
-            .map(|l| {
-                rec.signal_index(l)
-                    .with_context(|| format!("no channel {l:?} in {}", rec.display_name()))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?
+        rec.pick(&args.channels).map_err(anyhow::Error::msg)?
     };
     let fs = rec.signals[channels[0]].fs;
     if !(args.start >= 0.0 && args.start.is_finite()) {

@@ -97,7 +97,11 @@ impl ChannelType {
         let up = label.trim().to_ascii_uppercase();
         if let Some((prefix, rest)) = up.split_once(' ') {
             if let Some(t) = edf_plus_prefix(prefix) {
-                return t;
+                // A gradient unit (fT/cm, T/m) tells gradiometers from magnetometers.
+                return match t {
+                    ChannelType::Mag if unit.contains('/') => ChannelType::Grad,
+                    t => t,
+                };
             }
             if prefix == "POL" {
                 // Nihon Kohden's polygraph prefix says nothing: the rest may.
@@ -197,6 +201,8 @@ mod tests {
             ("squarewave", "uV", Eeg),
             ("Temp rectal", "degC", Misc),
             ("Light", "lux", Misc),
+            ("MEG 0111", "fT", Mag),
+            ("MEG 0112", "fT/cm", Grad),
         ];
         for (label, unit, want) in cases {
             assert_eq!(ChannelType::from_label(label, unit), want, "{label}");

@@ -8,6 +8,7 @@
 pub mod binary;
 pub mod brainvision;
 pub mod channel;
+pub mod convert;
 pub mod csv;
 pub mod demo;
 pub mod edf;
@@ -527,6 +528,65 @@ impl Recording {
                     .iter()
                     .position(|s| s.label.trim().eq_ignore_ascii_case(want))
             })
+    }
+
+    /// The brain channels (EEG, MEG) at the rate most of them share: what whole-head
+    /// analyses take by default. Without any, every signal at the most common rate.
+    pub fn brain_signals(&self) -> Vec<usize> {
+        let brain: Vec<usize> = (0..self.signals.len())
+            .filter(|&i| self.signals[i].kind.is_brain())
+            .collect();
+        let pool = if brain.is_empty() {
+            (0..self.signals.len()).collect()
+        } else {
+            brain
+        };
+        let Some(fs) = most_common_rate(pool.iter().map(|&i| self.signals[i].fs)) else {
+            return Vec::new();
+        };
+        (pool.into_iter())
+            .filter(|&i| (self.signals[i].fs - fs).abs() < 1e-9)
+            .collect()
+    }
+
+    /// The signals `entries` name: each a label, or a channel type standing for every
+    /// signal of it (eeg, mag, grad, eog, ...; `meg` for magnetometers and gradiometers).
+    /// The error names what is unknown and lists the channels.
+    pub fn pick(&self, entries: &[String]) -> Result<Vec<usize>, String> {
+        let mut out: Vec<usize> = Vec::new();
+        for e in entries {
+            let of_types = |types: &[ChannelType]| -> Vec<usize> {
+                (0..self.signals.len())
+                    .filter(|&i| types.contains(&self.signals[i].kind))
+                    .collect()
+            };
+            let found = match self.signal_index(e) {
+                Some(i) => vec![i],
+                None if e.trim().eq_ignore_ascii_case("meg") => {
+                    of_types(&[ChannelType::Mag, ChannelType::Grad])
+                }
+                None => match ChannelType::parse(e) {
+                    Some(t) => of_types(&[t]),
+                    None => Vec::new(),
+                },
+            };
+            if found.is_empty() {
+                let known: Vec<String> = (self.signals.iter())
+                    .map(|s| format!("{} ({})", s.label.trim(), s.kind.name()))
+                    .collect();
+                return Err(format!(
+                    "no channel or channel type {e:?} in {}; its channels: {}",
+                    self.display_name(),
+                    known.join(", ")
+                ));
+            }
+            for i in found {
+                if !out.contains(&i) {
+                    out.push(i);
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn path_for_errors(&self) -> &Path {

@@ -20,7 +20,7 @@ use crate::dsp::blink::{self, BlinkError, BlinkParams, Channels, Deblinked};
 use crate::dsp::ica::{self, Algorithm, Approach, FastIcaParams, Ica, IcaError, Observations};
 use crate::gpu::GpuContext;
 use crate::gpu::ica::GpuFastIca;
-use crate::recording::{ChannelType, ReadError, Recording, edf_write, most_common_rate};
+use crate::recording::{ChannelType, ReadError, Recording, convert, edf_write, most_common_rate};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BlinkJobError {
@@ -376,8 +376,9 @@ fn times_of(b: &blink::Blink, fs: f64) -> BlinkTimes {
     }
 }
 
-/// Writes `rec` with the cleaned channels of `data` replaced by `cleaned` (same format,
-/// everything else as it was).
+/// Writes `rec` with the cleaned channels of `data` replaced by `cleaned`: EDF and BDF in
+/// their own format (everything else as it was), other formats converted to BDF+ (EDF+ for an
+/// `.edf` name).
 pub fn write_cleaned(
     rec: &Recording,
     data: &EegData,
@@ -388,7 +389,10 @@ pub fn write_cleaned(
         .filter(|(k, _)| !data.channels.keep[*k])
         .map(|(k, &i)| (i, cleaned.row(k)))
         .collect();
-    edf_write::write_replacing(rec, out, &replaced)
+    match rec.format.edf_family() {
+        Some(_) => edf_write::write_replacing(rec, out, &replaced),
+        None => convert::write_converted(rec, out, &replaced),
+    }
 }
 
 /// Runs a whole blink removal of a recording: (data, result, seconds, where it ran).

@@ -1,0 +1,139 @@
+//! Writes any recording as a new EDF+ or BDF+ file: what ede saves from formats it cannot write
+//! back (FIF, BrainVision, EEGLAB), a cleaned recording among them. EDF and BDF inputs are
+//! copied byte for byte instead (`edf_write`).
+
+use std::path::Path;
+
+use super::edf_record::{EdfRecorder, RecordHeader, SignalSpec};
+use super::{ReadError, Recording};
+
+/// Samples converted per step: bounded memory for recordings of any length.
+const CHUNK: usize = 1 << 16;
+
+/// EDF header fields hold 8 characters: MEG's tesla and volts are written in the units EDF
+/// files use (fT, fT/cm, uV) so that their ranges fit.
+fn edf_unit(unit: &str) -> (f64, &str) {
+    match unit.trim() {
+        "T" => (1e15, "fT"),
+        "T/m" => (1e13, "fT/cm"),
+        "V" => (1e6, "uV"),
+        u => (1.0, u),
+    }
+}
+
+/// Writes `rec` to `out`, BDF+ (24-bit) unless `out` ends in `.edf`: every signal, with the
+/// signals in `replaced` (index, all samples) carrying new values, and the annotations. Every
+/// signal must share one rate. Written beside `out` and renamed, so a failure leaves no
+/// partial file.
+pub fn write_converted(
+    rec: &Recording,
+    out: &Path,
+    replaced: &[(usize, &[f32])],
+) -> Result<(), ReadError> {
+    let bad = |m: String| ReadError::invalid(out, m);
+    let Some(first) = rec.signals.first() else {
+        return Err(bad("the recording has no signals to write".into()));
+    };
+    if let Some(s) = rec.signals.iter().find(|s| (s.fs - first.fs).abs() > 1e-9) {
+        return Err(bad(format!(
+            "{} ({} Hz) and {} ({} Hz) differ in rate: EDF+ of one rate only",
+            first.label, first.fs, s.label, s.fs
+        )));
+    }
+    if let Some(src) = &rec.path
+        && let (Ok(a), Ok(b)) = (src.canonicalize(), out.canonicalize())
+        && a == b
+    {
+        return Err(bad(
+            "the copy must not replace the original recording".into()
+        ));
+    }
+    let n = rec.signals.iter().map(|s| s.samples).min().unwrap_or(0);
+    let new = |i: usize| replaced.iter().find(|r| r.0 == i).map(|r| r.1);
+    let read = |i: usize, at: usize, buf: &mut [f32]| -> Result<(), ReadError> {
+        match new(i) {
+            Some(v) => {
+                buf.copy_from_slice(&v[at..at + buf.len()]);
+                Ok(())
+            }
+            None => rec.read(i, at, buf),
+        }
+    };
+    // The physical ranges come from the data (a first pass), so nothing clips.
+    let mut ranges = vec![(f64::INFINITY, f64::NEG_INFINITY); rec.signals.len()];
+    let mut buf = vec![0f32; CHUNK];
+    for (i, range) in ranges.iter_mut().enumerate() {
+        let mut at = 0;
+        while at < n {
+            let len = CHUNK.min(n - at);
+            read(i, at, &mut buf[..len])?;
+            for &v in buf[..len].iter().filter(|v| v.is_finite()) {
+                range.0 = range.0.min(v as f64);
+                range.1 = range.1.max(v as f64);
+            }
+            at += len;
+        }
+    }
+    let bdf = !out
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("edf"));
+    let signals = (rec.signals.iter().zip(&ranges))
+        .map(|(s, &(lo, hi))| {
+            let (k, unit) = edf_unit(&s.unit);
+            let (lo, hi) = if lo < hi {
+                (lo, hi)
+            } else {
+                (lo - 1.0, lo + 1.0)
+            };
+            let (lo, hi) = if lo.is_finite() {
+                (lo, hi)
+            } else {
+                (-1.0, 1.0)
+            };
+            let margin = (hi - lo) * 0.01;
+            SignalSpec {
+                label: s.label.clone(),
+                unit: unit.to_string(),
+                transducer: s.transducer.clone(),
+                prefilter: s.prefilter.clone(),
+                physical: ((lo - margin) * k, (hi + margin) * k),
+            }
+        })
+        .collect();
+    let header = RecordHeader {
+        bdf,
+        patient: rec.patient.clone(),
+        recording: format!("Converted by ede from {}", rec.display_name()),
+        start: rec.start,
+        fs: first.fs,
+        signals,
+    };
+    let partial = out.with_extension("partial");
+    let written = (|| {
+        let mut w = EdfRecorder::create(&partial, &header, rec.path.as_deref())?;
+        for a in &rec.annotations {
+            w.annotate(a.onset, a.duration, &a.text);
+        }
+        let mut chunk = vec![vec![0f32; CHUNK]; rec.signals.len()];
+        let mut at = 0;
+        while at < n {
+            let len = CHUNK.min(n - at);
+            for (i, c) in chunk.iter_mut().enumerate() {
+                read(i, at, &mut c[..len])?;
+                let k = edf_unit(&rec.signals[i].unit).0 as f32;
+                if k != 1.0 {
+                    c[..len].iter_mut().for_each(|v| *v *= k);
+                }
+            }
+            let rows: Vec<&[f32]> = chunk.iter().map(|c| &c[..len]).collect();
+            w.push(&rows)?;
+            at += len;
+        }
+        w.finish()?;
+        std::fs::rename(&partial, out).map_err(|e| ReadError::io(out, e))
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written
+}
