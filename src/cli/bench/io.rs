@@ -1,6 +1,7 @@
-//! `ede bench io`: opening, decoding and drawing a large generated EDF, written as JSON.
+//! `ede bench io`: opening, decoding and drawing a large generated recording, written as JSON.
 //!
-//! The file (64 channels, 256 Hz, 16 h, about 1.9 GB by default) is generated once and reused.
+//! The file (64 channels, 256 Hz, 16 h, about 1.9 GB by default; EDF, BrainVision or FIF, all
+//! 16-bit) is generated once and reused.
 //! A frame is measured as the CPU work of one egui pass of the whole window (layout, columns,
 //! mesh) plus tessellation, with the window moved each frame so nothing is served from cache.
 
@@ -16,11 +17,22 @@ use crate::app::{EdeApp, Settings};
 use crate::cli::write_json;
 use crate::recording::{OpenOptions, Recording};
 
+/// The formats the benchmark generates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchFormat {
+    Edf,
+    Brainvision,
+    Fif,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct IoArgs {
-    /// Where the generated EDF is kept (created if missing or of another size).
+    /// Where the generated EDF is kept (created if missing or of another size); for other
+    /// formats the extension changes (.vhdr, _raw.fif).
     #[arg(long, default_value = "target/bench/io_64ch_256hz.edf")]
     pub file: PathBuf,
+    #[arg(long, value_enum, default_value_t = BenchFormat::Edf)]
+    pub format: BenchFormat,
     #[arg(long, default_value_t = 64)]
     pub channels: usize,
     #[arg(long, default_value_t = 16.0)]
@@ -35,6 +47,7 @@ pub struct IoArgs {
 
 #[derive(Debug, Serialize)]
 struct IoReport {
+    format: String,
     file: String,
     file_bytes: u64,
     channels: usize,
@@ -64,8 +77,32 @@ const FS: usize = 256;
 
 pub fn run(args: &IoArgs) -> anyhow::Result<()> {
     let records = (args.hours * 3600.0).round() as usize;
-    generate_edf(&args.file, args.channels, records, FS)?;
-    let file_bytes = std::fs::metadata(&args.file)?.len();
+    let (file, data_file) = match args.format {
+        BenchFormat::Edf => {
+            generate_edf(&args.file, args.channels, records, FS)?;
+            (args.file.clone(), args.file.clone())
+        }
+        BenchFormat::Brainvision => {
+            let vhdr = args.file.with_extension("vhdr");
+            super::io_formats::brainvision(&vhdr, args.channels, records, FS)?;
+            (vhdr.clone(), vhdr.with_extension("eeg"))
+        }
+        BenchFormat::Fif => {
+            let stem = args.file.file_stem().unwrap_or_default().to_string_lossy();
+            let fif = args.file.with_file_name(format!("{stem}_raw.fif"));
+            super::io_formats::fif(&fif, args.channels, records, FS)?;
+            (fif.clone(), fif)
+        }
+    };
+    let args = &IoArgs {
+        file,
+        format: args.format,
+        channels: args.channels,
+        hours: args.hours,
+        frames: args.frames,
+        out: args.out.clone(),
+    };
+    let file_bytes = std::fs::metadata(&data_file)?.len();
 
     let mut open_times = Vec::new();
     for _ in 0..7 {
@@ -132,6 +169,7 @@ pub fn run(args: &IoArgs) -> anyhow::Result<()> {
     }
 
     let report = IoReport {
+        format: rec.format.to_string(),
         file: args.file.display().to_string(),
         file_bytes,
         channels: rec.signals.len(),
@@ -226,24 +264,43 @@ pub(crate) fn generate_edf(
     per(&mut h, &|_| "".into(), 32);
     w.write_all(h.as_bytes())?;
     let mut rec = vec![0u8; record_bytes];
-    let table: Vec<f64> = (0..fs)
-        .map(|i| (2.0 * std::f64::consts::PI * 10.0 * i as f64 / fs as f64).sin())
-        .collect();
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut synth = Synth::new(fs);
     for _ in 0..records {
         for c in 0..channels {
-            for (i, sine) in table.iter().enumerate() {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                let noise = ((state >> 40) as f64 / (1u64 << 24) as f64 - 0.5) * 200.0;
-                let v = (sine * (150.0 + 10.0 * c as f64) + noise) as i16;
+            for i in 0..fs {
                 let at = (c * fs + i) * 2;
-                rec[at..at + 2].copy_from_slice(&v.to_le_bytes());
+                rec[at..at + 2].copy_from_slice(&synth.next(c, i).to_le_bytes());
             }
         }
         w.write_all(&rec)?;
     }
     w.flush()?;
     Ok(())
+}
+
+/// The benchmark's samples (digital, 0.1 uV steps): alpha-like sines over hashed noise, so
+/// the pyramid sees realistic variation. Every format gets the same numbers.
+pub(super) struct Synth {
+    table: Vec<f64>,
+    state: u64,
+}
+
+impl Synth {
+    pub(super) fn new(fs: usize) -> Self {
+        Synth {
+            table: (0..fs)
+                .map(|i| (2.0 * std::f64::consts::PI * 10.0 * i as f64 / fs as f64).sin())
+                .collect(),
+            state: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+
+    /// Sample `i` of a one-second record of channel `c`.
+    pub(super) fn next(&mut self, c: usize, i: usize) -> i16 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        let noise = ((self.state >> 40) as f64 / (1u64 << 24) as f64 - 0.5) * 200.0;
+        (self.table[i] * (150.0 + 10.0 * c as f64) + noise) as i16
+    }
 }

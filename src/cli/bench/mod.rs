@@ -5,6 +5,7 @@ pub mod cwt;
 pub mod deblink;
 pub mod hermite;
 pub mod io;
+mod io_formats;
 pub mod live;
 pub mod xapen;
 
