@@ -138,6 +138,30 @@ fn many_channels_page_and_scroll() {
     assert_eq!(h.state_mut().browser.page_labels().len(), 130);
 }
 
+/// A BIDS dataset's folder opens its first run with the runs listed; another run opens with
+/// its sidecars (a bad channel marked).
+#[test]
+fn a_bids_folder_lists_its_runs() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bids");
+    let mut h = harness(EdeApp::new(Some(root), None, Settings::default(), None));
+    settle(&mut h);
+    assert!(h.state().error().is_none(), "{:?}", h.state().error());
+    let panel = h.state().dataset.as_ref().expect("the runs are listed");
+    assert_eq!(panel.dataset.runs.len(), 6);
+    assert_eq!(panel.current, Some(0));
+    assert_eq!(h.state().browser.trace_labels().len(), 11);
+    assert_eq!(
+        h.query_all_by_label("oddball").count(),
+        3,
+        "a row per oddball run"
+    );
+    h.state_mut().open_run(3);
+    settle(&mut h);
+    let rec = h.state().browser.rec.clone();
+    assert!(rec.display_name().contains("sub-02_task-rest"));
+    assert!(rec.signals[rec.signal_index("O2").unwrap()].bad);
+}
+
 /// Steps until the Cross-ApEn view shows the matrix for its current settings.
 fn settle_xapen(h: &mut Harness<'_, EdeApp>) {
     // Time, not frames: GPU tests share lavapipe's two cores in CI.

@@ -856,12 +856,21 @@ impl Browser {
             if selected {
                 painter.rect_filled(label_rect, 2.0, Color32::from_rgb(255, 225, 225));
             }
+            // A channel the file marks bad keeps its lane, its label struck in red.
+            let (text, ink) = if sig.bad {
+                (
+                    format!("{} (bad)", der.label),
+                    Color32::from_rgb(190, 40, 40),
+                )
+            } else {
+                (der.label.clone(), Color32::from_gray(20))
+            };
             painter.text(
                 Pos2::new(full.left() + 6.0, center),
                 egui::Align2::LEFT_CENTER,
-                &der.label,
+                text,
                 label_font.clone(),
-                Color32::from_gray(20),
+                ink,
             );
             if row_h > 26.0 {
                 painter.text(

@@ -5,6 +5,7 @@
 pub mod blink_view;
 pub mod browser;
 pub mod colormap;
+pub mod dataset_view;
 pub mod envelope;
 pub mod events;
 pub mod export;
@@ -190,6 +191,8 @@ pub struct EdeApp {
     path_field: Option<(String, Option<String>)>,
     /// The open recording while the tabs follow an LSL stream instead.
     followed_file: Option<Arc<Recording>>,
+    /// The BIDS dataset the recording is a run of, listed beside the views.
+    pub dataset: Option<dataset_view::DatasetPanel>,
 }
 
 /// A dialog that answers "nothing chosen" faster than this could not be shown at all.
@@ -215,6 +218,9 @@ impl EdeApp {
         };
         let mut error = None;
         let rec = match &file {
+            Some(p) if crate::recording::bids::is_dataset(p) => {
+                crate::recording::demo::demo_recording()
+            }
             Some(p) => match Recording::open(p, &OpenOptions { csv_fs: fs }) {
                 Ok(r) => r,
                 Err(e) => {
@@ -237,11 +243,54 @@ impl EdeApp {
             dialog: None,
             path_field: None,
             followed_file: None,
+            dataset: None,
         };
-        if let Some(p) = file.filter(|_| app.error.is_none()) {
-            app.remember(p);
+        match file {
+            Some(p) if crate::recording::bids::is_dataset(&p) => app.open_dataset(p),
+            Some(p) if app.error.is_none() => app.remember(p),
+            _ => {}
         }
         app
+    }
+
+    /// Lists a BIDS dataset beside the views and opens its first run.
+    fn open_dataset(&mut self, root: PathBuf) {
+        match crate::recording::bids::Dataset::scan(&root) {
+            Ok(ds) => {
+                let has_runs = !ds.runs.is_empty();
+                self.dataset = Some(dataset_view::DatasetPanel::new(ds));
+                self.remember(root);
+                if has_runs {
+                    self.open_run(0);
+                } else {
+                    self.error = Some(format!(
+                        "{}: the dataset has no EEG, MEG or iEEG runs ede reads",
+                        self.dataset
+                            .as_ref()
+                            .map_or(String::new(), |d| d.dataset.name.clone())
+                    ));
+                }
+            }
+            Err(e) => self.error = Some(e.to_string()),
+        }
+    }
+
+    /// Opens run `k` of the listed dataset, with its sidecars.
+    pub fn open_run(&mut self, k: usize) {
+        let Some(panel) = &mut self.dataset else {
+            return;
+        };
+        let Some(run) = panel.dataset.runs.get(k).cloned() else {
+            return;
+        };
+        match run.open() {
+            Ok(rec) => {
+                panel.current = Some(k);
+                self.show(rec);
+                self.error = None;
+            }
+            Err(e) => self.error = Some(e.to_string()),
+        }
     }
 
     fn remember(&mut self, p: PathBuf) {
@@ -349,6 +398,10 @@ impl EdeApp {
     }
 
     pub fn open(&mut self, path: PathBuf) {
+        if crate::recording::bids::is_dataset(&path) {
+            self.open_dataset(path);
+            return;
+        }
         match Recording::open(&path, &OpenOptions::default()) {
             Ok(rec) => {
                 self.show(rec);
@@ -383,6 +436,14 @@ impl EdeApp {
                     if ui.button("Open…").clicked() {
                         ui.close();
                         self.start_dialog();
+                    }
+                    if ui
+                        .button("Open folder (BIDS dataset)…")
+                        .on_hover_text("a BIDS dataset: its runs listed beside the views")
+                        .clicked()
+                    {
+                        ui.close();
+                        self.start_folder_dialog();
                     }
                     if ui.button("Open a path…").clicked() {
                         ui.close();
@@ -495,6 +556,16 @@ impl EdeApp {
                 }
             });
         });
+        let mut picked = None;
+        if let Some(panel) = self.dataset.as_mut().filter(|p| p.open) {
+            egui::Panel::left("dataset")
+                .resizable(true)
+                .default_size(360.0)
+                .show(ui, |ui| picked = panel.ui(ui));
+        }
+        if let Some(k) = picked {
+            self.open_run(k);
+        }
         // Live mode can lead the other tabs: they show its newest window.
         let live = VIEWS.iter().position(|v| v.id == "live");
         if self.view != live {
@@ -533,6 +604,23 @@ impl EdeApp {
         match started {
             Ok(_) => self.dialog = Some((rx, std::time::Instant::now())),
             Err(e) => self.show_path_field(Some(format!("the file dialog did not start: {e}"))),
+        }
+    }
+
+    /// As `start_dialog`, for a folder (a BIDS dataset).
+    fn start_folder_dialog(&mut self) {
+        if self.dialog.is_some() {
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let started = std::thread::Builder::new()
+            .name("ede folder dialog".into())
+            .spawn(move || {
+                let _ = tx.send(rfd::FileDialog::new().pick_folder());
+            });
+        match started {
+            Ok(_) => self.dialog = Some((rx, std::time::Instant::now())),
+            Err(e) => self.show_path_field(Some(format!("the folder dialog did not start: {e}"))),
         }
     }
 

@@ -13,13 +13,16 @@ use super::BackendChoice;
 use crate::analysis::cwt::{self, BandPowerJob, CwtReport};
 use crate::dsp::cwt::{CwtParams, DEFAULT_OMEGA0, ScaleSpec, cone_of_influence};
 use crate::gpu::cwt::CwtKernels;
-use crate::recording::Recording;
+use crate::recording::{Recording, bids};
 
 #[derive(Debug, clap::Args)]
 pub struct CwtArgs {
-    /// Recordings (EDF, BDF, WFDB, CSV).
+    /// Recordings (any format ede reads) or BIDS dataset roots (band power of each run goes
+    /// to the dataset's derivatives/ede/).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub bids: crate::recording::bids::Filter,
     /// The channel to transform (its label).
     #[arg(long, required_unless_present = "all_channels")]
     pub channel: Option<String>,
@@ -96,18 +99,18 @@ const MAX_JSON_VALUES: usize = 50_000_000;
 
 pub fn run(args: &CwtArgs) -> anyhow::Result<()> {
     let mut gpu = super::open_gpu("ede cwt", args.backend).map(|c| CwtKernels::new(&c));
-    let several = args.files.len() > 1;
+    let several = args.files.len() > 1 || args.files.iter().any(|f| bids::is_dataset(f));
     if let (true, Some(dir)) = (several, &args.band_power) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    super::study(&args.files, args.out.as_deref(), |path, tag| {
-        let rec = super::open(path, args.fs)?;
+    super::study(&args.files, &args.bids, args.out.as_deref(), |item, tag| {
+        let rec = item.open(args.fs)?;
         match &args.band_power {
             Some(out) => {
-                let out = if several {
-                    out.join(super::out_name(path, "band-power.csv"))
-                } else {
-                    out.clone()
+                let out = match item.derivative("bandpower", ".csv")? {
+                    Some(p) => p,
+                    None if several => out.join(super::out_name(&item.path, "band-power.csv")),
+                    None => out.clone(),
                 };
                 band_power(&rec, args, gpu.as_mut(), &out, tag)?;
                 Ok(None)

@@ -125,14 +125,18 @@ impl PipelineArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct DeblinkArgs {
-    /// An EDF/EDF+/BDF recording.
+    /// A recording, or a BIDS dataset's root: each run's cleaned recording and report go to
+    /// its derivatives/ede/ (`_desc-deblinked_eeg.bdf`, `_desc-deblink.json`).
     pub file: PathBuf,
+    #[command(flatten)]
+    pub bids: crate::recording::bids::Filter,
     #[command(flatten)]
     pub pipeline: PipelineArgs,
     /// The cleaned recording: EDF and BDF inputs in their own format (every other byte as
-    /// it was), other formats as BDF+ (EDF+ where the name ends in .edf).
+    /// it was), other formats as BDF+ (EDF+ where the name ends in .edf). Required unless
+    /// FILE is a BIDS dataset.
     #[arg(long)]
-    pub out: PathBuf,
+    pub out: Option<PathBuf>,
     /// The report: blinks, windows, components removed, run time.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -141,18 +145,48 @@ pub struct DeblinkArgs {
 pub fn run(args: &DeblinkArgs) -> anyhow::Result<()> {
     let opts = args.pipeline.options();
     opts.fastica.validate()?;
-    let rec = super::open(&args.file, None)?;
     let gpu = super::open_gpu("ede deblink", args.pipeline.backend);
+    let files = [args.file.clone()];
+    super::study::<()>(&files, &args.bids, None, |item, _| {
+        let ext = match item.path.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("edf") || e.eq_ignore_ascii_case("bdf") => e,
+            _ => "bdf",
+        };
+        let datatype = item
+            .bids
+            .as_ref()
+            .map_or("eeg", |(_, r)| r.datatype.as_str());
+        let out = match item.derivative("deblinked", &format!("_{datatype}.{ext}"))? {
+            Some(p) => p,
+            None => (args.out.clone())
+                .context("--out must name the cleaned recording (or FILE a BIDS dataset)")?,
+        };
+        let report = item.derivative("deblink", ".json")?.or(args.report.clone());
+        one(item, &opts, gpu.as_ref(), args, &out, report.as_deref())?;
+        Ok(None)
+    })
+}
+
+fn one(
+    item: &super::Item,
+    opts: &DeblinkOptions,
+    gpu: Option<&crate::gpu::GpuContext>,
+    args: &DeblinkArgs,
+    out: &std::path::Path,
+    report_path: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let rec = item.open(None)?;
+    let opts = opts.clone();
     let (data, result, elapsed, ran_on) = deblink_recording(
         &rec,
         &opts,
-        gpu.as_ref(),
+        gpu,
         args.pipeline.backend == BackendChoice::Gpu,
     )
-    .with_context(|| args.file.display().to_string())?;
-    write_cleaned(&rec, &data, &result.cleaned, &args.out)?;
+    .with_context(|| item.path.display().to_string())?;
+    write_cleaned(&rec, &data, &result.cleaned, out)?;
     let report = DeblinkReport::new(
-        args.file.display().to_string(),
+        item.path.display().to_string(),
         &data,
         &opts,
         &result,
@@ -161,7 +195,7 @@ pub fn run(args: &DeblinkArgs) -> anyhow::Result<()> {
     );
     eprintln!(
         "{}: {} blinks removed in {} windows, {:.3} s for {:.1} s of EEG ({:.0}x real time, {})",
-        args.file.display(),
+        item.path.display(),
         report.blinks.len(),
         report.windows.len(),
         elapsed,
@@ -169,7 +203,7 @@ pub fn run(args: &DeblinkArgs) -> anyhow::Result<()> {
         data.duration_s() / elapsed.max(1e-9),
         report.ran_on.1
     );
-    if let Some(path) = &args.report {
+    if let Some(path) = report_path {
         super::write_json(&report, Some(path))?;
     }
     Ok(())

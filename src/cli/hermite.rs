@@ -1,7 +1,7 @@
 //! `ede hermite RECORD... --channel NAME --order N ... --out OUT.json`: the Hermite fit of
 //! every beat of an ECG channel, record after record.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -17,6 +17,8 @@ pub struct HermiteArgs {
     /// Records (WFDB by any of its files, EDF/EDF+/BDF, CSV); each gives one report.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub bids: crate::recording::bids::Filter,
     /// The ECG channel's label; the first ECG-like channel (ECG, MLII, V1 ... or mV) when
     /// omitted.
     #[arg(long)]
@@ -72,8 +74,8 @@ pub fn run(args: &HermiteArgs) -> anyhow::Result<()> {
     if let Some(dir) = &args.out_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    super::study(&args.files, args.out.as_deref(), |path, tag| {
-        let report = one(path, args, &mut fitter)?;
+    super::study(&args.files, &args.bids, args.out.as_deref(), |item, tag| {
+        let report = one(item, args, &mut fitter)?;
         eprintln!(
             "{tag}: {} beats of {} ({:?}) fitted, {} skipped, mean MSE {:.4e} {}^2, \
              {:.3} s ({})",
@@ -86,23 +88,22 @@ pub fn run(args: &HermiteArgs) -> anyhow::Result<()> {
             report.elapsed_s,
             report.ran_on
         );
-        match &args.out_dir {
-            Some(dir) => {
-                let out = dir.join(super::out_name(path, "hermite.json"));
-                super::write_json(&report, Some(&out))?;
-                Ok(None)
-            }
-            None => Ok(Some(report)),
-        }
+        let out = match (item.derivative("hermite", ".json")?, &args.out_dir) {
+            (Some(p), _) => p,
+            (None, Some(dir)) => dir.join(super::out_name(&item.path, "hermite.json")),
+            (None, None) => return Ok(Some(report)),
+        };
+        super::write_json(&report, Some(&out))?;
+        Ok(None)
     })
 }
 
 fn one(
-    path: &Path,
+    item: &super::Item,
     args: &HermiteArgs,
     fitter: &mut Fitter<PathBuf>,
 ) -> anyhow::Result<HermiteReport> {
-    let rec = super::open(path, args.fs)?;
+    let rec = item.open(args.fs)?;
     let signal = match &args.channel {
         Some(label) => rec
             .signal_index(label)
@@ -112,8 +113,7 @@ fn one(
     let params = args.params();
     let started = Instant::now();
     let beats = EcgBeats::prepare(&rec, signal, args.filter, args.detector)?;
-    let (fits, (_, ran_on)) =
-        fitter.fit(&path.to_path_buf(), &beats.windows, beats.fs, &params, None)?;
+    let (fits, (_, ran_on)) = fitter.fit(&item.path, &beats.windows, beats.fs, &params, None)?;
     let elapsed = started.elapsed().as_secs_f64();
     Ok(HermiteReport::new(
         rec.display_name(),

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use clap::{Parser, Subcommand};
 
 use crate::app::{Span, StartOptions};
-use crate::recording::{OpenOptions, ReadError, Recording};
+use crate::recording::{OpenOptions, ReadError, Recording, bids};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -178,21 +178,80 @@ pub fn print(text: &str) -> std::io::Result<()> {
     }
 }
 
-/// Runs `one(path, tag)` on every file of a study. A file that fails is said on stderr with
-/// its reason and the study goes on; the reports `one` returns are written to `out` (one
-/// object for one file, an array for several; stdout without `out`), and the exit is an error
-/// when any file failed.
+/// One recording of a study: a file named on the command line, or a run of a BIDS dataset
+/// named by its root (whose results go to the dataset's `derivatives/ede/`).
+pub struct Item {
+    pub path: PathBuf,
+    pub bids: Option<(std::sync::Arc<bids::Dataset>, bids::Run)>,
+}
+
+impl Item {
+    /// The recording (with a BIDS run's sidecars applied).
+    pub fn open(&self, fs: Option<f64>) -> Result<Recording, ReadError> {
+        match &self.bids {
+            Some((_, run)) => run.open(),
+            None => open(&self.path, fs),
+        }
+    }
+
+    /// Where a BIDS run's result goes (`desc`, `suffix` as in `Dataset::derivative`); `None`
+    /// for a plain file.
+    pub fn derivative(&self, desc: &str, suffix: &str) -> anyhow::Result<Option<PathBuf>> {
+        use anyhow::Context;
+        let Some((dataset, run)) = &self.bids else {
+            return Ok(None);
+        };
+        let p = (dataset.derivative(run, desc, suffix))
+            .with_context(|| format!("cannot write into {}", dataset.root.display()))?;
+        Ok(Some(p))
+    }
+}
+
+/// The recordings of a study: each path a recording, or a BIDS dataset's root whose runs
+/// `filter` keeps.
+pub fn expand(paths: &[PathBuf], filter: &bids::Filter) -> anyhow::Result<Vec<Item>> {
+    let mut items = Vec::new();
+    for p in paths {
+        if !bids::is_dataset(p) {
+            items.push(Item {
+                path: p.clone(),
+                bids: None,
+            });
+            continue;
+        }
+        let dataset = std::sync::Arc::new(bids::Dataset::scan(p)?);
+        let runs: Vec<bids::Run> = dataset.select(filter).into_iter().cloned().collect();
+        if runs.is_empty() {
+            anyhow::bail!(
+                "{}: no run of the dataset matches the --subject/--session/--task/--run filters",
+                p.display()
+            );
+        }
+        items.extend(runs.into_iter().map(|run| Item {
+            path: run.path.clone(),
+            bids: Some((dataset.clone(), run)),
+        }));
+    }
+    Ok(items)
+}
+
+/// Runs `one(item, tag)` on every recording of a study (BIDS roots expanded by `filter`). A
+/// recording that fails is said on stderr with its reason and the study goes on; the reports
+/// `one` returns are written to `out` (one object for one recording, an array for several;
+/// stdout without `out`), and the exit is an error when any recording failed.
 pub fn study<R: serde::Serialize>(
     files: &[PathBuf],
+    filter: &bids::Filter,
     out: Option<&Path>,
-    mut one: impl FnMut(&Path, &str) -> anyhow::Result<Option<R>>,
+    mut one: impl FnMut(&Item, &str) -> anyhow::Result<Option<R>>,
 ) -> anyhow::Result<()> {
-    let total = files.len();
+    let items = expand(files, filter)?;
+    let total = items.len();
     let mut reports = Vec::new();
     let mut failed = 0;
-    for (k, path) in files.iter().enumerate() {
-        let tag = format!("[{}/{total}] {}", k + 1, path.display());
-        match one(path, &tag) {
+    for (k, item) in items.iter().enumerate() {
+        let tag = format!("[{}/{total}] {}", k + 1, item.path.display());
+        match one(item, &tag) {
             Ok(report) => reports.extend(report),
             Err(e) => {
                 eprintln!("{tag}: {e:#}");

@@ -1,7 +1,7 @@
 //! `ede xapen FILE... --m 1 --r 0.2 --epoch-len 1024 ... --out OUT.json`: Cross-ApEn matrices
 //! for a study, file after file, with progress on stderr.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 
@@ -13,9 +13,12 @@ use crate::recording::Recording;
 
 #[derive(Debug, clap::Args)]
 pub struct XapenArgs {
-    /// Recordings (EDF, BDF, WFDB, CSV); each gives one matrix.
+    /// Recordings (any format ede reads) or BIDS dataset roots; each recording gives one
+    /// matrix (a dataset's go to its derivatives/ede/).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub bids: crate::recording::bids::Filter,
     /// Window length m.
     #[arg(long, default_value_t = 1)]
     pub m: usize,
@@ -99,8 +102,8 @@ pub fn run(args: &XapenArgs) -> anyhow::Result<()> {
     if let Some(dir) = &args.out_dir {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    super::study(&args.files, args.out.as_deref(), |path, tag| {
-        let report = one(path, args, gpu.as_mut())?;
+    super::study(&args.files, &args.bids, args.out.as_deref(), |item, tag| {
+        let report = one(item, args, gpu.as_mut())?;
         eprintln!(
             "{tag}: {} channels x {} epochs in {:.3} s ({})",
             report.channels.len(),
@@ -111,25 +114,22 @@ pub fn run(args: &XapenArgs) -> anyhow::Result<()> {
         for w in &report.warnings {
             eprintln!("  warning: {w}");
         }
-        match &args.out_dir {
-            Some(dir) => {
-                super::write_json(
-                    &report,
-                    Some(&dir.join(super::out_name(path, "xapen.json"))),
-                )?;
-                Ok(None)
-            }
-            None => Ok(Some(report)),
-        }
+        let out = match (item.derivative("xapen", ".json")?, &args.out_dir) {
+            (Some(p), _) => p,
+            (None, Some(dir)) => dir.join(super::out_name(&item.path, "xapen.json")),
+            (None, None) => return Ok(Some(report)),
+        };
+        super::write_json(&report, Some(&out))?;
+        Ok(None)
     })
 }
 
 fn one(
-    path: &Path,
+    item: &super::Item,
     args: &XapenArgs,
     gpu: Option<&mut XapenKernels>,
 ) -> anyhow::Result<XapenReport> {
-    let rec = super::open(path, args.fs)?;
+    let rec = item.open(args.fs)?;
     let job = job_for(&rec, args)?;
     let report = xapen::run(&rec, &job, gpu, None, None)?;
     report.context("cancelled")

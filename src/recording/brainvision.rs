@@ -290,6 +290,7 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
             SignalInfo {
                 kind: ChannelType::from_label(&labels[c], &units[c]),
                 position: positions[c],
+                bad: false,
                 label: labels[c].clone(),
                 unit: units[c].clone(),
                 fs,

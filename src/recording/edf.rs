@@ -349,6 +349,7 @@ fn parse(path: &Path, map: Mmap) -> Result<Recording, ReadError> {
             prefilter: s.prefilter,
             kind: ChannelType::from_label(&s.label, &s.unit),
             position: None,
+            bad: false,
             unit: s.unit,
             label: s.label,
         });

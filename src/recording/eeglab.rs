@@ -146,6 +146,7 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         .map(|c| SignalInfo {
             kind: kinds[c],
             position: positions[c],
+            bad: false,
             label: labels[c].clone(),
             unit: "uV".into(),
             fs,

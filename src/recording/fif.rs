@@ -480,6 +480,7 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
             SignalInfo {
                 position: (kind == ChannelType::Eeg && c.loc.iter().any(|&v| v != 0.0))
                     .then(|| c.loc.map(|v| v as f64)),
+                bad: first.bads.contains(&c.name),
                 kind,
                 label: c.name.clone(),
                 unit,

@@ -5,6 +5,7 @@
 //! of a signal. Samples are read on demand through [`SampleSource`]: opening a recording parses
 //! headers only, so a multi-gigabyte file opens at once and memory stays bounded.
 
+pub mod bids;
 pub mod binary;
 pub mod brainvision;
 pub mod channel;
@@ -231,6 +232,9 @@ pub struct SignalInfo {
     /// where the file has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub position: Option<[f64; 3]>,
+    /// Marked bad by the file (FIF's bad channels, BIDS' channels.tsv).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub bad: bool,
 }
 
 /// An annotation: onset in seconds from the recording start, duration in seconds (0 for events).
@@ -530,11 +534,11 @@ impl Recording {
             })
     }
 
-    /// The brain channels (EEG, MEG) at the rate most of them share: what whole-head
-    /// analyses take by default. Without any, every signal at the most common rate.
+    /// The brain channels (EEG, MEG) not marked bad, at the rate most of them share: what
+    /// whole-head analyses take by default. Without any, every signal at the most common rate.
     pub fn brain_signals(&self) -> Vec<usize> {
         let brain: Vec<usize> = (0..self.signals.len())
-            .filter(|&i| self.signals[i].kind.is_brain())
+            .filter(|&i| self.signals[i].kind.is_brain() && !self.signals[i].bad)
             .collect();
         let pool = if brain.is_empty() {
             (0..self.signals.len()).collect()
@@ -654,6 +658,7 @@ pub fn in_memory(
             SignalInfo {
                 kind: ChannelType::from_label(&label, &unit),
                 position: None,
+                bad: false,
                 label,
                 unit,
                 fs,

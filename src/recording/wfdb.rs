@@ -315,6 +315,7 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
                 prefilter: String::new(),
                 kind: ChannelType::from_label(&s.description, &s.unit),
                 position: None,
+                bad: false,
             }
         })
         .collect();

@@ -101,6 +101,7 @@ impl EegData {
             let s = &rec.signals[i];
             microvolts_per_unit(&s.unit).is_some()
                 && matches!(s.kind, ChannelType::Eeg | ChannelType::Eog)
+                && !s.bad
                 && s.samples > 0
         };
         let candidates: Vec<usize> = (0..rec.signals.len()).filter(|&i| eeg(i)).collect();
