@@ -612,3 +612,98 @@ fn fif_converts_to_bdf_plus() {
         "{texts:?}"
     );
 }
+
+/// An XDF file (chunks as LabRecorder writes them) against pyxdf's reading: the EEG stream
+/// chosen, its samples, clock offsets applied, the marker stream as events, the other streams
+/// said to be left out.
+#[test]
+fn xdf_reads_as_pyxdf_does() {
+    let rec = open(&fixture("streams.xdf"));
+    assert_eq!(rec.format, Format::Xdf);
+    let want: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("streams.expected.json")).unwrap())
+            .unwrap();
+    let labels: Vec<&str> = rec.signals.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, ["Fp1", "Fp2", "Cz", "EOG"]);
+    assert_eq!(rec.signals[3].kind, ChannelType::Eog);
+    assert_eq!(rec.signals[0].unit, "uV");
+    assert_eq!(rec.signals[0].fs, 100.0);
+    for c in 0..4 {
+        let ours = rec.read_all(c).unwrap();
+        let theirs = want["data"][c].as_array().unwrap();
+        assert_eq!(ours.len(), theirs.len());
+        for (a, b) in ours.iter().zip(theirs) {
+            assert_eq!(*a, b.as_f64().unwrap() as f32);
+        }
+    }
+    let markers = want["markers"].as_array().unwrap();
+    assert_eq!(rec.annotations.len(), markers.len());
+    for (a, m) in rec.annotations.iter().zip(markers) {
+        assert!((a.onset - m[0].as_f64().unwrap()).abs() < 1e-6, "{a:?} {m}");
+        assert_eq!(a.text, m[1].as_str().unwrap());
+    }
+    assert!(
+        rec.warnings.iter().any(|w| w.contains("Accel")),
+        "{:?}",
+        rec.warnings
+    );
+    assert!(
+        rec.warnings.iter().any(|w| w.contains("Mouse")),
+        "{:?}",
+        rec.warnings
+    );
+    // Another stream by name; a marker stream is refused with a reason.
+    let accel = Recording::open(
+        &fixture("streams.xdf"),
+        &OpenOptions {
+            xdf_stream: Some("Accel".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(accel.signals.len(), 2);
+    assert_eq!(accel.signals[0].samples, 150);
+    let e = Recording::open(
+        &fixture("streams.xdf"),
+        &OpenOptions {
+            xdf_stream: Some("Markers".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("irregular"), "{e}");
+}
+
+#[test]
+fn bad_xdf_files_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = std::fs::read(fixture("streams.xdf")).unwrap();
+    let p = dir.path().join("m.xdf");
+    for cut in [4, 10, 100, whole.len() / 2, whole.len() - 3] {
+        std::fs::write(&p, &whole[..cut]).unwrap();
+        if let Err(e) = Recording::open(&p, &OpenOptions::default()) {
+            assert!(e.to_string().contains("m.xdf"), "{e}");
+        }
+    }
+    let mut state = 0x1d8e_4e27_c47d_124fu64;
+    let mut rnd = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..2000 {
+        let mut b = whole.clone();
+        for _ in 0..1 + rnd() % 6 {
+            let i = (rnd() as usize) % b.len();
+            b[i] = [0u8, 1, 4, 8, 0xff, rnd() as u8][(rnd() as usize) % 6];
+        }
+        std::fs::write(&p, &b).unwrap();
+        if let Ok(rec) = Recording::open(&p, &OpenOptions::default()) {
+            for i in 0..rec.signals.len() {
+                rec.read_all(i).unwrap();
+            }
+        }
+    }
+}

@@ -339,7 +339,14 @@ fn csv_with_and_without_time_column() {
             .to_string()
             .contains("--fs")
     );
-    let rec = Recording::open(&p, &OpenOptions { csv_fs: Some(10.0) }).unwrap();
+    let rec = Recording::open(
+        &p,
+        &OpenOptions {
+            csv_fs: Some(10.0),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!(rec.format, Format::Csv);
     assert_eq!(rec.signals[1].unit, "mV");
     assert_eq!(rec.duration_s(), 0.3);

@@ -17,12 +17,14 @@ fuzz_target!(|data: &[u8]| {
     // The readers memory-map files, so the input goes through one.
     let dir = std::env::temp_dir().join(format!("ede-fuzz-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let name = match kind % 6 {
+    let name = match kind % 8 {
         0 => "f.edf",
         1 => "f.bdf",
         2 => "f.hea",
         3 => "f.vhdr",
         4 => "f.set",
+        5 => "f.fif",
+        6 => "f.xdf",
         _ => "f.csv",
     };
     if name == "f.vhdr" {
@@ -33,7 +35,10 @@ fuzz_target!(|data: &[u8]| {
     std::fs::File::create(&path)
         .and_then(|mut f| f.write_all(bytes))
         .unwrap();
-    let options = OpenOptions { csv_fs: Some(100.0) };
+    let options = OpenOptions {
+        csv_fs: Some(100.0),
+        ..Default::default()
+    };
     if let Ok(rec) = Recording::open(&path, &options) {
         for i in 0..rec.signals.len() {
             // Headers may promise billions of samples of a file that is not there; reading a

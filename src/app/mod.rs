@@ -221,7 +221,13 @@ impl EdeApp {
             Some(p) if crate::recording::bids::is_dataset(p) => {
                 crate::recording::demo::demo_recording()
             }
-            Some(p) => match Recording::open(p, &OpenOptions { csv_fs: fs }) {
+            Some(p) => match Recording::open(
+                p,
+                &OpenOptions {
+                    csv_fs: fs,
+                    ..Default::default()
+                },
+            ) {
                 Ok(r) => r,
                 Err(e) => {
                     error = Some(e.to_string());

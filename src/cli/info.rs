@@ -13,10 +13,17 @@ pub struct InfoArgs {
     /// Sampling rate of a CSV file without a time column.
     #[arg(long)]
     pub fs: Option<f64>,
+    /// The stream of an XDF file (its name or id); the EEG stream by default.
+    #[arg(long)]
+    pub stream: Option<String>,
 }
 
 pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
-    let rec = super::open(&args.file, args.fs)?;
+    let options = crate::recording::OpenOptions {
+        csv_fs: args.fs,
+        xdf_stream: args.stream.clone(),
+    };
+    let rec = crate::recording::Recording::open(&args.file, &options)?;
     let summary = RecordingSummary::from(&rec);
     if args.json {
         super::print(&serde_json::to_string_pretty(&summary)?)?;

@@ -164,7 +164,13 @@ pub fn open_gpu(command: &str, choice: BackendChoice) -> Option<crate::gpu::GpuC
 
 /// Opens a recording for a subcommand, with the CSV rate if given.
 pub fn open(path: &std::path::Path, fs: Option<f64>) -> Result<Recording, ReadError> {
-    Recording::open(path, &OpenOptions { csv_fs: fs })
+    Recording::open(
+        path,
+        &OpenOptions {
+            csv_fs: fs,
+            ..Default::default()
+        },
+    )
 }
 
 /// Writes `text` and a newline to standard output. A reader that went away (`ede info F | head`)

@@ -19,6 +19,7 @@ pub mod eeglab;
 pub mod fif;
 pub mod mat5;
 pub mod wfdb;
+pub mod xdf;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -95,6 +96,14 @@ pub const READERS: &[Reader] = &[
         open: |p, _| fif::open(p),
     },
     Reader {
+        name: "XDF",
+        extensions: &["xdf", "xdfz"],
+        sniff: Some(xdf::sniff),
+        signature: "not an XDF file: it does not start with \"XDF:\"",
+        companion: None,
+        open: |p, o| xdf::open(p, o.xdf_stream.as_deref()),
+    },
+    Reader {
         name: "WFDB",
         extensions: &["hea", "dat", "atr"],
         sniff: None,
@@ -167,6 +176,8 @@ pub enum Format {
     Eeglab,
     #[serde(rename = "FIF")]
     Fif,
+    #[serde(rename = "XDF")]
+    Xdf,
     #[serde(rename = "DEMO")]
     Demo,
     /// The newest samples of a Lab Streaming Layer stream, held in memory (live mode).
@@ -200,6 +211,7 @@ impl fmt::Display for Format {
             Format::BrainVision => "BrainVision",
             Format::Eeglab => "EEGLAB",
             Format::Fif => "FIF",
+            Format::Xdf => "XDF",
             Format::Demo => "DEMO",
             Format::Lsl => "LSL",
         };
@@ -315,6 +327,8 @@ impl fmt::Debug for Recording {
 pub struct OpenOptions {
     /// Sampling rate of a CSV file without a time column.
     pub csv_fs: Option<f64>,
+    /// The stream of an XDF file to show (its name or id); the EEG stream when `None`.
+    pub xdf_stream: Option<String>,
 }
 
 impl Recording {
