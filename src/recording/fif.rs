@@ -52,6 +52,8 @@ const T_STRING: u32 = 10;
 const T_DAU_PACK16: u32 = 16;
 /// FIFFV_ROLE_NEXT_FILE: the reference to the next part of a split recording.
 const ROLE_NEXT_FILE: i32 = 2;
+/// Stimulus channels up to this many samples are read at open for their events (a few ms).
+const MAX_STIM_SCAN: usize = 4_000_000;
 /// Split files one recording may have (MNE-Python splits at 2 GB).
 const MAX_PARTS: usize = 1000;
 
@@ -505,6 +507,35 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         channels: nchan,
         gains: first.channels.iter().map(|c| c.gain).collect(),
     };
+    // Stimulus channels' steps are events (as MNE-Python's find_events: each change to a
+    // non-zero value). A long recording's whole stim channel is not read at open.
+    for (i, s) in signals.iter().enumerate() {
+        if s.kind != ChannelType::Stim {
+            continue;
+        }
+        if samples > MAX_STIM_SCAN {
+            warnings.push(format!(
+                "{}: steps not turned into events (a recording this long opens without \
+                 reading it whole)",
+                s.label
+            ));
+            continue;
+        }
+        let mut v = vec![0f32; samples];
+        source.read(i, 0, &mut v)?;
+        let mut prev = 0f32;
+        for (k, &x) in v.iter().enumerate() {
+            if x != prev && x != 0.0 {
+                annotations.push(Annotation {
+                    onset: k as f64 / fs,
+                    duration: 0.0,
+                    text: format!("{}: {}", s.label, x),
+                });
+            }
+            prev = x;
+        }
+    }
+    annotations.sort_by(|a, b| a.onset.total_cmp(&b.onset));
     Ok(Recording::new(
         Some(path.to_path_buf()),
         Format::Fif,
