@@ -139,6 +139,27 @@ impl Lanes {
     }
 }
 
+/// Buttons that select the channels of one type (only those `allowed`), one per type present:
+/// the views' channel pickers use them beside "all" and "none".
+pub fn select_by_type(
+    ui: &mut egui::Ui,
+    kinds: &[ChannelType],
+    selected: &mut [bool],
+    allowed: impl Fn(usize) -> bool,
+) {
+    for t in ChannelType::ALL.into_iter().filter(|t| kinds.contains(t)) {
+        if ui
+            .small_button(t.name())
+            .on_hover_text(format!("only the {}", group_name(t).to_lowercase()))
+            .clicked()
+        {
+            for (c, s) in selected.iter_mut().enumerate() {
+                *s = kinds[c] == t && allowed(c);
+            }
+        }
+    }
+}
+
 /// A type's name as a group of channels.
 pub fn group_name(t: ChannelType) -> &'static str {
     match t {

@@ -52,17 +52,13 @@ struct Done {
     report: XapenReport,
 }
 
-/// The EEG channels at the most common rate (all channels at that rate where none is EEG).
+/// The brain channels (EEG, MEG) not marked bad, at their most common rate (the command
+/// line's default too: `Recording::brain_signals`).
 fn default_selection(rec: &Recording) -> Vec<bool> {
-    let fs = rec.most_common_rate();
-    let eeg: Vec<bool> = (rec.signals.iter())
-        .map(|s| s.fs == fs && s.kind.is_brain())
-        .collect();
-    if eeg.iter().any(|&e| e) {
-        eeg
-    } else {
-        rec.signals.iter().map(|s| s.fs == fs).collect()
-    }
+    let picked = rec.brain_signals();
+    (0..rec.signals.len())
+        .map(|c| picked.contains(&c))
+        .collect()
 }
 
 /// The job without its parameters: what the cached input and device buffers depend on.
@@ -390,6 +386,24 @@ impl XapenView {
                 self.selected.fill(false);
             }
         });
+        ui.horizontal_wrapped(|ui| {
+            ui.label("only");
+            let kinds: Vec<_> = self.rec.signals.iter().map(|s| s.kind).collect();
+            // The type's channels at the rate most of them share.
+            let rates: Vec<f64> = self.rec.signals.iter().map(|s| s.fs).collect();
+            let before = self.selected.clone();
+            super::lanes::select_by_type(ui, &kinds, &mut self.selected, |_| true);
+            if self.selected != before {
+                let fs = crate::recording::most_common_rate(
+                    (0..rates.len())
+                        .filter(|&c| self.selected[c])
+                        .map(|c| rates[c]),
+                );
+                for (c, s) in self.selected.iter_mut().enumerate() {
+                    *s &= Some(rates[c]) == fs && !self.rec.signals[c].bad;
+                }
+            }
+        });
         let fs = self.selected_rate();
         egui::ScrollArea::vertical()
             .id_salt("xapen channels")
@@ -398,11 +412,12 @@ impl XapenView {
                 for (c, s) in self.rec.signals.iter().enumerate() {
                     // One rate per matrix: other rates are shown but not selectable.
                     let enabled = fs.is_none_or(|f| f == s.fs);
+                    let bad = if s.bad { ", bad" } else { "" };
                     ui.add_enabled(
                         enabled,
                         egui::Checkbox::new(
                             &mut self.selected[c],
-                            format!("{} ({} Hz)", s.label, s.fs),
+                            format!("{} ({}, {} Hz{bad})", s.label, s.kind.name(), s.fs),
                         ),
                     );
                 }

@@ -521,7 +521,8 @@ pub fn real_blink_effect(
         .collect();
     let samples_changed_over_20uv = (transient.iter())
         .map(|&i| {
-            let limit = (TRANSIENT_UV / original.microvolts[i]) as f32;
+            // Rows are in microvolts (`EegData::scale`).
+            let limit = TRANSIENT_UV as f32;
             (x.row(i).iter().zip(cleaned.row(i)))
                 .filter(|(o, c)| (*c - *o).abs() > limit)
                 .count()

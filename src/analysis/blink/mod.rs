@@ -90,24 +90,41 @@ pub struct EegData {
     pub signals: Vec<usize>,
     pub fs: f64,
     pub channels: Channels,
+    /// Each channel's samples times `scale`: voltages in microvolts, MEG in fT and fT/cm,
+    /// so that ICA sees EEG and MEG rows of comparable size.
     pub data: Observations,
-    /// Microvolts per unit of each channel's samples.
-    pub microvolts: Vec<f64>,
+    /// Units of `data` per unit of the recording's signal (1 for a signal in microvolts).
+    pub scale: Vec<f64>,
+}
+
+/// The unit of a blink removal's rows for a signal's unit, and how many of them one of the
+/// signal's units is: microvolts for voltages, fT for T, fT/cm for T/m; `None` for others.
+pub fn row_unit(unit: &str) -> Option<(&'static str, f64)> {
+    match unit.trim() {
+        "T" => Some(("fT", 1e15)),
+        "T/m" => Some(("fT/cm", 1e13)),
+        u => microvolts_per_unit(u).map(|k| ("uV", k)),
+    }
 }
 
 impl EegData {
     pub fn load(rec: &Recording, opts: &DeblinkOptions) -> Result<Self, BlinkJobError> {
         let eeg = |i: usize| {
             let s = &rec.signals[i];
-            microvolts_per_unit(&s.unit).is_some()
-                && matches!(s.kind, ChannelType::Eeg | ChannelType::Eog)
-                && !s.bad
-                && s.samples > 0
+            let kinds = [
+                ChannelType::Eeg,
+                ChannelType::Eog,
+                ChannelType::Mag,
+                ChannelType::Grad,
+            ];
+            row_unit(&s.unit).is_some() && kinds.contains(&s.kind) && !s.bad && s.samples > 0
         };
         let candidates: Vec<usize> = (0..rec.signals.len()).filter(|&i| eeg(i)).collect();
         let Some(fs) = most_common_rate(candidates.iter().map(|&i| rec.signals[i].fs)) else {
             return Err(BlinkJobError::Selection(
-                "the recording has no EEG channels in a voltage unit (uV, mV, V)".into(),
+                "the recording has no EEG or MEG channels in a voltage or MEG unit (uV, mV, V, \
+                 T, T/m)"
+                    .into(),
             ));
         };
         let signals: Vec<usize> = (candidates.into_iter())
@@ -131,19 +148,26 @@ impl EegData {
             opts.detect.as_deref(),
             opts.keep.as_deref(),
         )?;
-        let mut data = vec![0.0f32; signals.len() * samples];
-        for (row, &i) in data.chunks_exact_mut(samples.max(1)).zip(&signals) {
-            rec.read(i, 0, row)?;
-        }
-        let microvolts = (signals.iter())
-            .map(|&i| microvolts_per_unit(&rec.signals[i].unit).unwrap_or(1.0))
+        let scale: Vec<f64> = (signals.iter())
+            .map(|&i| row_unit(&rec.signals[i].unit).map_or(1.0, |u| u.1))
             .collect();
+        let mut data = vec![0.0f32; signals.len() * samples];
+        for ((row, &i), &k) in data
+            .chunks_exact_mut(samples.max(1))
+            .zip(&signals)
+            .zip(&scale)
+        {
+            rec.read(i, 0, row)?;
+            if k != 1.0 {
+                row.iter_mut().for_each(|v| *v = (*v as f64 * k) as f32);
+            }
+        }
         Ok(EegData {
             signals,
             fs,
             channels,
             data: Observations::new(labels.len(), samples, data),
-            microvolts,
+            scale,
         })
     }
 
@@ -159,7 +183,7 @@ impl EegData {
             fs: self.fs,
             channels: self.channels.clone(),
             data: self.data.block(self.data.rows, from.min(to)..to),
-            microvolts: self.microvolts.clone(),
+            scale: self.scale.clone(),
         }
     }
 
@@ -386,10 +410,16 @@ pub fn write_cleaned(
     cleaned: &Observations,
     out: &std::path::Path,
 ) -> Result<(), ReadError> {
-    let replaced: Vec<(usize, &[f32])> = (data.signals.iter().enumerate())
+    // Back in the signals' own units.
+    let unscaled: Vec<(usize, Vec<f32>)> = (data.signals.iter().enumerate())
         .filter(|(k, _)| !data.channels.keep[*k])
-        .map(|(k, &i)| (i, cleaned.row(k)))
+        .map(|(k, &i)| {
+            let s = data.scale[k];
+            let row = cleaned.row(k);
+            (i, row.iter().map(|&v| (v as f64 / s) as f32).collect())
+        })
         .collect();
+    let replaced: Vec<(usize, &[f32])> = unscaled.iter().map(|(i, r)| (*i, &r[..])).collect();
     match rec.format.edf_family() {
         Some(_) => edf_write::write_replacing(rec, out, &replaced),
         None => convert::write_converted(rec, out, &replaced),

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use chrono::NaiveDateTime;
 
 use super::LiveOptions;
-use crate::analysis::blink::EegData;
+use crate::analysis::blink::{EegData, row_unit};
 use crate::dsp::ica::Observations;
 use crate::recording::Recording;
 
@@ -86,15 +86,17 @@ impl<'a> FileSource<'a> {
                 StreamMeta {
                     name: (rec.path.as_ref()).map_or("demo".into(), |p| p.display().to_string()),
                     labels: data.channels.labels.clone(),
-                    units: signals.iter().map(|s| s.unit.clone()).collect(),
+                    // The rows' units (`EegData::scale`: microvolts, fT, fT/cm).
+                    units: (signals.iter())
+                        .map(|s| row_unit(&s.unit).map_or(s.unit.clone(), |u| u.0.into()))
+                        .collect(),
                     eog: data.channels.eog.clone(),
                     fs: data.fs,
                     start: rec.start,
                     wide: rec.format.edf_family() != Some("edf"),
                     ranges: Some(
-                        signals
-                            .iter()
-                            .map(|s| (s.physical_min, s.physical_max))
+                        (signals.iter().zip(&data.scale))
+                            .map(|(s, &k)| (s.physical_min * k, s.physical_max * k))
                             .collect(),
                     ),
                 }

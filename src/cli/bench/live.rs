@@ -240,7 +240,7 @@ fn many_channels(data: &EegData) -> anyhow::Result<EegData> {
     Ok(EegData {
         signals: Vec::new(),
         fs: data.fs * up as f64,
-        microvolts: vec![1.0; rows.len()],
+        scale: vec![1.0; rows.len()],
         channels,
         data: Observations::from_rows(&rows),
     })
