@@ -2,6 +2,8 @@
 //! `tests/fixtures/` were written by pybv / MNE-Python / eeglabio and read back by MNE-Python
 //! into `<name>.expected.json` (`tests/fixtures/make_fixtures.py` makes them again).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use ede::recording::{ChannelType, Format, OpenOptions, Recording};
@@ -272,13 +274,7 @@ fn mutated_brainvision_sets_never_panic() {
     let header = std::fs::read(fixture("bv_int16.vhdr")).unwrap();
     let data = std::fs::read(fixture("bv_int16.eeg")).unwrap();
     std::fs::copy(fixture("bv_int16.vmrk"), dir.path().join("bv_int16.vmrk")).unwrap();
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut rnd = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rnd = common::xorshift(0x9e37_79b9_7f4a_7c15u64);
     let vhdr = dir.path().join("m.vhdr");
     for _ in 0..1500 {
         let mut h = header.clone();
@@ -292,13 +288,7 @@ fn mutated_brainvision_sets_never_panic() {
         }
         std::fs::write(&vhdr, &h).unwrap();
         std::fs::write(dir.path().join("bv_int16.eeg"), &d).unwrap();
-        if let Ok(rec) = Recording::open(&vhdr, &OpenOptions::default()) {
-            for i in 0..rec.signals.len() {
-                if rec.signals[i].samples < 10_000_000 {
-                    rec.read_all(i).unwrap();
-                }
-            }
-        }
+        common::decodes_if_it_opens(&vhdr, &OpenOptions::default());
     }
 }
 
@@ -413,13 +403,7 @@ fn mutated_eeglab_sets_never_panic() {
         dir.path().join("set_twofile.fdt"),
     )
     .unwrap();
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut rnd = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rnd = common::xorshift(0x2545_f491_4f6c_dd1du64);
     let p = dir.path().join("m.set");
     for iter in 0..1500 {
         let mut b = seeds[iter % seeds.len()].clone();
@@ -436,13 +420,7 @@ fn mutated_eeglab_sets_never_panic() {
             b.truncate((rnd() as usize) % (b.len() + 1));
         }
         std::fs::write(&p, &b).unwrap();
-        if let Ok(rec) = Recording::open(&p, &OpenOptions::default()) {
-            for i in 0..rec.signals.len() {
-                if rec.signals[i].samples < 10_000_000 {
-                    rec.read_all(i).unwrap();
-                }
-            }
-        }
+        common::decodes_if_it_opens(&p, &OpenOptions::default());
     }
 }
 
@@ -551,13 +529,7 @@ fn mutated_fif_files_never_panic() {
         std::fs::read(fixture("fif_short_raw.fif")).unwrap(),
         std::fs::read(fixture("fif_double_raw.fif")).unwrap(),
     ];
-    let mut state = 0x853c_49e6_748f_ea9bu64;
-    let mut rnd = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rnd = common::xorshift(0x853c_49e6_748f_ea9bu64);
     let p = dir.path().join("m.fif");
     for iter in 0..1500 {
         let mut b = seeds[iter % seeds.len()].clone();
@@ -574,13 +546,7 @@ fn mutated_fif_files_never_panic() {
             b.truncate((rnd() as usize) % (b.len() + 1));
         }
         std::fs::write(&p, &b).unwrap();
-        if let Ok(rec) = Recording::open(&p, &OpenOptions::default()) {
-            for i in 0..rec.signals.len() {
-                if rec.signals[i].samples < 10_000_000 {
-                    rec.read_all(i).unwrap();
-                }
-            }
-        }
+        common::decodes_if_it_opens(&p, &OpenOptions::default());
     }
 }
 
@@ -698,13 +664,7 @@ fn bad_xdf_files_never_panic() {
             assert!(e.to_string().contains("m.xdf"), "{e}");
         }
     }
-    let mut state = 0x1d8e_4e27_c47d_124fu64;
-    let mut rnd = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rnd = common::xorshift(0x1d8e_4e27_c47d_124fu64);
     for _ in 0..2000 {
         let mut b = whole.clone();
         for _ in 0..1 + rnd() % 6 {
@@ -712,10 +672,6 @@ fn bad_xdf_files_never_panic() {
             b[i] = [0u8, 1, 4, 8, 0xff, rnd() as u8][(rnd() as usize) % 6];
         }
         std::fs::write(&p, &b).unwrap();
-        if let Ok(rec) = Recording::open(&p, &OpenOptions::default()) {
-            for i in 0..rec.signals.len() {
-                rec.read_all(i).unwrap();
-            }
-        }
+        common::decodes_if_it_opens(&p, &OpenOptions::default());
     }
 }

@@ -10,9 +10,7 @@ use std::sync::Arc;
 use chrono::NaiveDateTime;
 
 use super::binary::{MatrixSource, Orientation, SampleType, decode_text};
-use super::{
-    Annotation, ChannelType, Format, ReadError, Recording, Segment, SignalInfo, unknown_start,
-};
+use super::{Annotation, ChannelType, Format, ReadError, Recording, SignalInfo, unknown_start};
 
 /// The head radius MNE-Python scales "idealized" (unit-radius) coordinates to, in metres.
 const HEAD_RADIUS_M: f64 = 0.095;
@@ -303,20 +301,14 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
             }
         })
         .collect();
-    Ok(Recording::new(
+    Ok(Recording::continuous(
         Some(path.to_path_buf()),
         Format::BrainVision,
         start.unwrap_or_else(unknown_start),
         signals,
         annotations,
         warnings,
-        1,
         samples as f64 / fs,
-        vec![Segment {
-            start_s: 0.0,
-            first_record: 0,
-            records: 1,
-        }],
         Arc::new(source),
     ))
 }

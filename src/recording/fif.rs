@@ -13,8 +13,7 @@ use memmap2::Mmap;
 
 use super::binary::{MatrixSource, SampleType};
 use super::{
-    Annotation, ChannelType, Format, ReadError, Recording, SampleSource, Segment, SignalInfo,
-    unknown_start,
+    Annotation, ChannelType, Format, ReadError, Recording, SampleSource, SignalInfo, unknown_start,
 };
 
 // Tag kinds.
@@ -536,20 +535,14 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         }
     }
     annotations.sort_by(|a, b| a.onset.total_cmp(&b.onset));
-    Ok(Recording::new(
+    Ok(Recording::continuous(
         Some(path.to_path_buf()),
         Format::Fif,
         start.unwrap_or_else(unknown_start),
         signals,
         annotations,
         warnings,
-        1,
         samples as f64 / fs,
-        vec![Segment {
-            start_s: 0.0,
-            first_record: 0,
-            records: 1,
-        }],
         Arc::new(source),
     ))
 }

@@ -362,6 +362,37 @@ impl Recording {
         }
     }
 
+    /// A recording without data records (one record, one segment: every format but EDF).
+    #[allow(clippy::too_many_arguments)]
+    pub fn continuous(
+        path: Option<PathBuf>,
+        format: Format,
+        start: NaiveDateTime,
+        signals: Vec<SignalInfo>,
+        annotations: Vec<Annotation>,
+        warnings: Vec<String>,
+        duration_s: f64,
+        source: Arc<dyn SampleSource>,
+    ) -> Self {
+        let one = Segment {
+            start_s: 0.0,
+            first_record: 0,
+            records: 1,
+        };
+        Self::new(
+            path,
+            format,
+            start,
+            signals,
+            annotations,
+            warnings,
+            1,
+            duration_s,
+            vec![one],
+            source,
+        )
+    }
+
     /// Opens any supported file: the format is recognised from its first bytes, else from a
     /// file beside it (a WFDB record's `.hea`, a BrainVision set's `.vhdr`), else from its
     /// extension (see [`READERS`]).
@@ -689,20 +720,14 @@ pub fn in_memory(
         .iter()
         .map(|s| s.samples as f64 / s.fs)
         .fold(0.0, f64::max);
-    Recording::new(
+    Recording::continuous(
         path,
         format,
         start,
         signals,
         annotations,
         warnings,
-        1,
         duration,
-        vec![Segment {
-            start_s: 0.0,
-            first_record: 0,
-            records: 1,
-        }],
         Arc::new(MemorySource { data }),
     )
 }

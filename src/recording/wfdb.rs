@@ -11,9 +11,7 @@ use std::sync::Arc;
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 use memmap2::Mmap;
 
-use super::{
-    Annotation, ChannelType, Format, ReadError, Recording, SampleSource, Segment, SignalInfo,
-};
+use super::{Annotation, ChannelType, Format, ReadError, Recording, SampleSource, SignalInfo};
 
 /// A record is named by its header path with or without `.hea`, or by any of its files
 /// (signal `.dat`, annotations `.atr`, `.qrs`, `.ann`) that has a header beside it.
@@ -333,20 +331,14 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
     };
 
     let record_path = hea.with_extension("");
-    Ok(Recording::new(
+    Ok(Recording::continuous(
         Some(record_path),
         Format::Wfdb,
         start,
         signals,
         annotations,
         warnings,
-        1,
         samples as f64 / fs,
-        vec![Segment {
-            start_s: 0.0,
-            first_record: 0,
-            records: 1,
-        }],
         Arc::new(WfdbSource { files, channels }),
     ))
 }

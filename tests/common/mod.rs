@@ -293,3 +293,26 @@ pub fn clean_eeg(path: &Path, bdf: bool, seconds: usize) {
         .collect();
     write_edf(path, bdf, Some('C'), 1.0, &signals, None, &[(3.0, "start")]);
 }
+
+/// A xorshift generator: the mutation tests' repeatable randomness.
+pub fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
+/// Opens `path`: an error is fine (a mutated file may be anything), a panic is not, and what
+/// opens must decode every sample (signals short enough to read whole).
+pub fn decodes_if_it_opens(path: &Path, options: &ede::recording::OpenOptions) {
+    if let Ok(rec) = ede::recording::Recording::open(path, options) {
+        for i in 0..rec.signals.len() {
+            if rec.signals[i].samples < 10_000_000 {
+                rec.read_all(i).unwrap();
+            }
+        }
+    }
+}
