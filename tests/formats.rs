@@ -283,7 +283,7 @@ fn mutated_brainvision_sets_never_panic() {
             let i = (rnd() as usize) % h.len();
             h[i] = b"0123456789,=[]\n;-.xCh"[(rnd() as usize) % 21];
         }
-        if rnd() % 3 == 0 {
+        if rnd().is_multiple_of(3) {
             d.truncate((rnd() as usize) % (d.len() + 1));
         }
         std::fs::write(&vhdr, &h).unwrap();
@@ -409,14 +409,14 @@ fn mutated_eeglab_sets_never_panic() {
         let mut b = seeds[iter % seeds.len()].clone();
         for _ in 0..1 + rnd() % 6 {
             // Tags and sizes live in the first bytes of each element: aim there often.
-            let i = if rnd() % 2 == 0 {
+            let i = if rnd().is_multiple_of(2) {
                 128 + (rnd() as usize) % 512.min(b.len() - 128)
             } else {
                 (rnd() as usize) % b.len()
             };
             b[i] = [0u8, 0xff, 0x7f, 1, 14, 15, rnd() as u8][(rnd() as usize) % 7];
         }
-        if rnd() % 4 == 0 {
+        if rnd().is_multiple_of(4) {
             b.truncate((rnd() as usize) % (b.len() + 1));
         }
         std::fs::write(&p, &b).unwrap();
@@ -535,14 +535,14 @@ fn mutated_fif_files_never_panic() {
         let mut b = seeds[iter % seeds.len()].clone();
         for _ in 0..1 + rnd() % 6 {
             // Tag headers and the measurement info come first: aim there often.
-            let i = if rnd() % 2 == 0 {
+            let i = if rnd().is_multiple_of(2) {
                 (rnd() as usize) % 4096.min(b.len())
             } else {
                 (rnd() as usize) % b.len()
             };
             b[i] = [0u8, 0xff, 0x7f, 1, 2, 4, 100, rnd() as u8][(rnd() as usize) % 8];
         }
-        if rnd() % 4 == 0 {
+        if rnd().is_multiple_of(4) {
             b.truncate((rnd() as usize) % (b.len() + 1));
         }
         std::fs::write(&p, &b).unwrap();
