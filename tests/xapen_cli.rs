@@ -171,7 +171,10 @@ fn bad_requests_are_clear_errors() {
         (vec!["--epoch-len", "2"], "too short"),
         (vec!["--m", "0"], "m = 0"),
         (vec!["--r=-1"], "r = -1"),
-        (vec!["--channels", "Pz"], "no channel \"Pz\""),
+        (
+            vec!["--channels", "Pz"],
+            "no channel or channel type \"Pz\"",
+        ),
         (vec!["--epochs", "0"], "positive number"),
     ] {
         let mut all = vec!["xapen", p, "--backend", "cpu"];

@@ -481,7 +481,8 @@ impl BlinkView {
         let start = (c.offset + w.start) as f64 / fs;
         let maps = &mut *self.maps.borrow_mut();
         // One row: the panel is short, and the traces below need their lanes.
-        maps.ui(ui, &c.data.channels.labels, ica, &w.removed, (8, 8));
+        let at = (&c.data.channels.labels[..], &c.data.positions[..]);
+        maps.ui(ui, at, ica, &w.removed, (8, 8));
         components_plot(
             ui,
             "blink components",

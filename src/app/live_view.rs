@@ -1064,7 +1064,8 @@ impl LiveView {
             ui.allocate_ui_with_layout(egui::vec2(right, height), layout, |ui| {
                 ui.set_max_width(right);
                 if let Some(w) = &s.window {
-                    self.maps.ui(ui, labels, &w.ica, &w.removed, (MAPS, 6));
+                    let at = (&labels[..], &meta.positions[..]);
+                    self.maps.ui(ui, at, &w.ica, &w.removed, (MAPS, 6));
                 }
                 components(ui, s.window.as_ref(), fs, (t0, t1));
             });

@@ -1,5 +1,6 @@
 //! Scalp maps of ICA components: each component's topography (its mixing column) at the
-//! electrodes whose 10-20/10-10 labels `dsp::montage::electrode_position` knows, spread over the
+//! electrodes the file places (positions from FIF, BrainVision, EEGLAB or BIDS), or whose
+//! 10-20/10-10 labels `dsp::montage::electrode_position` knows, spread over the
 //! head by inverse-distance weighting and drawn in a diverging colour map, with the head's
 //! outline, nose and electrodes. Textures are made once per window, not every frame.
 
@@ -13,12 +14,18 @@ const SIZE: usize = 64;
 
 /// Where electrodes sit on the flat map: an azimuthal equidistant projection from the vertex,
 /// scaled so that the lowest electrode sits at radius `RIM`; `None` where fewer than three
-/// labels name a known position.
-pub fn layout(labels: &[String]) -> Option<Vec<Option<[f64; 2]>>> {
+/// electrodes have a position. The file's position (head coordinates: x right, y front, z up)
+/// comes first, the label's standard one otherwise.
+pub fn layout(labels: &[String], positions: &[Option<[f64; 3]>]) -> Option<Vec<Option<[f64; 2]>>> {
     let polar: Vec<Option<(f64, f64, f64)>> = labels
         .iter()
-        .map(|l| {
-            let [x, y, z] = electrode_position(l)?;
+        .enumerate()
+        .map(|(i, l)| {
+            let own = positions.get(i).copied().flatten().and_then(|p| {
+                let n = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
+                (n > 0.0).then(|| [p[0] / n, p[1] / n, p[2] / n])
+            });
+            let [x, y, z] = own.or_else(|| electrode_position(l))?;
             let theta = z.clamp(-1.0, 1.0).acos();
             let r = (x * x + y * y).sqrt().max(1e-12);
             Some((theta, x / r, y / r))
@@ -144,7 +151,7 @@ impl ScalpMaps {
     pub fn ui(
         &mut self,
         ui: &mut egui::Ui,
-        labels: &[String],
+        (labels, positions): (&[String], &[Option<[f64; 3]>]),
         ica: &Ica,
         removed: &[usize],
         (shown, per_row): (usize, usize),
@@ -155,14 +162,14 @@ impl ScalpMaps {
         });
         if self.labels != labels {
             self.labels = labels.to_vec();
-            self.layout = layout(labels).map(|at| {
+            self.layout = layout(labels, positions).map(|at| {
                 let grid = Interpolation::new(&at, SIZE);
                 (at, grid)
             });
             self.made_for = None;
         }
         let Some((at, grid)) = &self.layout else {
-            ui.small("no scalp maps: no channel label names a 10-10 position");
+            ui.small("no scalp maps: no channel has a position (in the file or by a 10-10 label)");
             return;
         };
         let shown = shown.min(ica.mixing.ncols());
@@ -245,7 +252,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let at = layout(&labels).unwrap();
+        let at = layout(&labels, &[]).unwrap();
         assert!(at[7].is_none(), "EOG has no scalp position");
         // Front is +y on the map; Cz at the centre.
         assert!(at[0].unwrap()[1] > 0.5 && at[5].unwrap()[1] < -0.5);
@@ -269,7 +276,19 @@ mod tests {
         assert!(grid[0].is_none(), "corners are outside the head");
         // EOG's 99 has no place on the scalp and must not leak in.
         assert!(grid.iter().flatten().all(|&v| v <= 10.0 + 1e-9));
-        assert!(layout(&["EOG1".to_string(), "X".into()]).is_none());
+        assert!(layout(&["EOG1".to_string(), "X".into()], &[]).is_none());
+        // Labels no montage knows, placed by the file: the frontal one maps to the front.
+        let labels: Vec<String> = ["E1", "E2", "E3", "E4"].map(String::from).to_vec();
+        let at = [
+            Some([0.0, 0.09, 0.03]),
+            Some([0.0, 0.0, 0.1]),
+            Some([-0.08, 0.0, 0.02]),
+            Some([0.0, -0.09, 0.03]),
+        ];
+        let flat = layout(&labels, &at).expect("placed by the file");
+        let front = flat[0].unwrap();
+        assert!(front[1].abs() > 0.5 && front[0].abs() < 1e-9, "{front:?}");
+        assert!(flat[1].unwrap()[0].abs() < 1e-9 && flat[1].unwrap()[1].abs() < 1e-9);
     }
 
     #[test]
@@ -278,7 +297,7 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let at = layout(&labels).unwrap();
+        let at = layout(&labels, &[]).unwrap();
         let values = [3.0, -1.0, 0.5, 2.0, -4.0, 1.5, 0.25, -2.0, 50.0];
         let size = 24;
         let grid = interpolate(&values, &at, size);

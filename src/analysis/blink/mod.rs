@@ -95,6 +95,8 @@ pub struct EegData {
     pub data: Observations,
     /// Units of `data` per unit of the recording's signal (1 for a signal in microvolts).
     pub scale: Vec<f64>,
+    /// Each channel's position where the file gives one (scalp maps).
+    pub positions: Vec<Option<[f64; 3]>>,
 }
 
 /// The unit of a blink removal's rows for a signal's unit, and how many of them one of the
@@ -163,6 +165,7 @@ impl EegData {
             }
         }
         Ok(EegData {
+            positions: signals.iter().map(|&i| rec.signals[i].position).collect(),
             signals,
             fs,
             channels,
@@ -184,6 +187,7 @@ impl EegData {
             channels: self.channels.clone(),
             data: self.data.block(self.data.rows, from.min(to)..to),
             scale: self.scale.clone(),
+            positions: self.positions.clone(),
         }
     }
 

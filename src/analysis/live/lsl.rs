@@ -133,6 +133,7 @@ impl LslSource {
             name: full.stream_name(),
             labels: picks.iter().map(|&i| labelled[i].0.clone()).collect(),
             units: picks.iter().map(|&i| labelled[i].1.clone()).collect(),
+            positions: vec![None; picks.len()],
             eog: (picks.iter())
                 .map(|&i| match labelled[i].2.as_str() {
                     "" => is_eog(&labelled[i].0),

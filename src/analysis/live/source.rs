@@ -21,6 +21,8 @@ pub struct StreamMeta {
     pub units: Vec<String>,
     /// Which channels are EOG (by the stream's or the file's channel types).
     pub eog: Vec<bool>,
+    /// Positions the file gives (none for LSL streams).
+    pub positions: Vec<Option<[f64; 3]>>,
     pub fs: f64,
     /// Clock time of the first sample.
     pub start: NaiveDateTime,
@@ -91,6 +93,7 @@ impl<'a> FileSource<'a> {
                         .map(|s| row_unit(&s.unit).map_or(s.unit.clone(), |u| u.0.into()))
                         .collect(),
                     eog: data.channels.eog.clone(),
+                    positions: data.positions.clone(),
                     fs: data.fs,
                     start: rec.start,
                     wide: rec.format.edf_family() != Some("edf"),
@@ -106,6 +109,7 @@ impl<'a> FileSource<'a> {
                 labels: data.channels.labels.clone(),
                 units: vec!["uV".into(); n],
                 eog: data.channels.eog.clone(),
+                positions: data.positions.clone(),
                 fs: data.fs,
                 start: NaiveDateTime::default(),
                 wide: true,

@@ -241,6 +241,7 @@ fn many_channels(data: &EegData) -> anyhow::Result<EegData> {
         signals: Vec::new(),
         fs: data.fs * up as f64,
         scale: vec![1.0; rows.len()],
+        positions: vec![None; rows.len()],
         channels,
         data: Observations::from_rows(&rows),
     })
