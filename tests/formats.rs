@@ -606,6 +606,8 @@ fn xdf_reads_as_pyxdf_does() {
     assert_eq!(rec.signals[3].kind, ChannelType::Eog);
     assert_eq!(rec.signals[0].unit, "uV");
     assert_eq!(rec.signals[0].fs, 100.0);
+    // The file header's datetime, as the recording's start (local time as written).
+    assert_eq!(rec.start.to_string(), "2024-03-05 14:30:00");
     for c in 0..4 {
         let ours = rec.read_all(c).unwrap();
         let theirs = want["data"][c].as_array().unwrap();

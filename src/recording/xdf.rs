@@ -169,12 +169,20 @@ fn decode(format: &str, b: &[u8]) -> f32 {
     }
 }
 
-fn parse(bytes: &[u8], want: Option<&str>) -> Result<BTreeMap<u32, Stream>, String> {
+/// What a file holds: its streams by id, and the file header's `<datetime>` (LabRecorder
+/// writes when the recording started, as local time with its offset).
+struct Parsed {
+    streams: BTreeMap<u32, Stream>,
+    started: Option<chrono::NaiveDateTime>,
+}
+
+fn parse(bytes: &[u8], want: Option<&str>) -> Result<Parsed, String> {
     if !sniff(bytes) {
         return Err("not an XDF file: it does not start with \"XDF:\"".into());
     }
     let mut c = Cursor { b: bytes, at: 4 };
     let mut streams: BTreeMap<u32, Stream> = BTreeMap::new();
+    let mut started = None;
     let mut decoded = 0usize;
     while c.at < bytes.len() {
         let len = c.varlen()? as usize;
@@ -185,6 +193,15 @@ fn parse(bytes: &[u8], want: Option<&str>) -> Result<BTreeMap<u32, Stream>, Stri
         let mut k = Cursor { b: body, at: 0 };
         let tag_id = u16::from_le_bytes([k.u8()?, k.u8()?]);
         match tag_id {
+            1 => {
+                let xml = String::from_utf8_lossy(&body[k.at..]);
+                started = tag(&xml, "datetime").and_then(|d| {
+                    chrono::DateTime::parse_from_str(d, "%Y-%m-%dT%H:%M:%S%z")
+                        .map(|t| t.naive_local())
+                        .or_else(|_| chrono::NaiveDateTime::parse_from_str(d, "%Y-%m-%dT%H:%M:%S"))
+                        .ok()
+                });
+            }
             2 => {
                 let id = k.u32()?;
                 let xml = String::from_utf8_lossy(&body[k.at..]).into_owned();
@@ -278,7 +295,7 @@ fn parse(bytes: &[u8], want: Option<&str>) -> Result<BTreeMap<u32, Stream>, Stri
             _ => {}
         }
     }
-    Ok(streams)
+    Ok(Parsed { streams, started })
 }
 
 /// Opens the EEG stream of an XDF file (or the stream `want` names: its name or id).
@@ -287,7 +304,7 @@ pub fn open(path: &Path, want: Option<&str>) -> Result<Recording, ReadError> {
     if map.is_empty() {
         return Err(ReadError::invalid(path, "the file is empty"));
     }
-    let streams = parse(&map, want).map_err(|e| ReadError::invalid(path, e))?;
+    let Parsed { streams, started } = parse(&map, want).map_err(|e| ReadError::invalid(path, e))?;
     let describe = |s: &Stream| {
         let rate = if s.srate > 0.0 {
             format!("{} Hz", s.srate)
@@ -396,7 +413,7 @@ pub fn open(path: &Path, want: Option<&str>) -> Result<Recording, ReadError> {
     let mut rec = in_memory(
         Some(path.to_path_buf()),
         Format::Xdf,
-        unknown_start(),
+        started.unwrap_or_else(unknown_start),
         labels,
         data,
         annotations,
