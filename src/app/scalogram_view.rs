@@ -440,6 +440,21 @@ impl ScalogramView {
         super::backend_picker(ui, &mut self.backend, self.gpu.as_ref());
         ui.separator();
         ui.label("Traces (stacked; one sampling rate)");
+        ui.horizontal_wrapped(|ui| {
+            ui.label("only");
+            let spec = &browser.traces.spec;
+            let kinds: Vec<_> = (spec.derivations.iter())
+                .map(|d| self.rec.signals[d.plus].kind)
+                .collect();
+            let mut on: Vec<bool> = (0..kinds.len()).map(|d| self.traces.contains(&d)).collect();
+            let before = on.clone();
+            super::lanes::select_by_type(ui, &kinds, &mut on, |d| {
+                !self.rec.signals[spec.derivations[d].plus].bad
+            });
+            if on != before {
+                self.traces = (0..on.len()).filter(|&d| on[d]).collect();
+            }
+        });
         egui::ScrollArea::vertical()
             .id_salt("scalogram traces")
             .max_height(200.0)
