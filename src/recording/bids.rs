@@ -393,7 +393,7 @@ fn runs_in(dir: &Path, datatype: &str) -> Vec<Run> {
         let Some(rank) = EXTENSIONS.iter().position(|x| x.eq_ignore_ascii_case(ext)) else {
             continue;
         };
-        if !base.ends_with(&format!("_{datatype}")) && !base.ends_with("_meg") {
+        if !base.ends_with(&format!("_{datatype}")) {
             continue;
         }
         // Split FIF parts (`_split-02_meg.fif`) are read through the first.

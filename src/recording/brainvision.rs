@@ -98,13 +98,16 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
     if is_companion(path) {
         return open(&path.with_extension("vhdr"));
     }
-    let bytes = std::fs::read(path).map_err(|e| ReadError::io(path, e))?;
-    if bytes.len() > 16 << 20 {
+    let size = std::fs::metadata(path)
+        .map_err(|e| ReadError::io(path, e))?
+        .len();
+    if size > 16 << 20 {
         return Err(ReadError::invalid(
             path,
             "a BrainVision header larger than 16 MB: not a header",
         ));
     }
+    let bytes = std::fs::read(path).map_err(|e| ReadError::io(path, e))?;
     if !sniff(&bytes) {
         return Err(ReadError::invalid(
             path,

@@ -408,7 +408,13 @@ impl Recording {
             use std::io::Read;
             let mut f = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
             if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-                return Err(ReadError::invalid(path, "is a folder, not a recording"));
+                let why = if bids::is_dataset(path) {
+                    "is a BIDS dataset, not one recording: `ede FOLDER` lists its runs, and the \
+                     batch commands take it with --subject/--task filters"
+                } else {
+                    "is a folder, not a recording"
+                };
+                return Err(ReadError::invalid(path, why));
             }
             f.read(&mut head).map_err(|e| ReadError::io(path, e))?
         };
