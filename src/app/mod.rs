@@ -193,6 +193,8 @@ pub struct EdeApp {
     followed_file: Option<Arc<Recording>>,
     /// The BIDS dataset the recording is a run of, listed beside the views.
     pub dataset: Option<dataset_view::DatasetPanel>,
+    /// The regular streams of the open XDF file (the File menu offers them).
+    xdf_streams: Option<(PathBuf, Vec<String>)>,
 }
 
 /// A dialog that answers "nothing chosen" faster than this could not be shown at all.
@@ -250,6 +252,7 @@ impl EdeApp {
             path_field: None,
             followed_file: None,
             dataset: None,
+            xdf_streams: None,
         };
         match file {
             Some(p) if crate::recording::bids::is_dataset(&p) => app.open_dataset(p),
@@ -408,7 +411,12 @@ impl EdeApp {
             self.open_dataset(path);
             return;
         }
-        match Recording::open(&path, &OpenOptions::default()) {
+        self.open_with(path, OpenOptions::default());
+    }
+
+    /// Opens `path` with options the file cannot tell (an XDF file's stream).
+    pub fn open_with(&mut self, path: PathBuf, options: OpenOptions) {
+        match Recording::open(&path, &options) {
             Ok(rec) => {
                 self.show(rec);
                 self.error = None;
@@ -518,6 +526,33 @@ impl EdeApp {
                             }
                         }
                     });
+                    if self.browser.rec.format == crate::recording::Format::Xdf
+                        && let Some(path) = self.browser.rec.path.clone()
+                    {
+                        ui.menu_button("XDF stream", |ui| {
+                            // Listed once per file: finding them walks the whole file.
+                            if self.xdf_streams.as_ref().is_none_or(|(p, _)| *p != path) {
+                                let names = crate::recording::xdf::regular_streams(&path);
+                                self.xdf_streams = Some((path.clone(), names.unwrap_or_default()));
+                            }
+                            let names = self.xdf_streams.as_ref().map(|s| s.1.clone());
+                            for name in names.unwrap_or_default() {
+                                if ui.button(&name).clicked() {
+                                    ui.close();
+                                    self.open_with(
+                                        path.clone(),
+                                        OpenOptions {
+                                            xdf_stream: Some(name),
+                                            ..Default::default()
+                                        },
+                                    );
+                                }
+                            }
+                        });
+                    }
+                    if let Some(panel) = self.dataset.as_mut() {
+                        ui.checkbox(&mut panel.open, "Dataset panel");
+                    }
                     if ui.button("Demo recording").clicked() {
                         ui.close();
                         self.show(crate::recording::demo::demo_recording());
