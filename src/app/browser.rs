@@ -137,16 +137,26 @@ struct CacheKey {
 }
 
 /// Physical amplitude of one channel slot before gains: what clinicians expect per unit.
-fn default_scale(unit: &str, physical_range: f64) -> f32 {
-    match unit.trim() {
-        "uV" | "µV" | "microvolt" => 100.0,
-        "mV" => 2.0,
-        "V" => 1e-4,
-        "T" => 1e-12,
-        "T/m" => 4e-11,
-        "nV" => 1e5,
-        _ if physical_range.is_finite() && physical_range > 0.0 => (physical_range / 2.0) as f32,
-        _ => 1.0,
+fn default_scale(unit: &str, physical_range: f64, kind: ChannelType) -> f32 {
+    // An ECG is millivolts where EEG is tens of microvolts: 2 mV a slot, in its own unit.
+    let volts = match unit.trim() {
+        "uV" | "µV" | "microvolt" => Some(1e-6),
+        "mV" => Some(1e-3),
+        "V" => Some(1.0),
+        "nV" => Some(1e-9),
+        _ => None,
+    };
+    match (kind, volts) {
+        (ChannelType::Ecg, Some(v)) => (2e-3 / v) as f32,
+        (_, Some(v)) => (100e-6 / v) as f32,
+        (_, None) => match unit.trim() {
+            "T" => 1e-12,
+            "T/m" => 4e-11,
+            _ if physical_range.is_finite() && physical_range > 0.0 => {
+                (physical_range / 2.0) as f32
+            }
+            _ => 1.0,
+        },
     }
 }
 
@@ -950,7 +960,8 @@ impl Browser {
                 continue;
             }
             let sig = &self.rec.signals[self.traces.spec.derivations[d].plus];
-            let unit_scale = default_scale(&sig.unit, sig.physical_max - sig.physical_min);
+            let unit_scale =
+                default_scale(&sig.unit, sig.physical_max - sig.physical_min, sig.kind);
             // px_per_unit = row_h / scale and extent * px_per_unit = 0.45 row_h.
             self.channel_gain[d] = unit_scale * 0.45 / (extent * self.settings.gain);
         }
@@ -959,7 +970,7 @@ impl Browser {
     /// The amplitude of one lane of trace `d` (physical units), gains applied.
     pub fn lane_scale(&self, d: usize) -> f32 {
         let sig = &self.rec.signals[self.traces.spec.derivations[d].plus];
-        default_scale(&sig.unit, sig.physical_max - sig.physical_min)
+        default_scale(&sig.unit, sig.physical_max - sig.physical_min, sig.kind)
             / (self.settings.gain * self.channel_gain[d])
     }
 
@@ -1433,12 +1444,13 @@ fn format_span(s: f64) -> String {
     }
 }
 
-/// A value in the unit a reader expects: MEG's tesla as femtotesla, T/m as fT/cm (the file
-/// and every computation keep SI units).
+/// A value in the unit a reader expects: MEG's tesla as femtotesla, T/m as fT/cm, EEG-sized
+/// volts (FIF keeps EEG in V) as microvolts; the file and every computation keep SI units.
 fn shown_in(v: f32, unit: &str) -> (f32, &str) {
     match unit.trim() {
         "T" => (v * 1e15, "fT"),
         "T/m" => (v * 1e13, "fT/cm"),
+        "V" if v.abs() < 0.1 => (v * 1e6, "µV"),
         u => (v, u),
     }
 }
