@@ -119,6 +119,17 @@ impl ChannelType {
     }
 }
 
+/// LSL's unit names ("microvolts", which XDF files keep too) as EDF writes them ("uV").
+pub fn unit_from_lsl(unit: &str) -> String {
+    match unit.trim().to_ascii_lowercase().as_str() {
+        "microvolts" | "microvolt" => "uV".into(),
+        "millivolts" | "millivolt" => "mV".into(),
+        "volts" | "volt" => "V".into(),
+        "µv" | "μv" => "uV".into(),
+        _ => unit.trim().into(),
+    }
+}
+
 /// EDF+'s standard signal types (the specification's table), as label prefixes.
 fn edf_plus_prefix(prefix: &str) -> Option<ChannelType> {
     Some(match prefix {

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::binary::MatrixSource;
+use super::channel::unit_from_lsl;
 use super::{Annotation, ChannelType, Format, ReadError, Recording, in_memory, unknown_start};
 
 /// The most samples (times channels) ede decodes from one stream.
@@ -405,12 +406,7 @@ pub fn open(path: &Path, want: Option<&str>) -> Result<Recording, ReadError> {
         }
     }
     annotations.sort_by(|a, b| a.onset.total_cmp(&b.onset));
-    let unit = |c: usize| match s.units.get(c).map(String::as_str).unwrap_or("") {
-        "microvolts" | "microvolt" | "uV" | "µV" => "uV".to_string(),
-        "millivolts" | "mV" => "mV".to_string(),
-        "volts" | "V" => "V".to_string(),
-        u => u.to_string(),
-    };
+    let unit = |c: usize| unit_from_lsl(s.units.get(c).map_or("", String::as_str));
     let labels: Vec<(String, String, f64)> = (0..s.channels)
         .map(|c| {
             let label = (s.labels.get(c).filter(|l| !l.is_empty()))

@@ -12,6 +12,7 @@ use super::source::StreamMeta;
 use crate::dsp::blink::Blink;
 use crate::dsp::blink::stream::Hop;
 use crate::recording::ReadError;
+use crate::recording::channel::unit_from_lsl;
 use crate::recording::edf_record::{EdfRecorder, RecordHeader, SignalSpec};
 
 /// What was recorded, for the report.
@@ -67,7 +68,7 @@ impl SessionRecorder {
         };
         let spec = |c: usize, label: String| SignalSpec {
             label,
-            unit: edf_unit(&meta.units[c]),
+            unit: unit_from_lsl(&meta.units[c]),
             transducer: String::new(),
             prefilter: String::new(),
             physical: range(c),
@@ -147,17 +148,6 @@ fn cleaned_label(label: &str) -> String {
     format!("{short} cln")
 }
 
-/// LSL's unit names ("microvolts") as EDF writes them.
-fn edf_unit(unit: &str) -> String {
-    match unit.trim().to_ascii_lowercase().as_str() {
-        "microvolts" | "microvolt" => "uV".into(),
-        "millivolts" | "millivolt" => "mV".into(),
-        "volts" | "volt" => "V".into(),
-        "µv" | "μv" => "uV".into(),
-        _ => unit.trim().into(),
-    }
-}
-
 /// The smallest of 1, 2 or 5 times a power of ten at or above `v`.
 fn nice_ceiling(v: f64) -> f64 {
     let p = 10f64.powf(v.log10().floor());
@@ -178,6 +168,6 @@ mod tests {
         assert_eq!(nice_ceiling(500.0), 500.0);
         assert_eq!(nice_ceiling(501.0), 1000.0);
         assert_eq!(cleaned_label("EEG Fp1-REF-long"), "EEG Fp1-REF- cln");
-        assert_eq!(edf_unit("microvolts"), "uV");
+        assert_eq!(unit_from_lsl("microvolts"), "uV");
     }
 }
