@@ -642,8 +642,7 @@ fn xdf_reads_as_pyxdf_does() {
     )
     .unwrap();
     assert_eq!(accel.signals.len(), 2);
-    let regular = ede::recording::xdf::regular_streams(&fixture("streams.xdf")).unwrap();
-    assert_eq!(regular, ["BioSemi", "Accel"]);
+    assert_eq!(rec.streams, ["BioSemi", "Accel"]);
     assert_eq!(accel.signals[0].samples, 150);
     let e = Recording::open(
         &fixture("streams.xdf"),

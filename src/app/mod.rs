@@ -193,8 +193,6 @@ pub struct EdeApp {
     followed_file: Option<Arc<Recording>>,
     /// The BIDS dataset the recording is a run of, listed beside the views.
     pub dataset: Option<dataset_view::DatasetPanel>,
-    /// The regular streams of the open XDF file (the File menu offers them).
-    xdf_streams: Option<(PathBuf, Vec<String>)>,
 }
 
 /// A dialog that answers "nothing chosen" faster than this could not be shown at all.
@@ -252,7 +250,6 @@ impl EdeApp {
             path_field: None,
             followed_file: None,
             dataset: None,
-            xdf_streams: None,
         };
         match file {
             Some(p) if crate::recording::bids::is_dataset(&p) => app.open_dataset(p),
@@ -526,17 +523,11 @@ impl EdeApp {
                             }
                         }
                     });
-                    if self.browser.rec.format == crate::recording::Format::Xdf
+                    if self.browser.rec.streams.len() > 1
                         && let Some(path) = self.browser.rec.path.clone()
                     {
                         ui.menu_button("XDF stream", |ui| {
-                            // Listed once per file: finding them walks the whole file.
-                            if self.xdf_streams.as_ref().is_none_or(|(p, _)| *p != path) {
-                                let names = crate::recording::xdf::regular_streams(&path);
-                                self.xdf_streams = Some((path.clone(), names.unwrap_or_default()));
-                            }
-                            let names = self.xdf_streams.as_ref().map(|s| s.1.clone());
-                            for name in names.unwrap_or_default() {
+                            for name in self.browser.rec.streams.clone() {
                                 if ui.button(&name).clicked() {
                                     ui.close();
                                     self.open_with(

@@ -308,6 +308,9 @@ pub struct Recording {
     pub segments: Vec<Segment>,
     pub patient: String,
     pub recording_info: String,
+    /// The regularly sampled streams of a file that holds several (XDF), by name: what else
+    /// it can show. Empty for other formats.
+    pub streams: Vec<String>,
     source: Arc<dyn SampleSource>,
 }
 
@@ -358,6 +361,7 @@ impl Recording {
             segments,
             patient: String::new(),
             recording_info: String::new(),
+            streams: Vec::new(),
             source,
         }
     }

@@ -299,18 +299,6 @@ fn parse(bytes: &[u8], want: Option<&str>) -> Result<Parsed, String> {
     Ok(Parsed { streams, started })
 }
 
-/// The regularly sampled streams of an XDF file, by name (what can be shown), without
-/// decoding their samples.
-pub fn regular_streams(path: &Path) -> Result<Vec<String>, ReadError> {
-    let map = MatrixSource::map(path)?;
-    // A name no stream has: only the marker streams' samples are kept.
-    let parsed = parse(&map, Some("\u{0}")).map_err(|e| ReadError::invalid(path, e))?;
-    Ok((parsed.streams.values())
-        .filter(|s| s.regular())
-        .map(|s| s.name.clone())
-        .collect())
-}
-
 /// Opens the EEG stream of an XDF file (or the stream `want` names: its name or id).
 pub fn open(path: &Path, want: Option<&str>) -> Result<Recording, ReadError> {
     let map = MatrixSource::map(path)?;
@@ -433,5 +421,9 @@ pub fn open(path: &Path, want: Option<&str>) -> Result<Recording, ReadError> {
         }
     }
     rec.recording_info = format!("{} ({})", s.name, s.kind);
+    rec.streams = (streams.values())
+        .filter(|s| s.regular())
+        .map(|s| s.name.clone())
+        .collect();
     Ok(rec)
 }
