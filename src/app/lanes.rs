@@ -42,17 +42,6 @@ impl Lanes {
         self.first = self.first.saturating_add_signed(rows);
     }
 
-    /// Brings trace `d` onto the page.
-    pub fn reveal(&mut self, d: usize, total: usize, per_page: usize) {
-        let shown = self.shown(total);
-        if let Some(at) = shown.iter().position(|&s| s == d)
-            && per_page > 0
-            && !(self.first..self.first + per_page).contains(&at)
-        {
-            self.first = at.saturating_sub(per_page / 2);
-        }
-    }
-
     /// A vertical scrollbar in `track` for a page of `page` lanes out of `shown`; dragging the
     /// thumb or clicking the track moves the page.
     pub fn scrollbar(&mut self, ui: &mut egui::Ui, track: Rect, page: usize, shown: usize) {
@@ -206,8 +195,6 @@ mod tests {
         assert_eq!(l.first, 0);
         l.hidden.extend([0, 1, 2]);
         assert_eq!(l.page(50, 0).len(), 47);
-        l.reveal(40, 50, 10);
-        assert!(l.page(50, 10).contains(&40));
         assert_eq!(l.page(5, 20), vec![3, 4]);
     }
 }

@@ -51,11 +51,6 @@ pub enum Numbers {
 }
 
 impl Value {
-    /// The field `name` of element 0 of a struct.
-    pub fn field(&self, name: &str) -> Option<&Value> {
-        self.field_of(0, name)
-    }
-
     /// The field `name` of element `i` of a struct array.
     pub fn field_of(&self, i: usize, name: &str) -> Option<&Value> {
         match self {
@@ -104,15 +99,6 @@ impl Value {
         match self {
             Value::Text(t) => Some(t),
             _ => None,
-        }
-    }
-
-    pub fn dims(&self) -> &[usize] {
-        match self {
-            Value::Numbers { dims, .. } | Value::Cell { dims, .. } | Value::Struct { dims, .. } => {
-                dims
-            }
-            _ => &[],
         }
     }
 }
