@@ -15,6 +15,20 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The error opening `path` gives (it must not open).
+fn error_of(path: &Path) -> String {
+    Recording::open(path, &OpenOptions::default())
+        .err()
+        .unwrap_or_else(|| panic!("{} opened", path.display()))
+        .to_string()
+}
+
+/// Writes `bytes` to `path` and returns the error opening it gives.
+fn refused(path: &Path, bytes: &[u8]) -> String {
+    std::fs::write(path, bytes).unwrap();
+    error_of(path)
+}
+
 fn open(p: &Path) -> Recording {
     Recording::open(p, &OpenOptions::default()).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -203,12 +217,7 @@ fn bad_brainvision_sets_say_what_is_wrong() {
         std::fs::write(&p, text).unwrap();
         p
     };
-    let err = |p: &Path| {
-        Recording::open(p, &OpenOptions::default())
-            .err()
-            .unwrap_or_else(|| panic!("{} opened", p.display()))
-            .to_string()
-    };
+    let err = |p: &Path| error_of(p);
     // The data file it names is missing: the message names it.
     let e = err(&write("nodata.vhdr", &header));
     assert!(e.contains("bv_int16.eeg") && e.contains("missing"), "{e}");
@@ -356,14 +365,7 @@ fn eeglab_epochs_are_segments() {
 #[test]
 fn bad_eeglab_sets_say_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
-    let err = |name: &str, bytes: &[u8]| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, bytes).unwrap();
-        Recording::open(&p, &OpenOptions::default())
-            .err()
-            .unwrap_or_else(|| panic!("{name} opened"))
-            .to_string()
-    };
+    let err = |name: &str, bytes: &[u8]| refused(&dir.path().join(name), bytes);
     let mut v73 = b"MATLAB 7.3 MAT-file, Platform: GLNXA64, Created on: Mon Jan  1 00:00:00 2024 HDF5 schema 1.00 .".to_vec();
     v73.resize(512, b' ');
     let e = err("v73.set", &v73);
@@ -379,9 +381,7 @@ fn bad_eeglab_sets_say_what_is_wrong() {
     }
     // The .fdt it names is missing: the message names it.
     std::fs::copy(fixture("set_twofile.set"), dir.path().join("alone.set")).unwrap();
-    let e = Recording::open(&dir.path().join("alone.set"), &OpenOptions::default())
-        .unwrap_err()
-        .to_string();
+    let e = error_of(&dir.path().join("alone.set"));
     assert!(
         e.contains("set_twofile.fdt") && e.contains("missing"),
         "{e}"
@@ -491,14 +491,7 @@ fn fif_split_files_read_as_one() {
 fn bad_fif_files_say_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let whole = std::fs::read(fixture("fif_single_raw.fif")).unwrap();
-    let err = |name: &str, bytes: &[u8]| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, bytes).unwrap();
-        Recording::open(&p, &OpenOptions::default())
-            .err()
-            .unwrap_or_else(|| panic!("{name} opened"))
-            .to_string()
-    };
+    let err = |name: &str, bytes: &[u8]| refused(&dir.path().join(name), bytes);
     for cut in [16, 100, 2000, whole.len() / 2] {
         let e = err("cut.fif", &whole[..cut]);
         assert!(
