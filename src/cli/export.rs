@@ -53,21 +53,13 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
     write_csv(&rec, &channels, args.start, end, out)
 }
 
-/// Channel indices for labels; all data channels when none are named. All must share one rate
-/// because each row is one sample instant.
+/// Channel indices for labels or channel types (`Recording::pick`); all data channels when
+/// none are named. All must share one rate because each row is one sample instant.
 pub fn select_channels(rec: &Recording, labels: &[String]) -> anyhow::Result<Vec<usize>> {
     let idx: Vec<usize> = if labels.is_empty() {
         (0..rec.signals.len()).collect()
     } else {
-        labels
-            .iter()
-            .map(|l| {
-                rec.signal_index(l).with_context(|| {
-                    let known: Vec<&str> = rec.signals.iter().map(|s| s.label.as_str()).collect();
-                    format!("no channel {l:?}; the channels are: {}", known.join(", "))
-                })
-            })
-            .collect::<anyhow::Result<_>>()?
+        rec.pick(labels).map_err(anyhow::Error::msg)?
     };
     let Some(&first) = idx.first() else {
         bail!("the recording has no data channels to export");
