@@ -11,24 +11,45 @@ pub struct DatasetPanel {
     pub current: Option<usize>,
     filter: String,
     pub open: bool,
+    /// The table's header: the entities, then the participants' columns (all but the id).
+    header: Vec<String>,
+    /// Each run's participant values under those columns (looked up once, not every frame).
+    extra: Vec<Vec<String>>,
+    subjects: usize,
 }
 
 impl DatasetPanel {
     pub fn new(dataset: Dataset) -> Self {
+        let t = &dataset.participants;
+        let columns: Vec<usize> = (0..t.columns.len())
+            .filter(|&c| t.columns[c] != "participant_id")
+            .collect();
+        let header = ["subject", "session", "task", "run"]
+            .into_iter()
+            .map(str::to_string)
+            .chain(columns.iter().map(|&c| t.columns[c].clone()))
+            .collect();
+        let extra = (dataset.runs.iter())
+            .map(|run| match dataset.participant(&run.subject) {
+                Some(row) => (columns.iter())
+                    .map(|&c| row.get(c).cloned().unwrap_or_default())
+                    .collect(),
+                None => vec![String::new(); columns.len()],
+            })
+            .collect();
+        let subjects = (dataset.runs.iter())
+            .map(|r| r.subject.as_str())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
         DatasetPanel {
             dataset,
             current: None,
             filter: String::new(),
             open: true,
+            header,
+            extra,
+            subjects,
         }
-    }
-
-    /// The participants' columns shown beside each run (all but the id).
-    fn participant_columns(&self) -> Vec<usize> {
-        let t = &self.dataset.participants;
-        (0..t.columns.len())
-            .filter(|&c| t.columns[c] != "participant_id")
-            .collect()
     }
 
     fn matches(&self, run: &Run, extra: &[String]) -> bool {
@@ -44,12 +65,9 @@ impl DatasetPanel {
     pub fn ui(&mut self, ui: &mut egui::Ui) -> Option<usize> {
         let mut picked = None;
         ui.heading(&self.dataset.name);
-        let subjects: std::collections::BTreeSet<&str> = (self.dataset.runs.iter())
-            .map(|r| r.subject.as_str())
-            .collect();
         ui.label(format!(
             "BIDS · {} subjects · {} runs",
-            subjects.len(),
+            self.subjects,
             self.dataset.runs.len()
         ))
         .on_hover_text(self.dataset.root.display().to_string());
@@ -58,33 +76,17 @@ impl DatasetPanel {
                 .hint_text("filter, e.g. sub-02 rest patient"),
         );
         ui.separator();
-        let columns = self.participant_columns();
-        let header: Vec<String> = ["subject", "session", "task", "run"]
-            .into_iter()
-            .map(str::to_string)
-            .chain(
-                columns
-                    .iter()
-                    .map(|&c| self.dataset.participants.columns[c].clone()),
-            )
-            .collect();
         egui::ScrollArea::both().show(ui, |ui| {
             egui::Grid::new("bids runs")
                 .striped(true)
-                .num_columns(header.len())
+                .num_columns(self.header.len())
                 .show(ui, |ui| {
-                    for h in &header {
+                    for h in &self.header {
                         ui.strong(h);
                     }
                     ui.end_row();
-                    for (k, run) in self.dataset.runs.iter().enumerate() {
-                        let extra: Vec<String> = match self.dataset.participant(&run.subject) {
-                            Some(row) => (columns.iter())
-                                .map(|&c| row.get(c).cloned().unwrap_or_default())
-                                .collect(),
-                            None => vec![String::new(); columns.len()],
-                        };
-                        if !self.matches(run, &extra) {
+                    for (k, (run, extra)) in self.dataset.runs.iter().zip(&self.extra).enumerate() {
+                        if !self.matches(run, extra) {
                             continue;
                         }
                         let chosen = self.current == Some(k);
@@ -95,7 +97,7 @@ impl DatasetPanel {
                         let mut clicked = first.clicked();
                         for text in [dash(&run.session), dash(&run.task), dash(&run.run)]
                             .into_iter()
-                            .chain(extra)
+                            .chain(extra.iter().cloned())
                         {
                             clicked |= ui.selectable_label(chosen, text).clicked();
                         }
