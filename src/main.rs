@@ -20,6 +20,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Live(args)) => ede::cli::live::run(args),
         Some(Command::Stream(args)) => ede::cli::stream::run(args),
         Some(Command::Blinks(cmd)) => ede::cli::blinks::run(cmd),
+        Some(Command::Group(args)) => ede::cli::group::run(args),
         Some(Command::Bench(cmd)) => ede::cli::bench::run(cmd),
         None => cli
             .gui

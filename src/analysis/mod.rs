@@ -3,6 +3,7 @@
 
 pub mod blink;
 pub mod cwt;
+pub mod group;
 pub mod hermite;
 pub mod live;
 pub mod xapen;

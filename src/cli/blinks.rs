@@ -62,12 +62,14 @@ pub struct ScoreArgs {
 pub struct MeasureArgs {
     pub original: PathBuf,
     pub cleaned: PathBuf,
-    /// The frontal channel whose blink height is measured.
-    #[arg(long, default_value = "FPz")]
-    pub frontal: String,
-    /// Channels whose change outside blinks is measured.
-    #[arg(long, value_delimiter = ',', default_value = "O1,Oz,O2")]
-    pub posterior: Vec<String>,
+    /// The frontal channel whose blink height is measured (default: the first of FPz, Fp1,
+    /// Fp2, AF3, AF4, AF7, AF8 the recording has).
+    #[arg(long)]
+    pub frontal: Option<String>,
+    /// Channels whose change outside blinks is measured (default: those of O1, Oz, O2 the
+    /// recording has, else of P3, Pz, P4).
+    #[arg(long, value_delimiter = ',')]
+    pub posterior: Option<Vec<String>>,
     /// Detection channels (as for deblink).
     #[arg(long, value_delimiter = ',')]
     pub detect_channels: Option<Vec<String>>,
@@ -196,7 +198,31 @@ fn measure(a: &MeasureArgs) -> anyhow::Result<()> {
             a.original.display()
         );
     }
-    let effect = real_blink_effect(&original, &cleaned.data, &a.frontal, &a.posterior)?;
+    let labels = &original.channels.labels;
+    let present = |names: &[&str]| -> Vec<String> {
+        (names.iter())
+            .filter_map(|n| labels.iter().find(|l| l.trim().eq_ignore_ascii_case(n)))
+            .cloned()
+            .collect()
+    };
+    let frontal = match &a.frontal {
+        Some(f) => f.clone(),
+        None => (present(&["FPz", "Fp1", "Fp2", "AF3", "AF4", "AF7", "AF8"]).into_iter())
+            .next()
+            .context(
+                "no frontopolar channel (FPz, Fp1, Fp2, AF3/4/7/8): name one with --frontal",
+            )?,
+    };
+    let posterior = match &a.posterior {
+        Some(p) => p.clone(),
+        None => [present(&["O1", "Oz", "O2"]), present(&["P3", "Pz", "P4"])]
+            .into_iter()
+            .find(|p| !p.is_empty())
+            .context(
+                "no occipital or parietal channel (O1/Oz/O2, P3/Pz/P4): name them with --posterior",
+            )?,
+    };
+    let effect = real_blink_effect(&original, &cleaned.data, &frontal, &posterior)?;
     eprintln!(
         "{} blinks on {} (of {} eye events): blink-locked residual {:.1} %; {:.2} % change of {} \
          outside eye events; {} samples of {} changed by more than 20 uV",

@@ -270,6 +270,19 @@ fn band_power(
     w.flush()?;
     drop(w);
     std::fs::rename(&partial, out).with_context(|| format!("cannot write {}", out.display()))?;
+    // The table's description beside it (as BIDS keeps one beside each table): what the
+    // columns hold and what made them.
+    super::write_json(
+        &serde_json::json!({
+            "channels": labels,
+            "block_s": args.block_s,
+            "params": job.params,
+            "columns": "channel, start_s (the block's start), then the mean power of each scale \
+                        in the block, by the scale's centre frequency",
+            "adapter": adapter,
+        }),
+        Some(&out.with_extension("json")),
+    )?;
     eprintln!(
         "{tag}: {} channels x {s} scales, {:.1} s blocks, in {:.3} s ({adapter}) -> {}",
         channels.len(),

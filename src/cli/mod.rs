@@ -5,6 +5,7 @@ pub mod blinks;
 pub mod cwt;
 pub mod deblink;
 pub mod export;
+pub mod group;
 pub mod hermite;
 pub mod info;
 pub mod live;
@@ -123,6 +124,8 @@ pub enum Command {
     Live(live::LiveArgs),
     /// Publish a recording as a Lab Streaming Layer stream.
     Stream(stream::StreamArgs),
+    /// Gather a study's per-recording outputs into group tables and figures.
+    Group(group::GroupArgs),
     /// Simulated blinks with known times, and scores of blink removal against them.
     #[command(subcommand)]
     Blinks(blinks::BlinksCommand),
@@ -162,8 +165,12 @@ pub fn open_gpu(command: &str, choice: BackendChoice) -> Option<crate::gpu::GpuC
     }
 }
 
-/// Opens a recording for a subcommand, with the CSV rate if given.
+/// Opens a recording for a subcommand, with the CSV rate if given; a run of a BIDS dataset
+/// (by its name and folder) with its sidecars.
 pub fn open(path: &std::path::Path, fs: Option<f64>) -> Result<Recording, ReadError> {
+    if let Some(run) = bids::Run::of_file(path) {
+        return run.open();
+    }
     Recording::open(
         path,
         &OpenOptions {
@@ -284,16 +291,50 @@ pub fn out_name(path: &Path, suffix: &str) -> String {
     format!("{stem}.{suffix}")
 }
 
-/// Pretty JSON to `out`, or to standard output.
+/// What made an output: ede's version and the command line, with its parameters. Every report
+/// a batch command writes carries it as `"provenance"`, so that a table built months later
+/// from a study's outputs says what produced each row.
+pub fn provenance() -> serde_json::Value {
+    serde_json::json!({
+        "ede_version": env!("CARGO_PKG_VERSION"),
+        "command": std::env::args().collect::<Vec<_>>(),
+    })
+}
+
+/// Pretty JSON to `out`, or to standard output, with `provenance()` added to the report (to
+/// each, for an array). A file is written beside its target and renamed: it appears whole or
+/// not at all, even when the job is killed.
 pub fn write_json(value: &impl serde::Serialize, out: Option<&Path>) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let json = serde_json::to_string_pretty(value)?;
+    let mut value = serde_json::to_value(value)?;
+    let stamp = |v: &mut serde_json::Value| {
+        if let Some(o) = v.as_object_mut() {
+            o.insert("provenance".into(), provenance());
+        }
+    };
+    match &mut value {
+        serde_json::Value::Array(items) => items.iter_mut().for_each(stamp),
+        v => stamp(v),
+    }
+    let json = serde_json::to_string_pretty(&value)?;
     match out {
-        Some(p) => std::fs::write(p, json + "\n")
-            .with_context(|| format!("cannot write {}", p.display()))?,
+        Some(p) => write_whole(p, (json + "\n").as_bytes())?,
         None => print(&json)?,
     }
     Ok(())
+}
+
+/// Writes `bytes` to a file beside `path` and renames it there, so that `path` holds either
+/// its earlier content or all of `bytes`.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(format!(".partial-{}", std::process::id()));
+    let partial = PathBuf::from(partial);
+    let written = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written.with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

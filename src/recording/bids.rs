@@ -36,6 +36,36 @@ pub struct Run {
 }
 
 impl Run {
+    /// The run a data file is, by its name and folder (`.../sub-01/eeg/sub-01_task-rest_eeg.vhdr`),
+    /// so that a file named alone on the command line (as a study workflow names each run)
+    /// opens with its sidecars too; `None` for a file not named the BIDS way.
+    pub fn of_file(path: &Path) -> Option<Run> {
+        let datatype = path.parent()?.file_name()?.to_str()?;
+        let name = path.file_name()?.to_str()?;
+        let base = name.split('.').next()?;
+        (DATATYPES.contains(&datatype) && base.ends_with(&format!("_{datatype}")))
+            .then(|| Run::named(path.to_path_buf(), datatype))
+            .flatten()
+    }
+
+    /// The run of data file `path` in a `datatype` folder, its entities from its name.
+    fn named(path: PathBuf, datatype: &str) -> Option<Run> {
+        let name = path.file_name()?.to_string_lossy().into_owned();
+        let entity = |key: &str| {
+            name.split(['_', '.'])
+                .find_map(|p| p.strip_prefix(&format!("{key}-")).map(str::to_string))
+        };
+        Some(Run {
+            subject: entity("sub")?,
+            session: entity("ses"),
+            task: entity("task"),
+            acquisition: entity("acq"),
+            run: entity("run"),
+            datatype: datatype.to_string(),
+            path,
+        })
+    }
+
     /// The file name without its suffix and extension: `sub-01_task-rest` (the stem BIDS
     /// sidecars and derivatives share).
     pub fn stem(&self) -> String {
@@ -405,22 +435,7 @@ fn runs_in(dir: &Path, datatype: &str) -> Vec<Run> {
         }
     }
     (found.into_values())
-        .filter_map(|(_, path)| {
-            let name = path.file_name()?.to_string_lossy().into_owned();
-            let entity = |key: &str| {
-                name.split(['_', '.'])
-                    .find_map(|p| p.strip_prefix(&format!("{key}-")).map(str::to_string))
-            };
-            Some(Run {
-                subject: entity("sub")?,
-                session: entity("ses"),
-                task: entity("task"),
-                acquisition: entity("acq"),
-                run: entity("run"),
-                datatype: datatype.to_string(),
-                path,
-            })
-        })
+        .filter_map(|(_, path)| Run::named(path, datatype))
         .collect()
 }
 

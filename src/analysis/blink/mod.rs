@@ -331,6 +331,8 @@ pub struct DeblinkReport {
     pub detection: Vec<String>,
     pub keep: Vec<String>,
     pub options: DeblinkOptions,
+    /// The length of the data cleaned, seconds (blinks per minute are `blinks` over it).
+    pub duration_s: f64,
     pub blinks: Vec<BlinkTimes>,
     /// Every candidate of the detector with its class (`classify`): what was removed and
     /// what was left alone.
@@ -359,6 +361,7 @@ impl DeblinkReport {
                 .map(|(l, _)| l.clone())
                 .collect(),
             options: opts.clone(),
+            duration_s: data.data.cols as f64 / data.fs,
             blinks: blink_times(&result.blinks, data.fs),
             events: event_times(&result.events, data.fs),
             windows: (result.windows.iter())
