@@ -187,8 +187,17 @@ fn measure(a: &MeasureArgs) -> anyhow::Result<()> {
         keep: a.keep.clone(),
         ..DeblinkOptions::default()
     };
-    let original = EegData::load(&super::open(&a.original, None)?, &opts)?;
-    let cleaned = EegData::load(&super::open(&a.cleaned, None)?, &opts)?;
+    let original_rec = super::open(&a.original, None)?;
+    let mut cleaned_rec = super::open(&a.cleaned, None)?;
+    // The cleaned file may not carry what the original's sidecars said (a BIDS run's types and
+    // bad channels): it is measured on the same channels.
+    for s in &mut cleaned_rec.signals {
+        if let Some(o) = original_rec.signals.iter().find(|o| o.label == s.label) {
+            (s.kind, s.bad) = (o.kind, o.bad);
+        }
+    }
+    let original = EegData::load(&original_rec, &opts)?;
+    let cleaned = EegData::load(&cleaned_rec, &opts)?;
     if cleaned.channels.labels != original.channels.labels
         || cleaned.data.cols != original.data.cols
     {

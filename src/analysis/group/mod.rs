@@ -178,7 +178,9 @@ pub fn collect(dir: &Path, participants: Option<&Table>) -> anyhow::Result<Group
         if let Some(rest) = name.strip_suffix(".status") {
             let analysis = path.parent().and_then(|p| p.file_name());
             let status = std::fs::read_to_string(&path).unwrap_or_default();
-            if status.trim() != "ok"
+            // "ok", "skipped" (nothing to do, such as Hermite fits without an ECG channel)
+            // or "failed".
+            if status.trim() == "failed"
                 && let Some(analysis) = analysis
             {
                 let analysis = analysis.to_string_lossy().into_owned();
