@@ -57,7 +57,7 @@ fn dataset(dir: &Path) -> PathBuf {
 
 /// Runs the workflow; returns its combined output.
 fn run_workflow(bids: &Path, out: &Path, work: &Path, extra: &[&str]) -> String {
-    run_workflow_with(bids, out, work, extra, &[])
+    run_workflow_with(bids, out, work, extra, &[], &[])
 }
 
 fn run_workflow_with(
@@ -65,6 +65,7 @@ fn run_workflow_with(
     out: &Path,
     work: &Path,
     extra: &[&str],
+    config: &[&str],
     env: &[(&str, String)],
 ) -> String {
     let output = Command::new(snakemake())
@@ -78,7 +79,11 @@ fn run_workflow_with(
         .arg(format!("bids_dir={}", bids.display()))
         .arg(format!("output_dir={}", out.display()))
         .arg(format!("ede={}", env!("CARGO_BIN_EXE_ede")))
-        .arg("backend=cpu")
+        .args(if config.is_empty() {
+            &["backend=cpu"][..]
+        } else {
+            config
+        })
         .env("WGPU_BACKEND", "vulkan")
         .envs(env.iter().map(|(k, v)| (*k, v)))
         .output()
@@ -233,6 +238,36 @@ fn a_study_runs_through_snakemake_into_group_tables() {
     }
 }
 
+/// GPU jobs on a host of several GPUs: each holds one (a lock) and names it to ede by
+/// `EDE_ADAPTER`. Here, without a GPU, ede says so and runs on the CPU.
+#[test]
+fn local_gpu_jobs_each_take_a_gpu_of_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let bids = dir.path().join("study");
+    copy_dir(&root().join("tests/fixtures/bids"), &bids);
+    let (out, work) = (dir.path().join("out"), dir.path().join("work"));
+    std::fs::create_dir_all(&work).unwrap();
+    run_workflow_with(
+        &bids,
+        &out,
+        &work,
+        &["--resources", "gpu=2", "--set-threads", "xapen=1"],
+        &["backend=gpu", "gpus=2", "analyses=[xapen]"],
+        &[],
+    );
+    for e in std::fs::read_dir(out.join("logs/xapen")).unwrap().flatten() {
+        let log = std::fs::read_to_string(e.path()).unwrap();
+        assert!(
+            log.lines().any(|l| l == "GPU 0" || l == "GPU 1"),
+            "{}: {log}",
+            e.path().display()
+        );
+        assert!(log.contains("EDE_ADAPTER="), "{log}");
+    }
+    let xapen = csv(&out.join("group/xapen.csv"));
+    assert_eq!(xapen.len(), 1 + 2 * (9 * 9 + 8 * 8 + 9 * 9));
+}
+
 /// A one-node Slurm cluster (`workflow/slurm/one-node.sh`) in a folder, stopped when dropped.
 struct Cluster {
     dir: PathBuf,
@@ -317,6 +352,7 @@ fn the_same_study_runs_on_a_one_node_slurm_cluster() {
             "hermite=1",
             "deblink=1",
         ],
+        &[],
         &env,
     );
     // The jobs went through Slurm.

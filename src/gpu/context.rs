@@ -39,16 +39,34 @@ impl std::fmt::Debug for GpuContext {
 impl GpuContext {
     /// Opens the best adapter there is (a software one such as lavapipe included) without a
     /// window. `WGPU_BACKEND` and the other wgpu environment variables are honoured.
+    /// The adapter `EDE_ADAPTER` names (an index among the GPU adapters, software ones left
+    /// out, in the order the system lists them), else the high-performance one: so that jobs
+    /// side by side on a host of several GPUs each take their own.
     pub fn headless() -> Result<Self, GpuError> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-            power_preference: wgpu::PowerPreference::HighPerformance,
-            force_fallback_adapter: false,
-            compatible_surface: None,
-            ..Default::default()
-        }))
-        .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
+        let adapter = match chosen_adapter()? {
+            Some(index) => {
+                let all = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+                let mut hardware: Vec<wgpu::Adapter> = (all.into_iter())
+                    .filter(|a| a.get_info().device_type != wgpu::DeviceType::Cpu)
+                    .collect();
+                if index >= hardware.len() {
+                    return Err(GpuError::NoAdapter(format!(
+                        "EDE_ADAPTER={index}, but there are {} GPU adapters (numbered from 0)",
+                        hardware.len()
+                    )));
+                }
+                hardware.swap_remove(index)
+            }
+            None => pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                force_fallback_adapter: false,
+                compatible_surface: None,
+                ..Default::default()
+            }))
+            .map_err(|e| GpuError::NoAdapter(e.to_string()))?,
+        };
         let limits = wgpu::Limits {
             max_storage_buffer_binding_size: adapter.limits().max_storage_buffer_binding_size,
             max_buffer_size: adapter.limits().max_buffer_size,
@@ -190,4 +208,16 @@ pub(crate) fn compute_pipeline(
         compilation_options: Default::default(),
         cache: None,
     })
+}
+
+/// `EDE_ADAPTER` as an index; an error for anything else but unset or empty.
+fn chosen_adapter() -> Result<Option<usize>, GpuError> {
+    match std::env::var("EDE_ADAPTER") {
+        Ok(v) if !v.trim().is_empty() => v.trim().parse().map(Some).map_err(|_| {
+            GpuError::NoAdapter(format!(
+                "EDE_ADAPTER must be an adapter index (0, 1, ...), got {v:?}"
+            ))
+        }),
+        _ => Ok(None),
+    }
 }
