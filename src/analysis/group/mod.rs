@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::recording::bids::Table;
@@ -171,74 +172,159 @@ pub fn collect(dir: &Path, participants: Option<&Table>) -> anyhow::Result<Group
         participant_columns: columns.clone(),
         ..Default::default()
     };
+    // Each file read and parsed on its own (in parallel: a study's outputs run to gigabytes),
+    // then put together in file order.
+    let parsed: Vec<(PathBuf, anyhow::Result<Parsed>)> = (files.into_par_iter())
+        .filter_map(|path| {
+            let name = path.file_name()?.to_string_lossy().into_owned();
+            let parsed = parse(dir, &path, &name, participants, &columns)?;
+            Some((path, parsed))
+        })
+        .collect();
     let mut quality: BTreeMap<String, (f64, f64)> = BTreeMap::new();
-    let mut deblinks: Vec<(Key, serde_json::Value)> = Vec::new();
-    for path in files {
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        if let Some(rest) = name.strip_suffix(".status") {
-            let analysis = path.parent().and_then(|p| p.file_name());
-            let status = std::fs::read_to_string(&path).unwrap_or_default();
-            // "ok", "skipped" (nothing to do, such as Hermite fits without an ECG channel)
-            // or "failed".
-            if status.trim() == "failed"
-                && let Some(analysis) = analysis
-            {
-                let analysis = analysis.to_string_lossy().into_owned();
-                let log = dir.join("logs").join(&analysis).join(format!("{rest}.log"));
-                g.failures.push(Failure {
-                    key: Key::of(rest, participants, &columns),
-                    error: last_error(&log),
-                    analysis,
-                    log,
-                });
+    let mut deblinks: Vec<(Key, DeblinkFile)> = Vec::new();
+    for (path, parsed) in parsed {
+        match parsed {
+            Ok(Parsed::Xapen(x)) => g.xapen.push(x),
+            Ok(Parsed::BandPower(b)) => g.band_power.push(b),
+            Ok(Parsed::Hermite(h)) => g.hermite.push(h),
+            Ok(Parsed::Deblink(key, d)) => deblinks.push((key, d)),
+            Ok(Parsed::Quality(stem, q)) => {
+                quality.insert(stem, (q.frontal_residual_pct, q.posterior_change_pct));
             }
-            continue;
-        }
-        let Some((stem, kind)) = OUTPUTS
-            .iter()
-            .find_map(|(end, kind)| Some((name.strip_suffix(end)?, *kind)))
-        else {
-            continue;
-        };
-        let key = Key::of(stem, participants, &columns);
-        let mut read = || -> anyhow::Result<()> {
-            match kind {
-                Kind::BandPower => g.band_power.push(read_band_power(&path, key.clone())?),
-                _ => {
-                    let text = std::fs::read_to_string(&path)?;
-                    let v: serde_json::Value = serde_json::from_str(&text)?;
-                    match kind {
-                        Kind::Xapen => g.xapen.push(xapen_of(&v, key.clone())?),
-                        Kind::Hermite => g.hermite.push(hermite_of(&v, key.clone())?),
-                        Kind::Deblink => deblinks.push((key.clone(), v)),
-                        Kind::BlinkQuality => {
-                            let num = |k: &str| v[k].as_f64().with_context(|| format!("no {k}"));
-                            let q = (num("frontal_residual_pct")?, num("posterior_change_pct")?);
-                            quality.insert(stem.to_string(), q);
-                        }
-                        Kind::BandPower => unreachable!(),
-                    }
-                }
-            }
-            Ok(())
-        };
-        if let Err(e) = read() {
-            g.unreadable.push((path.clone(), format!("{e:#}")));
+            Ok(Parsed::Failure(f)) => g.failures.push(f),
+            Ok(Parsed::Nothing) => {}
+            Err(e) => g.unreadable.push((path, format!("{e:#}"))),
         }
     }
-    for (key, v) in deblinks {
+    for (key, d) in deblinks {
         let q = quality.get(&key.stem);
-        let count = |k: &str| v[k].as_array().map_or(0, |a| a.len());
         g.blinks.push(Blinks {
-            duration_s: v["duration_s"].as_f64(),
-            blinks: count("blinks"),
-            eye_events: count("events"),
+            duration_s: d.duration_s,
+            blinks: d.blinks.len(),
+            eye_events: d.events.len(),
             frontal_residual_pct: q.map(|q| q.0),
             posterior_change_pct: q.map(|q| q.1),
             key,
         });
     }
     Ok(g)
+}
+
+/// What one file held.
+enum Parsed {
+    Xapen(Xapen),
+    BandPower(BandPower),
+    Hermite(Hermite),
+    Deblink(Key, DeblinkFile),
+    Quality(String, QualityFile),
+    Failure(Failure),
+    Nothing,
+}
+
+/// The parts of the reports the tables use (the rest is skipped unread).
+#[derive(serde::Deserialize)]
+struct XapenFile {
+    channels: Vec<String>,
+    matrix: Vec<Vec<f64>>,
+}
+
+#[derive(serde::Deserialize)]
+struct HermiteFile {
+    #[serde(default)]
+    unit: String,
+    beats: Vec<BeatRow>,
+}
+
+#[derive(serde::Deserialize)]
+struct BeatRow {
+    label: Option<String>,
+    sigma: f64,
+    mse: f64,
+}
+
+#[derive(serde::Deserialize)]
+struct DeblinkFile {
+    duration_s: Option<f64>,
+    blinks: Vec<serde::de::IgnoredAny>,
+    #[serde(default)]
+    events: Vec<serde::de::IgnoredAny>,
+}
+
+#[derive(serde::Deserialize)]
+struct QualityFile {
+    frontal_residual_pct: f64,
+    posterior_change_pct: f64,
+}
+
+/// File `path` (named `name`) of output folder `dir`, if it is one the group step reads.
+fn parse(
+    dir: &Path,
+    path: &Path,
+    name: &str,
+    participants: Option<&Table>,
+    columns: &[String],
+) -> Option<anyhow::Result<Parsed>> {
+    if let Some(stem) = name.strip_suffix(".status") {
+        let analysis = path.parent()?.file_name()?.to_string_lossy().into_owned();
+        let status = std::fs::read_to_string(path).unwrap_or_default();
+        // "ok", "skipped" (nothing to do, such as Hermite fits without an ECG channel) or
+        // "failed".
+        if status.trim() != "failed" {
+            return Some(Ok(Parsed::Nothing));
+        }
+        let log = dir.join("logs").join(&analysis).join(format!("{stem}.log"));
+        return Some(Ok(Parsed::Failure(Failure {
+            key: Key::of(stem, participants, columns),
+            error: last_error(&log),
+            analysis,
+            log,
+        })));
+    }
+    let (stem, kind) = OUTPUTS
+        .iter()
+        .find_map(|(end, kind)| Some((name.strip_suffix(end)?, *kind)))?;
+    let key = Key::of(stem, participants, columns);
+    let read = || -> anyhow::Result<Parsed> {
+        if kind == Kind::BandPower {
+            return Ok(Parsed::BandPower(read_band_power(path, key)?));
+        }
+        let text = std::fs::read(path)?;
+        Ok(match kind {
+            Kind::Xapen => {
+                let f: XapenFile = serde_json::from_slice(&text)?;
+                let n = f.channels.len();
+                if f.matrix.len() != n || f.matrix.iter().any(|r| r.len() != n) {
+                    anyhow::bail!("the matrix is not {n} x {n}");
+                }
+                Parsed::Xapen(Xapen {
+                    key,
+                    channels: f.channels,
+                    matrix: f.matrix.concat(),
+                })
+            }
+            Kind::Hermite => {
+                let f: HermiteFile = serde_json::from_slice(&text)?;
+                Parsed::Hermite(Hermite {
+                    key,
+                    unit: f.unit,
+                    beats: (f.beats.into_iter())
+                        .map(|b| {
+                            (
+                                b.label.unwrap_or_else(|| "unlabelled".into()),
+                                b.sigma,
+                                b.mse,
+                            )
+                        })
+                        .collect(),
+                })
+            }
+            Kind::Deblink => Parsed::Deblink(key, serde_json::from_slice(&text)?),
+            Kind::BlinkQuality => Parsed::Quality(stem.to_string(), serde_json::from_slice(&text)?),
+            Kind::BandPower => unreachable!(),
+        })
+    };
+    Some(read())
 }
 
 /// Every file under `dir`, but not what the group step itself writes.
@@ -268,35 +354,6 @@ fn last_error(log: &Path) -> String {
         (None, Some(l)) => l.trim().to_string(),
         (None, None) => "no log".into(),
     }
-}
-
-fn xapen_of(v: &serde_json::Value, key: Key) -> anyhow::Result<Xapen> {
-    let channels: Vec<String> =
-        serde_json::from_value(v["channels"].clone()).context("channels")?;
-    let rows: Vec<Vec<f64>> = serde_json::from_value(v["matrix"].clone()).context("matrix")?;
-    let n = channels.len();
-    if rows.len() != n || rows.iter().any(|r| r.len() != n) {
-        anyhow::bail!("the matrix is not {n} x {n}");
-    }
-    Ok(Xapen {
-        key,
-        channels,
-        matrix: rows.concat(),
-    })
-}
-
-fn hermite_of(v: &serde_json::Value, key: Key) -> anyhow::Result<Hermite> {
-    let beats = v["beats"].as_array().context("no beats")?;
-    Ok(Hermite {
-        key,
-        unit: v["unit"].as_str().unwrap_or("").to_string(),
-        beats: (beats.iter())
-            .filter_map(|b| {
-                let label = b["label"].as_str().unwrap_or("unlabelled").to_string();
-                Some((label, b["sigma"].as_f64()?, b["mse"].as_f64()?))
-            })
-            .collect(),
-    })
 }
 
 /// A band-power table (`channel,start_s,<f>Hz,...`): each channel's power averaged over its
@@ -357,6 +414,16 @@ fn field(s: &str) -> String {
     }
 }
 
+/// A number and the end of its row.
+fn write_number(body: &mut String, v: f64) {
+    use std::fmt::Write;
+    let _ = if v.is_finite() {
+        writeln!(body, "{v}")
+    } else {
+        writeln!(body)
+    };
+}
+
 /// A number as a CSV field: empty where there is none.
 fn number(v: Option<f64>) -> String {
     v.filter(|v| v.is_finite())
@@ -394,30 +461,34 @@ impl Group {
             written.push(path);
             Ok(())
         };
-        let mut body = String::new();
-        for x in &self.xapen {
-            let k = Self::key_cells(&x.key);
-            let n = x.channels.len();
-            for (i, a) in x.channels.iter().enumerate() {
-                for (j, b) in x.channels.iter().enumerate() {
-                    let v = number(Some(x.matrix[i * n + j]));
-                    writeln!(body, "{k},{},{},{v}", field(a), field(b))?;
+        // The long tables are written a recording at a time, in parallel.
+        let body: String = (self.xapen.par_iter())
+            .map(|x| {
+                let mut body = String::new();
+                let k = Self::key_cells(&x.key);
+                let n = x.channels.len();
+                for (i, a) in x.channels.iter().enumerate() {
+                    let a = field(a);
+                    for (j, b) in x.channels.iter().enumerate() {
+                        let _ = write!(body, "{k},{a},{},", field(b));
+                        write_number(&mut body, x.matrix[i * n + j]);
+                    }
                 }
-            }
-        }
+                body
+            })
+            .collect();
         table("xapen.csv", "channel_a,channel_b,xapen", body)?;
-        let mut body = String::new();
-        for b in &self.band_power {
-            let k = Self::key_cells(&b.key);
-            for (channel, band, power) in &b.rows {
-                writeln!(
-                    body,
-                    "{k},{},{band},{}",
-                    field(channel),
-                    number(Some(*power))
-                )?;
-            }
-        }
+        let body: String = (self.band_power.par_iter())
+            .map(|b| {
+                let mut body = String::new();
+                let k = Self::key_cells(&b.key);
+                for (channel, band, power) in &b.rows {
+                    let _ = write!(body, "{k},{},{band},", field(channel));
+                    write_number(&mut body, *power);
+                }
+                body
+            })
+            .collect();
         table("bandpower.csv", "channel,band,power", body)?;
         let mut body = String::new();
         for h in &self.hermite {

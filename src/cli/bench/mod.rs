@@ -3,6 +3,7 @@
 
 pub mod cwt;
 pub mod deblink;
+pub mod group;
 pub mod hermite;
 pub mod io;
 mod io_formats;
@@ -23,6 +24,8 @@ pub enum BenchCommand {
     Hermite(hermite::HermiteBenchArgs),
     /// Blink removal: FastICA and JADE at 25 x 5000, the EEGLAB sample, GPU crossover.
     Deblink(deblink::DeblinkBenchArgs),
+    /// The group step of a study over 1,000 recordings' generated outputs.
+    Group(group::GroupBenchArgs),
     /// Live mode: processing per hop, real-time factor and latency, 32 x 128 Hz and 64 x 512 Hz.
     Live(live::LiveBenchArgs),
 }
@@ -35,6 +38,7 @@ pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Hermite(args) => hermite::run(args),
         BenchCommand::Deblink(args) => deblink::run(args),
         BenchCommand::Live(args) => live::run(args),
+        BenchCommand::Group(args) => group::run(args),
     }
 }
 
