@@ -14,19 +14,8 @@ fn fixture() -> PathBuf {
 
 /// A copy of the dataset to write derivatives into.
 fn copy_dataset(to: &Path) -> PathBuf {
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap().flatten() {
-            let target = to.join(e.file_name());
-            if e.path().is_dir() {
-                copy(&e.path(), &target);
-            } else {
-                std::fs::copy(e.path(), target).unwrap();
-            }
-        }
-    }
     let root = to.join("study");
-    copy(&fixture(), &root);
+    common::copy_dir(&fixture(), &root);
     root
 }
 

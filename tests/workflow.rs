@@ -25,22 +25,10 @@ pub fn snakemake() -> PathBuf {
     on_path.expect("snakemake is not installed: run ./setup.sh (it installs it into .venv)")
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
-}
-
 /// The fixture dataset, plus sub-04 whose recording is garbage (in the patient group).
 fn dataset(dir: &Path) -> PathBuf {
     let bids = dir.join("study");
-    copy_dir(&root().join("tests/fixtures/bids"), &bids);
+    common::copy_dir(&root().join("tests/fixtures/bids"), &bids);
     let broken = bids.join("sub-04/eeg");
     std::fs::create_dir_all(&broken).unwrap();
     std::fs::write(
@@ -244,7 +232,7 @@ fn a_study_runs_through_snakemake_into_group_tables() {
 fn local_gpu_jobs_each_take_a_gpu_of_the_host() {
     let dir = tempfile::tempdir().unwrap();
     let bids = dir.path().join("study");
-    copy_dir(&root().join("tests/fixtures/bids"), &bids);
+    common::copy_dir(&root().join("tests/fixtures/bids"), &bids);
     let (out, work) = (dir.path().join("out"), dir.path().join("work"));
     std::fs::create_dir_all(&work).unwrap();
     run_workflow_with(
@@ -311,7 +299,7 @@ impl Drop for Cluster {
 fn the_same_study_runs_on_a_one_node_slurm_cluster() {
     let dir = tempfile::tempdir().unwrap();
     let bids = dir.path().join("study");
-    copy_dir(&root().join("tests/fixtures/bids"), &bids);
+    common::copy_dir(&root().join("tests/fixtures/bids"), &bids);
     let (local, work) = (dir.path().join("local"), dir.path().join("work"));
     std::fs::create_dir_all(&work).unwrap();
     run_workflow(&bids, &local, &work, &[]);

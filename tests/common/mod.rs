@@ -19,6 +19,19 @@ pub fn shared_data() -> Option<PathBuf> {
     }
 }
 
+/// Copies folder `from` to `to`, recursively.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
 /// Runs the `ede` binary with `args` (on Vulkan, lavapipe where there is no GPU).
 pub fn ede(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_ede"))

@@ -218,6 +218,43 @@ fn xapen(g: &Group, groups: &Grouping, root: &Area<'_>) -> DrawResult {
     Ok(true)
 }
 
+type Categorical<'a, 'b> = ChartContext<
+    'a,
+    BitMapBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// A chart of one column per category, named under it, over `y`.
+fn categorical<'a, 'b>(
+    area: &'a Area<'b>,
+    title: &str,
+    categories: &[String],
+    y: std::ops::Range<f64>,
+) -> Result<Categorical<'a, 'b>, Box<dyn std::error::Error + 'a>> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, (FONT, 16))
+        .margin(8)
+        .x_label_area_size(36)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5..categories.len() as f64 - 0.5, y)?;
+    // Ticks at every half column, named at the whole ones (the columns' centres).
+    let label = |x: &f64| {
+        let i = x.round();
+        match categories.get(i as usize) {
+            Some(c) if (x - i).abs() < 1e-6 && i >= 0.0 => c.clone(),
+            _ => String::new(),
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(categories.len() * 2 + 1)
+        .x_label_formatter(&label)
+        .label_style((FONT, 12))
+        .draw()?;
+    Ok(chart)
+}
+
 /// Each group's mean log10 band power per channel, one panel per band.
 fn band_power(g: &Group, groups: &Grouping, root: &Area<'_>) -> DrawResult {
     if g.band_power.is_empty() {
@@ -266,27 +303,9 @@ fn band_power(g: &Group, groups: &Grouping, root: &Area<'_>) -> DrawResult {
         let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let pad = ((hi - lo) * 0.1).max(0.1);
-        let mut chart = ChartBuilder::on(area)
-            .caption(format!("{band} (log10 power)"), (FONT, 16))
-            .margin(8)
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .build_cartesian_2d(-0.5..channels.len() as f64 - 0.5, (lo - pad)..(hi + pad))?;
-        let label = |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                channels.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(channels.len() * 2 + 1)
-            .x_label_formatter(&label)
-            .label_style((FONT, 11))
-            .draw()?;
+        let title = format!("{band} (log10 power)");
+        let mut chart = categorical(area, &title, &channels, (lo - pad)..(hi + pad))
+            .map_err(|e| e.to_string())?;
         for (k, name) in names.iter().enumerate() {
             let colour = group_colour(&names, name);
             let bars = (channels.iter().enumerate()).filter_map(|(i, c)| {
@@ -329,26 +348,11 @@ fn boxes(
         .collect();
     let (lo, hi) = (quantile(&all, 0.0), quantile(&all, 1.0));
     let pad = ((hi - lo) * 0.05).max(1e-9);
-    let mut chart = ChartBuilder::on(area)
-        .caption(title, (FONT, 16))
-        .margin(10)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(-0.5..categories.len() as f64 - 0.5, (lo - pad)..(hi + pad))?;
-    let label = |x: &f64| {
-        let i = x.round();
-        match categories.get(i as usize) {
-            Some(c) if (x - i).abs() < 1e-6 && i >= 0.0 => format!("{} {}", c.0, c.1),
-            _ => String::new(),
-        }
-    };
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(categories.len() * 2 + 1)
-        .x_label_formatter(&label)
-        .label_style((FONT, 12))
-        .draw()?;
+    let names_of: Vec<String> = (categories.iter())
+        .map(|c| format!("{} {}", c.0, c.1))
+        .collect();
+    let mut chart =
+        categorical(area, title, &names_of, (lo - pad)..(hi + pad)).map_err(|e| e.to_string())?;
     for (i, (_, group, v)) in categories.iter().enumerate() {
         let colour = group_colour(names, group);
         let x = i as f64;
@@ -460,26 +464,8 @@ fn blinks(g: &Group, groups: &Grouping, root: &Area<'_>) -> DrawResult {
             .fold(0.0f64, f64::max)
             .max(1e-9)
             * 1.1;
-        let mut chart = ChartBuilder::on(area)
-            .caption(title, (FONT, 16))
-            .margin(10)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(-0.5..subjects.len() as f64 - 0.5, 0.0..hi)?;
-        let label = |x: &f64| {
-            let i = x.round();
-            match subjects.get(i as usize) {
-                Some(s) if (x - i).abs() < 1e-6 && i >= 0.0 => format!("sub-{s}"),
-                _ => String::new(),
-            }
-        };
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(subjects.len() * 2 + 1)
-            .x_label_formatter(&label)
-            .label_style((FONT, 12))
-            .draw()?;
+        let names_of: Vec<String> = subjects.iter().map(|s| format!("sub-{s}")).collect();
+        let mut chart = categorical(area, title, &names_of, 0.0..hi).map_err(|e| e.to_string())?;
         for (i, (v, e)) in vals.iter().zip(by.values()).enumerate() {
             if let Some(v) = v {
                 let colour = group_colour(&names, &e.0);
