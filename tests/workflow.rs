@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -224,6 +225,80 @@ fn a_study_runs_through_snakemake_into_group_tables() {
     for other in ["rule deblink:", "rule hermite:", "rule bandpower:"] {
         assert!(!again.contains(other), "{again}");
     }
+}
+
+/// A run killed mid-way (the whole Snakemake process group, as a lost node or a ^C would) resumes:
+/// after `--unlock`, the next run finishes what was left, and the tables equal an uninterrupted
+/// run's. And a plain folder of recordings (no BIDS) is a study too, one subject per file.
+#[test]
+fn a_killed_run_resumes_and_a_plain_folder_is_a_study() {
+    let dir = tempfile::tempdir().unwrap();
+    let bids = dir.path().join("study");
+    common::copy_dir(&root().join("tests/fixtures/bids"), &bids);
+    let (out, work) = (dir.path().join("out"), dir.path().join("work"));
+    std::fs::create_dir_all(&work).unwrap();
+    let mut child = Command::new(snakemake())
+        .arg("-s")
+        .arg(root().join("workflow/Snakefile"))
+        .arg("--directory")
+        .arg(&work)
+        .args(["--cores", "2", "--config"])
+        .arg(format!("bids_dir={}", bids.display()))
+        .arg(format!("output_dir={}", out.display()))
+        .arg(format!("ede={}", env!("CARGO_BIN_EXE_ede")))
+        .arg("backend=cpu")
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once a few jobs have ended (or after 60 s).
+    let started = std::time::Instant::now();
+    let done = |out: &Path| {
+        std::fs::read_dir(out.join("status/xapen"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    while done(&out) < 3 && started.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: kill(2) on the process group this test started.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    child.wait().unwrap();
+    assert!(
+        !out.join("group/xapen.csv").exists(),
+        "the run ended before the kill"
+    );
+    run_workflow(&bids, &out, &work, &["--unlock"]);
+    run_workflow(&bids, &out, &work, &["--rerun-incomplete"]);
+    let (again, work2) = (dir.path().join("again"), dir.path().join("work2"));
+    std::fs::create_dir_all(&work2).unwrap();
+    run_workflow(&bids, &again, &work2, &[]);
+    for table in ["xapen.csv", "bandpower.csv", "hermite.csv", "blinks.csv"] {
+        let (a, b) = (
+            std::fs::read_to_string(out.join("group").join(table)).unwrap(),
+            std::fs::read_to_string(again.join("group").join(table)).unwrap(),
+        );
+        assert_eq!(a, b, "{table}");
+    }
+
+    // A plain folder: each recording a subject named after its file.
+    let plain = dir.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    for (from, to) in [
+        ("sub-03_task-rest_eeg.edf", "night 1.edf"),
+        ("sub-03_task-oddball_eeg.edf", "night2.edf"),
+    ] {
+        std::fs::copy(bids.join("sub-03/eeg").join(from), plain.join(to)).unwrap();
+    }
+    let (out, work) = (dir.path().join("plain-out"), dir.path().join("plain-work"));
+    std::fs::create_dir_all(&work).unwrap();
+    run_workflow(&plain, &out, &work, &[]);
+    for sub in ["night1", "night2"] {
+        let x = out.join(format!("sub-{sub}/eeg/sub-{sub}_desc-xapen.json"));
+        assert!(x.is_file(), "{}", x.display());
+    }
+    assert_eq!(csv(&out.join("group/xapen.csv")).len(), 1 + 2 * 9 * 9);
 }
 
 /// GPU jobs on a host of several GPUs: each holds one (a lock) and names it to ede by

@@ -39,15 +39,18 @@ impl std::fmt::Debug for GpuContext {
 impl GpuContext {
     /// Opens the best adapter there is (a software one such as lavapipe included) without a
     /// window. `WGPU_BACKEND` and the other wgpu environment variables are honoured.
-    /// The adapter `EDE_ADAPTER` names (an index among the GPU adapters, software ones left
-    /// out, in the order the system lists them), else the high-performance one: so that jobs
+    /// The adapter `EDE_ADAPTER` names (an index among the GPU adapters of the primary backends,
+    /// software ones left out, in the order the system lists them: on two H200s of one host,
+    /// 0 and 1 ran on the two GPUs), else the high-performance one: so that jobs
     /// side by side on a host of several GPUs each take their own.
     pub fn headless() -> Result<Self, GpuError> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = match chosen_adapter()? {
             Some(index) => {
-                let all = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+                // The primary backends only (Vulkan, Metal, DX12): OpenGL lists the same GPUs
+                // again, and a 2-GPU host would have indices 0-1 twice over.
+                let all = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::PRIMARY));
                 let mut hardware: Vec<wgpu::Adapter> = (all.into_iter())
                     .filter(|a| a.get_info().device_type != wgpu::DeviceType::Cpu)
                     .collect();
