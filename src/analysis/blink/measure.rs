@@ -19,7 +19,8 @@ pub struct Truth {
     pub rate_per_min: f64,
     pub amplitude_uv: f64,
     pub blinks: Vec<SimBlink>,
-    /// Each channel that received blinks and its propagation factor.
+    /// Each channel that received blinks and its propagation factor (negative on an EOG channel
+    /// where the recording's own blinks are inverted).
     pub channels: Vec<(String, f64)>,
     /// Peaks (seconds) of blinks the recording already had (`base_blinks`): simulated blinks
     /// keep 1 s away from them, and the score leaves out 0.5 s around each, since removing
@@ -82,6 +83,53 @@ impl Truth {
 /// Whole signals to write in place of the recording's: (signal index, samples).
 pub type NewSamples = Vec<(usize, Vec<f32>)>;
 
+/// The factors with each EOG channel's sign as the recording's own blinks have it: an EOG
+/// electrode below the eye sees a blink with the opposite sign of one above it (the EEGLAB
+/// sample's EOG1), so a simulated blink added with the frontal sign everywhere would contradict
+/// every real blink of the recording there. The sign is that of the channel's 1-8 Hz band's
+/// agreement with the frontopolar channel's at the recording's own blinks and eye events
+/// (`base`, seconds); without those, or without a frontopolar channel, the factors stay
+/// positive.
+fn eog_polarities(
+    rec: &Recording,
+    channels: Vec<(String, f64)>,
+    base: &[f64],
+) -> Result<Vec<(String, f64)>, BlinkJobError> {
+    let band_of = |i: usize| -> Result<Vec<f32>, BlinkJobError> {
+        let levels = dwt::levels_in_band(rec.signals[i].fs, BlinkParams::default().band_hz);
+        Ok(dwt::band(&rec.read_all(i)?, &levels))
+    };
+    let frontal = (channels.iter())
+        .filter(|(l, f)| *f >= 0.85 && !crate::recording::channel::is_eog(l))
+        .find_map(|(l, _)| rec.signal_index(l));
+    let Some(frontal) = frontal.filter(|_| !base.is_empty()) else {
+        return Ok(channels);
+    };
+    let reference = band_of(frontal)?;
+    let fs = rec.signals[frontal].fs;
+    let at: Vec<usize> = (base.iter())
+        .map(|&t| (t * fs).round() as usize)
+        .filter(|&k| k < reference.len())
+        .collect();
+    let mut out = Vec::with_capacity(channels.len());
+    for (label, factor) in channels {
+        let i = rec.signal_index(&label);
+        let sign = match i {
+            Some(i)
+                if crate::recording::channel::is_eog(&label)
+                    && rec.signals[i].samples == rec.signals[frontal].samples =>
+            {
+                let b = band_of(i)?;
+                let dot: f64 = at.iter().map(|&k| (b[k] * reference[k]) as f64).sum();
+                if dot < 0.0 { -1.0 } else { 1.0 }
+            }
+            _ => 1.0,
+        };
+        out.push((label, sign * factor));
+    }
+    Ok(out)
+}
+
 /// Adds simulated blinks to every channel with a propagation factor: the new samples of each
 /// such signal and the truth.
 pub fn simulate_blinks(
@@ -110,6 +158,7 @@ pub fn simulate_blinks(
         ));
     }
     let base = base_blinks(rec)?;
+    let channels = eog_polarities(rec, channels, &base)?;
     let near_base = |b: &SimBlink| {
         (base.iter()).any(|&p| p > b.onset_s - 1.0 && p < b.onset_s + b.duration_s + 1.0)
     };

@@ -10,8 +10,8 @@
 //! - Propagation: exp(-(theta - theta_Fpz) / 0.66), capped at 1, where theta is the angle on the
 //!   head sphere between the electrode and the nasion (the eyes' nearest scalp point): Fp1 0.90,
 //!   F3 0.46, Fz 0.39, C3 0.16, Cz 0.15, P3 0.06, O1 0.035 - the fall-off of published
-//!   propagation factors (Fp 1, F ~0.5, C ~0.2, P/O < 0.1). EOG channels get 1; channels with
-//!   no known position get none.
+//!   propagation factors (Fp 1, F ~0.5, C ~0.2, P/O < 0.1). EOG channels get 1 (-1 where the
+//!   recording's own blinks are inverted there); channels with no known position get none.
 
 use serde::{Deserialize, Serialize};
 
