@@ -37,12 +37,12 @@ impl std::fmt::Debug for GpuContext {
 }
 
 impl GpuContext {
-    /// Opens the best adapter there is (a software one such as lavapipe included) without a
-    /// window. `WGPU_BACKEND` and the other wgpu environment variables are honoured.
-    /// The adapter `EDE_ADAPTER` names (an index among the GPU adapters of the primary backends,
-    /// software ones left out, in the order the system lists them: on two H200s of one host,
-    /// 0 and 1 ran on the two GPUs), else the high-performance one: so that jobs
-    /// side by side on a host of several GPUs each take their own.
+    /// Opens an adapter without a window: the one `EDE_ADAPTER` names, else the best there is
+    /// (a software one such as lavapipe included). `EDE_ADAPTER` is an index among the GPU
+    /// adapters of the primary backends, software ones left out, in the order the system lists
+    /// them, so that jobs side by side on a host of several GPUs each take their own (on two
+    /// H200s of one host, 0 and 1 ran on the two GPUs). `WGPU_BACKEND` and the other wgpu
+    /// environment variables are honoured.
     pub fn headless() -> Result<Self, GpuError> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
