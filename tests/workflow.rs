@@ -44,21 +44,11 @@ fn dataset(dir: &Path) -> PathBuf {
     bids
 }
 
-/// Runs the workflow; returns its combined output.
-fn run_workflow(bids: &Path, out: &Path, work: &Path, extra: &[&str]) -> String {
-    run_workflow_with(bids, out, work, extra, &[], &[])
-}
-
-fn run_workflow_with(
-    bids: &Path,
-    out: &Path,
-    work: &Path,
-    extra: &[&str],
-    config: &[&str],
-    env: &[(&str, String)],
-) -> String {
-    let output = Command::new(snakemake())
-        .arg("-s")
+/// The workflow's command on `bids` into `out` (Snakemake's own state in `work`), with 2 cores,
+/// `extra` arguments and `config` entries (default: backend=cpu).
+fn workflow(bids: &Path, out: &Path, work: &Path, extra: &[&str], config: &[&str]) -> Command {
+    let mut c = Command::new(snakemake());
+    c.arg("-s")
         .arg(root().join("workflow/Snakefile"))
         .arg("--directory")
         .arg(work)
@@ -72,7 +62,24 @@ fn run_workflow_with(
             &["backend=cpu"][..]
         } else {
             config
-        })
+        });
+    c
+}
+
+/// Runs the workflow; returns its combined output.
+fn run_workflow(bids: &Path, out: &Path, work: &Path, extra: &[&str]) -> String {
+    run_workflow_with(bids, out, work, extra, &[], &[])
+}
+
+fn run_workflow_with(
+    bids: &Path,
+    out: &Path,
+    work: &Path,
+    extra: &[&str],
+    config: &[&str],
+    env: &[(&str, String)],
+) -> String {
+    let output = workflow(bids, out, work, extra, config)
         .env("WGPU_BACKEND", "vulkan")
         .envs(env.iter().map(|(k, v)| (*k, v)))
         .output()
@@ -237,16 +244,7 @@ fn a_killed_run_resumes_and_a_plain_folder_is_a_study() {
     common::copy_dir(&root().join("tests/fixtures/bids"), &bids);
     let (out, work) = (dir.path().join("out"), dir.path().join("work"));
     std::fs::create_dir_all(&work).unwrap();
-    let mut child = Command::new(snakemake())
-        .arg("-s")
-        .arg(root().join("workflow/Snakefile"))
-        .arg("--directory")
-        .arg(&work)
-        .args(["--cores", "2", "--config"])
-        .arg(format!("bids_dir={}", bids.display()))
-        .arg(format!("output_dir={}", out.display()))
-        .arg(format!("ede={}", env!("CARGO_BIN_EXE_ede")))
-        .arg("backend=cpu")
+    let mut child = workflow(&bids, &out, &work, &[], &[])
         .process_group(0)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

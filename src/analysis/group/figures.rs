@@ -91,6 +91,14 @@ pub fn draw_all(g: &Group, dir: &Path, column: Option<&str>) -> anyhow::Result<V
 }
 
 type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
+
+/// A white figure with `title` across its top; the area below it.
+fn titled<'a>(root: &Area<'a>, title: &str) -> Result<Area<'a>, Box<dyn std::error::Error>> {
+    root.fill(&WHITE)?;
+    let (top, body) = root.split_vertically(40);
+    top.titled(title, (FONT, 24))?;
+    Ok(body)
+}
 type DrawResult = Result<bool, Box<dyn std::error::Error>>;
 /// Draws a figure; `Ok(false)` where there is nothing to draw.
 type Figure = fn(&Group, &Grouping, &Area<'_>) -> DrawResult;
@@ -164,11 +172,9 @@ fn xapen(g: &Group, groups: &Grouping, root: &Area<'_>) -> DrawResult {
             .collect();
         panels.push((format!("{} - {}", means[0].0, means[1].0), d, true));
     }
-    root.fill(&WHITE)?;
-    let (top, body) = root.split_vertically(40);
-    top.titled(
+    let body = titled(
+        root,
         &format!("Cross-ApEn, {n} channels ({} recordings)", g.xapen.len()),
-        (FONT, 24),
     )?;
     let cells = body.split_evenly((1, panels.len()));
     for ((title, m, diff), area) in panels.iter().zip(&cells) {
@@ -281,14 +287,12 @@ fn band_power(g: &Group, groups: &Grouping, root: &Area<'_>) -> DrawResult {
         }
     }
     names.sort();
-    root.fill(&WHITE)?;
-    let (top, body) = root.split_vertically(40);
-    top.titled(
+    let body = titled(
+        root,
         &format!(
             "Band power per channel and group ({} recordings)",
             g.band_power.len()
         ),
-        (FONT, 24),
     )?;
     let bands: Vec<&str> = (BANDS.iter().map(|b| b.0))
         .filter(|b| sums.keys().any(|k| k.0 == *b))
@@ -398,15 +402,13 @@ fn hermite(g: &Group, groups: &Grouping, root: &Area<'_>) -> DrawResult {
     names.sort();
     names.dedup();
     let unit = g.hermite.first().map_or("", |h| h.unit.as_str());
-    root.fill(&WHITE)?;
-    let (top, body) = root.split_vertically(40);
     let beats: usize = g.hermite.iter().map(|h| h.beats.len()).sum();
-    top.titled(
+    let body = titled(
+        root,
         &format!(
             "Hermite fits per beat label and group ({beats} beats, {} recordings)",
             g.hermite.len()
         ),
-        (FONT, 24),
     )?;
     let (left, right) = body.split_horizontally(700);
     let cats = |pick: fn(&Values) -> &Vec<f64>| -> Vec<(String, String, Vec<f64>)> {
@@ -439,11 +441,9 @@ fn blinks(g: &Group, groups: &Grouping, root: &Area<'_>) -> DrawResult {
     names.sort();
     names.dedup();
     let subjects: Vec<&String> = by.keys().collect();
-    root.fill(&WHITE)?;
-    let (top, body) = root.split_vertically(40);
-    top.titled(
+    let body = titled(
+        root,
         &format!("Blinks per subject ({} recordings)", g.blinks.len()),
-        (FONT, 24),
     )?;
     let (left, right) = body.split_horizontally(700);
     let panel = |area: &Area<'_>,
