@@ -227,3 +227,32 @@ fn sources_kept_for_leading_components_only_equal_the_whole_ones() {
     assert_eq!(later.sources.data, all.sources.block(4, 0..x.cols).data);
     assert_eq!(later.with_leading_sources(&x, 99).sources.rows, x.rows);
 }
+
+/// An ICA fitted on some channels and carried over to all (`Ica::over_channels`): the other
+/// channels get no unmixing weight, the sources stay the fit's, and a channel that is a mix of
+/// the sources gets that mix as its mixing row.
+#[test]
+fn an_ica_of_some_channels_carries_over_to_all() {
+    let (x, _) = mixture(5000, 5);
+    let t = x.cols;
+    // A seventh channel: 0.5 x channel 0 - 2 x channel 3 + 7 (in the span of the sources).
+    let mut data = x.data.clone();
+    data.extend((0..t).map(|k| 0.5 * x.row(0)[k] - 2.0 * x.row(3)[k] + 7.0));
+    let all = Observations::new(7, t, data);
+    let fitted: Vec<usize> = (0..6).collect();
+    let ica = ica::fastica(&x, &FastIcaParams::default(), None).unwrap();
+    let wide = ica.clone().over_channels(&all, &fitted);
+    assert_eq!(wide.unmixing.shape(), (6, 7));
+    assert!(wide.unmixing.column(6).iter().all(|&w| w == 0.0));
+    assert_eq!(wide.unmixing.columns(0, 6), ica.unmixing);
+    let rows: Vec<usize> = (0..6).collect();
+    let (s0, s1) = (ica.sources_of(&rows, &x), wide.sources_of(&rows, &all));
+    for (a, b) in s0.data.iter().zip(&s1.data) {
+        assert!((a - b).abs() < 1e-3, "{a} {b}");
+    }
+    let expected = 0.5 * ica.mixing.row(0) - 2.0 * ica.mixing.row(3);
+    for (a, b) in wide.mixing.row(6).iter().zip(expected.iter()) {
+        assert!((a - b).abs() < 1e-3 * expected.amax(), "{a} {b}");
+    }
+    assert_eq!(wide.mixing.rows(0, 6), ica.mixing);
+}

@@ -235,8 +235,8 @@ impl BlinkView {
             let uncertain = count(EventClass::Uncertain);
             ui.label(if req.options.params.remove_eye_movements {
                 format!(
-                    "removed too: {movements} eye movements, {closures} closures · left alone: \
-                     {uncertain} uncertain"
+                    "the eye's component removed throughout: with it {movements} eye \
+                     movements, {closures} closures, {uncertain} uncertain events"
                 )
             } else {
                 format!(
@@ -517,7 +517,10 @@ pub(super) fn pipeline_controls(ui: &mut egui::Ui, o: &mut DeblinkOptions) {
             .logarithmic(true)
             .text("window (s)"),
     )
-    .on_hover_text("lengthened to hold 2.5 n² samples for n channels");
+    .on_hover_text(
+        "lengthened to hold 2.5 n² samples for n channels (30 n² where the eye's whole \
+         activity goes)",
+    );
     ui.add(egui::Slider::new(&mut p.candidate_z, 2.0..=10.0).text("candidate threshold (SD)"));
     ui.add(egui::Slider::new(&mut p.component_z, 2.0..=12.0).text("component threshold (SD)"));
     ui.add(egui::Slider::new(&mut p.min_match, 0.1..=1.0).text("match fraction"));
@@ -530,10 +533,12 @@ pub(super) fn pipeline_controls(ui: &mut egui::Ui, o: &mut DeblinkOptions) {
     });
     ui.checkbox(
         &mut p.remove_eye_movements,
-        "remove eye movements and closures too",
+        "remove the eye's whole activity (movements, closures)",
     )
     .on_hover_text(
-        "by default only events shaped like blinks are removed; uncertain ones never are",
+        "by default only events shaped like blinks are removed and uncertain ones never are; \
+         this removes the eye's component everywhere, from an ICA of the EEG without the EOG \
+         channels over minutes of data (the EOG channels still show the eyes)",
     );
 }
 

@@ -10,7 +10,8 @@ use anyhow::Context;
 
 use super::deblink::PipelineArgs;
 use crate::analysis::blink::{
-    DeblinkOptions, Deblinker, EegData, Truth, real_blink_effect, score_cleaning, simulate_blinks,
+    DeblinkOptions, Deblinker, EegData, Truth, real_blink_effect, runs_on_gpu, score_cleaning,
+    simulate_blinks,
 };
 use crate::recording::edf_write;
 
@@ -148,8 +149,9 @@ fn run_score(a: &ScoreArgs) -> anyhow::Result<()> {
         let s = score_cleaning(&rec, &data, &truth, &other.data, &blinks, 0.0);
         return super::write_json(&s, a.out.as_deref());
     }
-    let gpu = super::open_gpu("ede blinks score", a.pipeline.backend);
-    let mut d = Deblinker::new(gpu.as_ref());
+    let lazy = super::LazyGpu::new("ede blinks score", a.pipeline.backend);
+    let gpu = lazy.get(runs_on_gpu(&opts, data.data.rows, lazy.min_channels()));
+    let mut d = Deblinker::new(gpu);
     if a.pipeline.backend == super::BackendChoice::Gpu {
         d = d.forced();
     }
@@ -233,12 +235,14 @@ fn measure(a: &MeasureArgs) -> anyhow::Result<()> {
     };
     let effect = real_blink_effect(&original, &cleaned.data, &frontal, &posterior)?;
     eprintln!(
-        "{} blinks on {} (of {} eye events): blink-locked residual {:.1} %; {:.2} % change of {} \
-         outside eye events; {} samples of {} changed by more than 20 uV",
+        "{} blinks on {} (of {} eye events): blink-locked residual {:.1} % (its floor, the EEG's \
+         own average: {:.1} %); {:.2} % change of {} outside eye events; {} samples of {} \
+         changed by more than 20 uV",
         effect.blinks,
         effect.frontal,
         effect.eye_events,
         effect.frontal_residual_pct,
+        effect.frontal_floor_pct,
         effect.posterior_change_pct,
         effect.posterior.join("/"),
         effect.samples_changed_over_20uv,

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use super::BackendChoice;
-use crate::analysis::blink::{DeblinkOptions, DeblinkReport, deblink_recording, write_cleaned};
+use crate::analysis::blink::{
+    DeblinkOptions, DeblinkReport, EegData, deblink_data, runs_on_gpu, write_cleaned,
+};
 use crate::dsp::blink::{BlinkParams, Scope};
 use crate::dsp::ica::{Algorithm, Approach, Contrast, FastIcaParams};
 
@@ -53,8 +55,10 @@ pub struct PipelineArgs {
     /// window (the thesis's way).
     #[arg(long, value_enum, default_value_t = Scope::Blinks)]
     pub scope: Scope,
-    /// Remove eye movements and eye closures as well as blinks (by default only events whose
-    /// shape is a blink's are removed; uncertain ones never are).
+    /// Remove the eye's whole activity (eye movements, closures, slow drifts) as well as blinks:
+    /// the eye's ICA component is removed everywhere, from an ICA of the cleaned channels
+    /// without the EOG ones over windows of 30 n^2 samples. By default only events whose shape
+    /// is a blink's are removed, and uncertain ones never are.
     #[arg(long)]
     pub remove_eye_movements: bool,
     /// Candidate threshold on the frontal derivations, robust SDs.
@@ -145,7 +149,7 @@ pub struct DeblinkArgs {
 pub fn run(args: &DeblinkArgs) -> anyhow::Result<()> {
     let opts = args.pipeline.options();
     opts.fastica.validate()?;
-    let gpu = super::open_gpu("ede deblink", args.pipeline.backend);
+    let gpu = super::LazyGpu::new("ede deblink", args.pipeline.backend);
     let files = [args.file.clone()];
     super::study::<()>(&files, &args.bids, None, |item, _| {
         let ext = match item.path.extension().and_then(|e| e.to_str()) {
@@ -162,7 +166,7 @@ pub fn run(args: &DeblinkArgs) -> anyhow::Result<()> {
                 .context("--out must name the cleaned recording (or FILE a BIDS dataset)")?,
         };
         let report = item.derivative("deblink", ".json")?.or(args.report.clone());
-        one(item, &opts, gpu.as_ref(), args, &out, report.as_deref())?;
+        one(item, &opts, &gpu, args, &out, report.as_deref())?;
         Ok(None)
     })
 }
@@ -170,20 +174,19 @@ pub fn run(args: &DeblinkArgs) -> anyhow::Result<()> {
 fn one(
     item: &super::Item,
     opts: &DeblinkOptions,
-    gpu: Option<&crate::gpu::GpuContext>,
+    gpu: &super::LazyGpu,
     args: &DeblinkArgs,
     out: &std::path::Path,
     report_path: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     let rec = item.open(None)?;
     let opts = opts.clone();
-    let (data, result, elapsed, ran_on) = deblink_recording(
-        &rec,
-        &opts,
-        gpu,
-        args.pipeline.backend == BackendChoice::Gpu,
-    )
-    .with_context(|| item.path.display().to_string())?;
+    let with_path = || item.path.display().to_string();
+    let data = EegData::load(&rec, &opts).with_context(with_path)?;
+    let gpu = gpu.get(runs_on_gpu(&opts, data.data.rows, gpu.min_channels()));
+    let forced = args.pipeline.backend == BackendChoice::Gpu;
+    let (result, elapsed, ran_on) =
+        deblink_data(&data, &opts, gpu, forced).with_context(with_path)?;
     write_cleaned(&rec, &data, &result.cleaned, out)?;
     let report = DeblinkReport::new(
         item.path.display().to_string(),

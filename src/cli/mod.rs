@@ -165,6 +165,42 @@ pub fn open_gpu(command: &str, choice: BackendChoice) -> Option<crate::gpu::GpuC
     }
 }
 
+/// The GPU of a batch command, opened the first time a job asks for it (`get`): blink
+/// removal knows only from a recording's channel count whether its ICA runs there
+/// (`analysis::blink::runs_on_gpu`), and opening Vulkan costs a process 0.25-0.35 s.
+pub struct LazyGpu {
+    command: &'static str,
+    choice: BackendChoice,
+    gpu: std::cell::OnceCell<Option<crate::gpu::GpuContext>>,
+}
+
+impl LazyGpu {
+    pub fn new(command: &'static str, choice: BackendChoice) -> Self {
+        LazyGpu {
+            command,
+            choice,
+            gpu: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The GPU for a job that would run on it (`wanted`, or always with `--backend gpu`).
+    pub fn get(&self, wanted: bool) -> Option<&crate::gpu::GpuContext> {
+        if !(wanted || self.choice == BackendChoice::Gpu) {
+            return None;
+        }
+        let gpu = self.gpu.get_or_init(|| open_gpu(self.command, self.choice));
+        gpu.as_ref()
+    }
+
+    /// The smallest channel count whose ICA runs on the GPU: every one with `--backend gpu`.
+    pub fn min_channels(&self) -> usize {
+        match self.choice {
+            BackendChoice::Gpu => 0,
+            _ => crate::analysis::blink::MIN_GPU_CHANNELS,
+        }
+    }
+}
+
 /// Opens a recording for a subcommand, with the CSV rate if given; a run of a BIDS dataset
 /// (by its name and folder) with its sidecars.
 pub fn open(path: &std::path::Path, fs: Option<f64>) -> Result<Recording, ReadError> {

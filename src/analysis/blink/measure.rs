@@ -401,6 +401,11 @@ pub struct RealBlinkEffect {
     pub frontal: String,
     /// The blink-locked residual on the frontal channel, % (`blink_locked_residual`).
     pub frontal_residual_pct: f64,
+    /// What that residual would be if the cleaned channel held no trace of any blink: the
+    /// median, over random draws, of the same average taken at as many random times away from
+    /// eye events (`residual_floor`). EEG that is not locked to blinks averages out only as
+    /// one over the root of the epochs' count: below this no cleaning can go.
+    pub frontal_floor_pct: f64,
     /// The same for every channel.
     pub residual_by_channel: Vec<ChannelValue>,
     pub posterior: Vec<String>,
@@ -493,9 +498,21 @@ pub fn independent_events(data: &EegData, frontal: usize) -> (Vec<usize>, Vec<us
 /// original's, %. Leftover blink shape, and humps or steps a removal added beside it, all
 /// stay in the average; EEG not locked to blinks averages out.
 pub fn blink_locked_residual(original: &[f32], cleaned: &[f32], blinks: &[usize], fs: f64) -> f64 {
+    blink_locked_ratio(original, blinks, cleaned, blinks, fs)
+}
+
+/// RMS of `cleaned`'s average at `at` over `original`'s at `blinks`, both taken as
+/// `blink_locked_residual` takes them, %.
+fn blink_locked_ratio(
+    original: &[f32],
+    blinks: &[usize],
+    cleaned: &[f32],
+    at: &[usize],
+    fs: f64,
+) -> f64 {
     let (pre, post) = ((1.0 * fs).round() as usize, (1.5 * fs).round() as usize);
     let base = (0.5 * fs).round() as usize;
-    let average = |x: &[f32]| -> Vec<f64> {
+    let average = |x: &[f32], at: &[usize]| -> Vec<f64> {
         let mut hp = x.to_vec();
         let filter = crate::dsp::filter::DisplayFilter {
             highpass: Some(0.3),
@@ -504,7 +521,7 @@ pub fn blink_locked_residual(original: &[f32], cleaned: &[f32], blinks: &[usize]
         crate::dsp::filter::zero_phase(&mut hp, fs, &filter);
         let mut avg = vec![0.0f64; pre + post];
         let mut k = 0usize;
-        for &b in blinks.iter().filter(|&&b| b >= pre && b + post <= hp.len()) {
+        for &b in at.iter().filter(|&&b| b >= pre && b + post <= hp.len()) {
             for (a, &v) in avg.iter_mut().zip(&hp[b - pre..b + post]) {
                 *a += v as f64;
             }
@@ -515,9 +532,45 @@ pub fn blink_locked_residual(original: &[f32], cleaned: &[f32], blinks: &[usize]
         avg.iter().map(|a| a - b0).collect()
     };
     let rms = |v: &[f64]| (v.iter().map(|a| a * a).sum::<f64>() / v.len().max(1) as f64).sqrt();
-    let (o, c) = (rms(&average(original)), rms(&average(cleaned)));
+    let (o, c) = (rms(&average(original, blinks)), rms(&average(cleaned, at)));
     if o > 0.0 { 100.0 * c / o } else { 0.0 }
 }
+
+/// The floor of `blink_locked_residual` on `cleaned` for `count` epochs: the median over
+/// `FLOOR_DRAWS` draws of `count` random times at least 1.5 s from every eye event in
+/// `events` (the epochs' own span), each average taken and normalised as the blinks' is
+/// against the original's blink-locked average at `blinks`. 0 where no such times exist.
+pub fn residual_floor(
+    original: &[f32],
+    cleaned: &[f32],
+    (blinks, events): (&[usize], &[usize]),
+    fs: f64,
+) -> f64 {
+    let (pre, post) = ((1.0 * fs).round() as usize, (1.5 * fs).round() as usize);
+    let n = cleaned.len();
+    let clear = |t: usize| events.iter().all(|&e| e.abs_diff(t) as f64 >= 1.5 * fs);
+    let free: Vec<usize> = (pre..n.saturating_sub(post))
+        .filter(|&t| clear(t))
+        .collect();
+    let count = blinks.len();
+    if free.is_empty() || count == 0 {
+        return 0.0;
+    }
+    let mut rng = crate::recording::demo::SplitMix(0x00f1_0012);
+    let mut draws: Vec<f64> = (0..FLOOR_DRAWS)
+        .map(|_| {
+            let times: Vec<usize> = (0..count)
+                .map(|_| free[((rng.uniform() * free.len() as f64) as usize).min(free.len() - 1)])
+                .collect();
+            blink_locked_ratio(original, blinks, cleaned, &times, fs)
+        })
+        .collect();
+    draws.sort_by(f64::total_cmp);
+    draws[draws.len() / 2]
+}
+
+/// Random draws of `residual_floor`.
+const FLOOR_DRAWS: usize = 200;
 
 /// Measures `cleaned` (channels as `original`'s) against `original` on events found on the
 /// original's `frontal` channel and its EOG channels (`independent_events`).
@@ -583,6 +636,7 @@ pub fn real_blink_effect(
         eye_events: events.len(),
         frontal: labels[f].clone(),
         frontal_residual_pct: residual_by_channel[f].value,
+        frontal_floor_pct: residual_floor(x.row(f), cleaned.row(f), (&blinks, &events), fs),
         residual_by_channel,
         posterior: post.iter().map(|&i| labels[i].clone()).collect(),
         posterior_change_pct: change(&post),

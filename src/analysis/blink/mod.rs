@@ -222,6 +222,16 @@ pub struct Deblinker<'a> {
 /// from 128 channels on (2.3x; 7x at 256). `Deblinker::forced` lifts the rule.
 pub const MIN_GPU_CHANNELS: usize = 96;
 
+/// Whether ICA with `opts` on `channels` channels runs on a GPU where there is one (at least
+/// `min_channels`: `MIN_GPU_CHANNELS`, or 0 where the GPU is asked for). A batch command opens
+/// the GPU only where this holds: opening Vulkan costs a process 0.25-0.35 s, as long as the
+/// whole blink removal of the EEGLAB sample.
+pub fn runs_on_gpu(opts: &DeblinkOptions, channels: usize, min_channels: usize) -> bool {
+    opts.algorithm == Algorithm::Fastica
+        && opts.fastica.approach == Approach::Symmetric
+        && channels >= min_channels
+}
+
 impl<'a> Deblinker<'a> {
     pub fn new(gpu: Option<&'a GpuContext>) -> Self {
         Deblinker {
@@ -237,9 +247,7 @@ impl<'a> Deblinker<'a> {
     }
 
     fn gpu_for(&self, opts: &DeblinkOptions, channels: usize) -> Option<&GpuFastIca<'a>> {
-        let fits = opts.algorithm == Algorithm::Fastica
-            && opts.fastica.approach == Approach::Symmetric
-            && channels >= self.min_gpu_channels;
+        let fits = runs_on_gpu(opts, channels, self.min_gpu_channels);
         self.gpu.as_ref().filter(|_| fits)
     }
 
@@ -441,12 +449,23 @@ pub fn deblink_recording(
     force_gpu: bool,
 ) -> Result<(EegData, Deblinked, f64, RanOn), BlinkJobError> {
     let data = EegData::load(rec, opts)?;
+    let (result, elapsed, ran_on) = deblink_data(&data, opts, gpu, force_gpu)?;
+    Ok((data, result, elapsed, ran_on))
+}
+
+/// `deblink_recording` of EEG already taken in.
+pub fn deblink_data(
+    data: &EegData,
+    opts: &DeblinkOptions,
+    gpu: Option<&GpuContext>,
+    force_gpu: bool,
+) -> Result<(Deblinked, f64, RanOn), BlinkJobError> {
     let mut d = Deblinker::new(gpu);
     if force_gpu {
         d = d.forced();
     }
     let t0 = Instant::now();
-    let result = d.run(&data, opts, &mut |_, _| true)?;
+    let result = d.run(data, opts, &mut |_, _| true)?;
     let ran_on = d.ran_on(opts, data.data.rows);
-    Ok((data, result, t0.elapsed().as_secs_f64(), ran_on))
+    Ok((result, t0.elapsed().as_secs_f64(), ran_on))
 }

@@ -137,7 +137,7 @@ impl Streamer {
     pub fn new(fs: f64, channels: Channels, params: StreamParams) -> Result<Self, BlinkError> {
         let n = channels.labels.len();
         validate(&params, n, fs)?;
-        let window = window_len(&params, n, fs);
+        let window = first_window_len(&params, n, fs);
         Ok(Streamer {
             fs,
             kept: vec![VecDeque::new(); n],
@@ -417,13 +417,24 @@ fn window_len(p: &StreamParams, channels: usize, fs: f64) -> usize {
     p.blink.window_samples(channels, fs, usize::MAX)
 }
 
+/// The first window's length: a stream that removes the eye's whole activity, whose windows
+/// hold minutes (`BlinkParams::eye_samples_per_channel_sq`), starts when a blink removal's
+/// window has come and lets its windows grow with the stream up to their length.
+fn first_window_len(p: &StreamParams, channels: usize, fs: f64) -> usize {
+    let blinks = BlinkParams {
+        remove_eye_movements: false,
+        ..p.blink
+    };
+    blinks.window_samples(channels, fs, usize::MAX)
+}
+
 fn hop_len(p: &StreamParams, fs: f64) -> usize {
     ((p.hop_s * fs).round() as usize).max(1)
 }
 
 fn validate(p: &StreamParams, channels: usize, fs: f64) -> Result<(), BlinkError> {
     p.blink.validate(fs)?;
-    let window = window_len(p, channels, fs) as f64 / fs;
+    let window = first_window_len(p, channels, fs) as f64 / fs;
     let bad = |m: String| Err(BlinkError::Params(m));
     if !(p.hop_s * fs >= 1.0 && p.hop_s <= window) {
         return bad(format!(

@@ -85,6 +85,15 @@ impl Observations {
         Observations::new(self.rows, cols, data)
     }
 
+    /// The channels `rows`, in that order.
+    pub fn select_rows(&self, rows: &[usize]) -> Observations {
+        let mut data = Vec::with_capacity(rows.len() * self.cols);
+        for &i in rows {
+            data.extend_from_slice(self.row(i));
+        }
+        Observations::new(rows.len(), self.cols, data)
+    }
+
     pub fn block(&self, rows: usize, cols: std::ops::Range<usize>) -> Observations {
         let mut data = Vec::with_capacity(rows * cols.len());
         for i in 0..rows {
@@ -206,6 +215,58 @@ impl Ica {
             self.sources = rotate_centred(&w, x, &self.channel_means);
         }
         self
+    }
+
+    /// This ICA, fitted on the channels `fitted` of `x`, as an ICA of all of `x`'s channels:
+    /// the others get no weight in the unmixing (the sources stay what the fit made them) and
+    /// their mixing rows are their least-squares fit on the sources, A_o = X_o S^T (S S^T)^-1.
+    /// Blink removal fits on the channels it cleans and leaves the kept EOG channels out: with
+    /// them, ICA splits the eye into a lid and an eyeball component, without them the eye is
+    /// one (the EEGLAB sample: 11.1 % against 8.6 % of the blink-locked average left by one
+    /// component removed everywhere).
+    pub fn over_channels(self, x: &Observations, fitted: &[usize]) -> Ica {
+        let (n, r) = (x.rows, self.unmixing.nrows());
+        let all: Vec<usize> = (0..r).collect();
+        let sub = x.select_rows(fitted);
+        let sources = self.sources_of(&all, &sub);
+        let means = channel_means(x);
+        let mut unmixing = DMatrix::zeros(r, n);
+        let mut mixing = DMatrix::zeros(n, r);
+        for (k, &i) in fitted.iter().enumerate() {
+            unmixing.set_column(i, &self.unmixing.column(k));
+            mixing.set_row(i, &self.mixing.row(k));
+        }
+        let gram = DMatrix::from_fn(r, r, |a, b| {
+            let (u, v) = (sources.row(a), sources.row(b));
+            u.iter()
+                .zip(v)
+                .map(|(&p, &q)| p as f64 * q as f64)
+                .sum::<f64>()
+        });
+        if let Some(chol) = gram.cholesky() {
+            for i in (0..n).filter(|i| !fitted.contains(i)) {
+                let xi = x.row(i);
+                let rhs = nalgebra::DVector::from_fn(r, |a, _| {
+                    (sources.row(a).iter().zip(xi))
+                        .map(|(&s, &v)| s as f64 * (v as f64 - means[i]))
+                        .sum()
+                });
+                mixing.set_row(i, &chol.solve(&rhs).transpose());
+            }
+        }
+        let source_means = means_under(&unmixing, &means);
+        Ica {
+            unmixing,
+            mixing,
+            sources: if self.sources.rows == r {
+                sources
+            } else {
+                self.sources
+            },
+            channel_means: means,
+            source_means,
+            ..self
+        }
     }
 
     /// The sources of components `rows` over `x`, the observations this ICA's sources came
