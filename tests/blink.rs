@@ -316,12 +316,13 @@ fn real_blinks_leave_fpz_and_posterior_channels_barely_change() {
     let posterior: Vec<String> = ["O1", "Oz", "O2"].map(String::from).to_vec();
     let effect = real_blink_effect(&eeg, &result.cleaned, "FPz", &posterior).unwrap();
     // Measured against the 14 blinks the independent detector finds on FPz (one of them the
-    // end of the eye closure at 208.2 s, which is left alone: a floor of about 19 % on this
-    // measure, see BENCHMARKS). MNE (ICA fastica, 25 components, find_bads_eog): 8.4 %,
-    // 2.5 %, 162 samples.
+    // end of the eye closure at 208.2 s, which is left alone, others with the eye movements
+    // beside them: blinks alone leave about 31 %, see BENCHMARKS). MNE (ICA fastica, 25
+    // components, find_bads_eog): 8.4 %, 2.5 %, 162 samples.
     assert_eq!(effect.blinks, 14, "{effect:?}");
     assert!(effect.frontal_residual_pct < 36.0, "{effect:?}");
-    assert!(effect.posterior_change_pct < 2.5, "{effect:?}");
+    assert!(effect.posterior_change_pct < 1.0, "{effect:?}");
+    assert!(effect.samples_changed_over_20uv < 161, "{effect:?}");
     assert_eq!(effect.kept_change_pct, 0.0);
 }
 
@@ -377,7 +378,8 @@ fn the_eyes_whole_activity_goes_without_touching_the_back_of_the_head() {
 }
 
 /// The EEGLAB sample's events that are no blinks (a frontal wave at 57.9 s, an eye movement
-/// at 75.8 s, the eye closure at 207.4-208.2 s) are left alone: no channel changes there.
+/// at 75.8 s, bursts as large at the frontal row as at FPz at 176.3 and 235.4 s, the eye
+/// closure at 207.4-208.2 s) are left alone: no channel changes there.
 #[test]
 fn eye_movements_and_closures_are_left_alone() {
     let Some(data) = shared_data() else { return };
@@ -386,7 +388,14 @@ fn eye_movements_and_closures_are_left_alone() {
     let (eeg, result, _, _) =
         ede::analysis::blink::deblink_recording(&rec, &opts, None, false).unwrap();
     let fs = eeg.fs;
-    for (from, to) in [(56.9, 58.9), (74.8, 76.8), (206.8, 208.9)] {
+    let spans = [
+        (56.9, 58.9),
+        (74.8, 76.8),
+        (175.8, 176.8),
+        (206.8, 208.9),
+        (234.9, 235.8),
+    ];
+    for (from, to) in spans {
         let span = (from * fs) as usize..(to * fs) as usize;
         for k in 0..eeg.data.rows {
             let (o, c) = (eeg.data.row(k), result.cleaned.row(k));

@@ -9,7 +9,9 @@ PROXY, where they match none), excluded and applied to the raw data; its blinks 
   /tmp/mne/bin/python docs/scripts/deblink_mne_baseline.py target/release/ede \
       ../shared/data/eeg/eeglab_sample_32ch_128hz.edf docs/bench-deblink-quality.json
 
-Real blinks: `ede blinks measure ORIGINAL CLEANED` for both cleanings, on blinks and eye events
+Real blinks: `ede blinks measure ORIGINAL CLEANED` for every cleaning (ede's default, which
+removes blinks only, and `--remove-eye-movements`, which removes the eye's whole activity, each
+batch and live; MNE's), on blinks and eye events
 found on the original independently of either cleaner (blink-locked residual per channel,
 change of O1/Oz/O2 outside eye events, posterior samples changed by more than 20 uV, change of
 the kept EOG channels).
@@ -66,14 +68,23 @@ def main(binary, eeglab, out_json):
     p = lambda name: os.path.join(tmp, name)
     real = {}
     t0 = time.perf_counter()
-    ede(binary, "deblink", eeglab, "--backend", "cpu", "--out", p("ede.edf"), "--report", p("ede.json"))
-    ede_s = json.load(open(p("ede.json")))["elapsed_s"]
+    runs = [("ede", []), ("ede_eye", ["--remove-eye-movements"])]
+    for name, extra in runs:
+        ede(binary, "deblink", eeglab, "--backend", "cpu", *extra, "--out", p(name + ".edf"),
+            "--report", p(name + ".json"))
+        ede(binary, "live", eeglab, "--speed", "max", "--backend", "cpu", *extra,
+            "--out", p(name + "_live.edf"))
+    seconds = {name: json.load(open(p(name + ".json")))["elapsed_s"] for name, _ in runs}
     elapsed, _, bads, length = mne_clean(eeglab, p("mne.edf"))
-    for name, cleaned, seconds in [("ede", p("ede.edf"), ede_s), ("mne", p("mne.edf"), elapsed)]:
+    seconds["mne"] = elapsed
+    cleanings = [(name, p(name + ".edf")) for name in ("ede", "ede_eye", "mne")]
+    cleanings += [(name + "_live", p(name + "_live.edf")) for name, _ in runs]
+    for name, cleaned in cleanings:
         ede(binary, "blinks", "measure", eeglab, cleaned, "--out", p(name + "_measure.json"))
         m = json.load(open(p(name + "_measure.json")))
-        m["seconds"] = seconds
-        m["real_time_factor"] = length / seconds
+        if name in seconds:
+            m["seconds"] = seconds[name]
+            m["real_time_factor"] = length / seconds[name]
         real[name] = m
     real["mne"]["components_excluded"] = [int(b) for b in bads]
     simulated = []

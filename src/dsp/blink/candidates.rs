@@ -105,9 +105,10 @@ pub(super) fn detect_candidates(
         .map(|&(a, b)| b.is_none() && channels.eog[a])
         .collect();
     let candidates = candidates(&bands, &groups, p, (gap, half, hit));
-    let classes = (candidates.iter())
+    let mut classes: Vec<EventClass> = (candidates.iter())
         .map(|c| classify::classify(&reference, c.peak, hit, fs, min_height).0)
         .collect();
+    falls_off_from_the_eyes(x, channels, &candidates, (&levels, fs), &mut classes);
     Detection {
         bands,
         signs,
@@ -216,4 +217,61 @@ pub(super) fn candidates(
         i = j;
     }
     out
+}
+
+/// At the frontal row an eye's event is at most this share of the frontopolar one: a blink's
+/// field falls off steeply from the eyes (the EEGLAB sample's blinks: F3, Fz, F4 at 0.12-0.46
+/// of FPz), a burst of frontal EEG does not (its events at 176.3 and 235.4 s: 1.05-1.08).
+const FRONTAL_ROW_SHARE: f32 = 0.95;
+/// The span (s each side of a candidate's peak) over which each channel's band is measured
+/// (RMS): an oscillation need not peak on every channel at the same sample.
+const SPAN_S: f64 = 0.15;
+
+/// Events whose band on the frontal row (the cathodes of the frontal pairs, Fp - F) reaches
+/// `FRONTAL_ROW_SHARE` of the frontopolar one (their anodes), each the median over the pairs
+/// of its RMS near the peak less the channel's own activity in quadrature (a small blink over
+/// EEG as large as itself is still a blink), are no eye's: they become uncertain, and are
+/// left alone. Without frontal pairs (EOG alone) nothing is judged.
+fn falls_off_from_the_eyes(
+    x: &Observations,
+    channels: &Channels,
+    candidates: &[Peak],
+    (levels, fs): (&[usize], f64),
+    classes: &mut [EventClass],
+) {
+    let pairs: Vec<(usize, usize)> = (channels.derivations.iter())
+        .filter_map(|&(a, b)| Some((a, b?)))
+        .collect();
+    if pairs.is_empty() || classes.iter().all(|&c| c == EventClass::Uncertain) {
+        return;
+    }
+    let mut rows: Vec<usize> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+    rows.sort_unstable();
+    rows.dedup();
+    let bands: Vec<(Vec<f32>, f32)> = (rows.par_iter())
+        .map(|&i| {
+            let b = dwt::band(x.row(i), levels);
+            let noise = robust_sigma(&b);
+            (b, noise)
+        })
+        .collect();
+    let half = (SPAN_S * fs).round() as usize;
+    let excess = |i: usize, at: usize| {
+        let (b, noise) = &bands[rows.binary_search(&i).expect("a pair's channel")];
+        let r = &b[at.saturating_sub(half)..(at + half + 1).min(b.len())];
+        let ms = r.iter().map(|v| v * v).sum::<f32>() / r.len() as f32;
+        (ms - noise * noise).max(0.0).sqrt()
+    };
+    for (c, class) in candidates.iter().zip(classes.iter_mut()) {
+        if *class == EventClass::Uncertain {
+            continue;
+        }
+        let mut shares: Vec<f32> = (pairs.iter())
+            .map(|&(a, b)| excess(b, c.peak) / excess(a, c.peak).max(f32::MIN_POSITIVE))
+            .collect();
+        shares.sort_by(f32::total_cmp);
+        if shares[shares.len() / 2] >= FRONTAL_ROW_SHARE {
+            *class = EventClass::Uncertain;
+        }
+    }
 }
