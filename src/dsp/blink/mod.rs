@@ -38,7 +38,8 @@
 //!    their masks), so the output has no seams; windows that remove nothing at a sample do not
 //!    vote there.
 //!
-//! A window without candidates is returned unchanged, without running ICA.
+//! A window without candidates the removal takes (blinks, unless the eye's whole activity
+//! goes) is returned unchanged, without running ICA.
 
 mod candidates;
 mod channels;
@@ -443,7 +444,8 @@ pub fn fit_window(
     always_ica: bool,
 ) -> Result<FittedWindow, IcaError> {
     let detection = detect_candidates(x, fs, channels, p);
-    let ica = if detection.candidates.is_empty() && !always_ica {
+    // Without a candidate the removal takes, a window's ICA would change nothing.
+    let ica = if detection.removable(p).is_empty() && !always_ica {
         None
     } else {
         // To remove the eye's whole activity, ICA sees only the channels it cleans, and the
