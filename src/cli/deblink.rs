@@ -30,10 +30,10 @@ pub struct PipelineArgs {
     pub contrast: Contrast,
     #[arg(long, value_enum, default_value_t = Approach::Symmetric)]
     pub approach: Approach,
-    /// FastICA's convergence tolerance and iteration limit (per window; default 200, and 10
-    /// per hop in `ede live`, where each hop goes on from the last one's result and the first
-    /// window gets 200).
-    #[arg(long, default_value_t = 1e-4)]
+    /// FastICA's convergence tolerance (1 - cos of each unmixing vector with its last value)
+    /// and iteration limit (per window; default 100, and 10 per hop in `ede live`, where each
+    /// hop goes on from the last one's result and the first window gets 100).
+    #[arg(long, default_value_t = crate::analysis::blink::PIPELINE_TOL)]
     pub tol: f64,
     #[arg(long)]
     pub max_iter: Option<usize>,
