@@ -293,9 +293,13 @@ impl BlinkView {
     }
 
     /// Markers on the browser's traces: the blinks removed, shaded red, and the eye events
-    /// left alone (eye movements, closures, uncertain ones), outlined in amber with their class.
+    /// left alone (eye movements, closures, uncertain ones), outlined in amber with their class;
+    /// where a component goes over the whole window (the eye's whole activity), those events
+    /// go with it and are shaded red too, with their class.
     fn mark_blinks(&self, ui: &egui::Ui, browser: &Browser) {
-        let Some((_, c)) = &self.shown else { return };
+        let Some((req, c)) = &self.shown else { return };
+        let p = &req.options.params;
+        let whole = p.remove_eye_movements || p.scope == Scope::Window;
         let plot = browser.plot_rect;
         if !plot.is_positive() {
             return;
@@ -308,7 +312,7 @@ impl BlinkView {
         let removed = c.result.blinks.iter().map(|b| (*b, "blink", red));
         let left = (c.result.events.iter())
             .filter(|e| !c.result.blinks.iter().any(|b| b.overlaps(&e.span)))
-            .map(|e| (e.span, e.class.name(), amber));
+            .map(|e| (e.span, e.class.name(), if whole { red } else { amber }));
         for (b, name, colour) in removed.chain(left) {
             let (a, z) = (
                 (c.offset + b.start) as f64 / c.data.fs,

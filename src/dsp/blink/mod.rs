@@ -366,9 +366,11 @@ impl WindowResult {
         self.ica.as_ref().is_none_or(|i| i.converged)
     }
 
-    /// Whether `span` overlaps a blink this window removes.
+    /// Whether this window's removal reaches `span`: a blink it removes overlaps it, or the
+    /// removal covers the whole window (the eye's whole activity, `Scope::Window`).
     pub fn removes(&self, span: &Blink) -> bool {
-        self.blinks.iter().any(|b| b.overlaps(span))
+        let everywhere = !self.mask.is_empty() && self.mask.iter().all(|&m| m >= 1.0);
+        everywhere || self.blinks.iter().any(|b| b.overlaps(span))
     }
 
     /// The removed components' topographies (mixing columns), unit length: what the next
