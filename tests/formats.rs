@@ -1,6 +1,7 @@
 //! The research formats against what MNE-Python reads from the same files: the fixtures in
-//! `tests/fixtures/` were written by pybv / MNE-Python / eeglabio and read back by MNE-Python
-//! into `<name>.expected.json` (`tests/fixtures/make_fixtures.py` makes them again).
+//! `tests/fixtures/` were written by pybv / MNE-Python / eeglabio (4D's, which no tool writes,
+//! by the script itself in the layout MNE-Python reads) and read back by MNE-Python into
+//! `<name>.expected.json` (`tests/fixtures/make_fixtures.py` makes them again).
 
 mod common;
 
@@ -669,5 +670,110 @@ fn bad_xdf_files_never_panic() {
         }
         std::fs::write(&p, &b).unwrap();
         common::decodes_if_it_opens(&p, &OpenOptions::default());
+    }
+}
+
+/// A 4D run (data file and config in a folder) in a temporary copy.
+fn bti_copy(dir: &Path, name: &str) -> PathBuf {
+    let to = dir.join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for f in ["c,rfDC", "config"] {
+        std::fs::copy(fixture(&format!("{name}/{f}")), to.join(f)).unwrap();
+    }
+    to.join("c,rfDC")
+}
+
+#[test]
+fn bti_reads_as_mne_does() {
+    use ChannelType::*;
+    for name in ["bti_short", "bti_float"] {
+        let rec = open(&fixture(&format!("{name}/c,rfDC")));
+        assert_eq!(rec.format, Format::Bti);
+        // The trigger's steps are events: 4 from sample 50, 2 from sample 300 (at 500 Hz).
+        let steps: Vec<(f64, &str)> = (rec.annotations.iter())
+            .map(|a| ((a.onset * 1e3).round() / 1e3, a.text.as_str()))
+            .collect();
+        assert_eq!(steps, [(0.1, "TRIGGER: 4"), (0.6, "TRIGGER: 2")], "{name}");
+        let mut annotated = rec.clone();
+        annotated.annotations.clear();
+        agrees_with_mne(&annotated, &format!("{name}.expected.json"), 0.0);
+        let types: Vec<ChannelType> = rec.signals.iter().map(|s| s.kind).collect();
+        assert_eq!(
+            types,
+            [
+                Mag, Mag, Mag, Mag, Mag, Mag, RefMeg, RefMeg, Stim, Ecg, Eeg, Misc
+            ],
+            "{name}"
+        );
+        let units: Vec<&str> = rec.signals.iter().map(|s| s.unit.as_str()).collect();
+        assert_eq!((units[0], units[6], units[7]), ("T", "T", "T/m"));
+    }
+}
+
+/// On the real thing: MNE-Python's 4D test run (mne-testing-data's BTi/4Dsim: 248
+/// magnetometers, references, trigger) where EDE_BTI names its folder.
+#[test]
+fn a_magnes_run_opens_where_there_is_one() {
+    let Some(dir) = std::env::var_os("EDE_BTI").map(PathBuf::from) else {
+        return;
+    };
+    let rec = open(&dir.join("c,rfDC"));
+    assert_eq!(rec.signals.len(), 279);
+    let mags = rec.signals.iter().filter(|s| s.kind == ChannelType::Mag);
+    assert_eq!(mags.count(), 248);
+}
+
+#[test]
+fn bad_bti_runs_say_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdf = bti_copy(dir.path(), "bti_short");
+    let whole = std::fs::read(&pdf).unwrap();
+    let e = refused(&pdf, &whole[..whole.len() - 9]);
+    assert!(e.contains("c,rfDC"), "{e}");
+    let e = refused(&pdf, &[0u8; 3]);
+    assert!(e.contains("too short"), "{e}");
+    // The data cut short while the header stays: the samples do not fit before it.
+    let header_at = u64::from_be_bytes(whole[whole.len() - 8..].try_into().unwrap()) as usize;
+    let mut cut = whole[header_at - 800..].to_vec();
+    let at = (header_at - 800) as u64;
+    let n = cut.len();
+    cut[n - 8..].copy_from_slice(&(header_at as u64 - at).to_be_bytes());
+    let e = refused(&pdf, &cut);
+    assert!(e.contains("truncated"), "{e}");
+    std::fs::write(&pdf, &whole).unwrap();
+    std::fs::remove_file(dir.path().join("bti_short/config")).unwrap();
+    // Without its config: the error says what is missing.
+    let e = error_of(&pdf);
+    assert!(e.contains("config") && e.contains("missing"), "{e}");
+}
+
+#[test]
+fn mutated_bti_runs_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdf = bti_copy(dir.path(), "bti_short");
+    let config = dir.path().join("bti_short/config");
+    let seeds = [
+        std::fs::read(&pdf).unwrap(),
+        std::fs::read(&config).unwrap(),
+    ];
+    let mut rnd = common::xorshift(0x1d8e_4e27_c47d_124fu64);
+    for iter in 0..1500 {
+        let which = iter % 2;
+        let mut b = seeds[which].clone();
+        for _ in 0..1 + rnd() % 6 {
+            // The headers (the data file's at its end, the config's first) hold the counts.
+            let i = match (which, rnd().is_multiple_of(2)) {
+                (0, true) => b.len() - 1 - (rnd() as usize) % 2048.min(b.len()),
+                (1, true) => (rnd() as usize) % 1024.min(b.len()),
+                _ => (rnd() as usize) % b.len(),
+            };
+            b[i] = [0u8, 0xff, 0x7f, 1, 8, rnd() as u8][(rnd() as usize) % 6];
+        }
+        if rnd().is_multiple_of(4) {
+            b.truncate((rnd() as usize) % (b.len() + 1));
+        }
+        std::fs::write([&pdf, &config][which], &b).unwrap();
+        std::fs::write([&config, &pdf][which], &seeds[1 - which]).unwrap();
+        common::decodes_if_it_opens(&pdf, &OpenOptions::default());
     }
 }

@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
     // The readers memory-map files, so the input goes through one.
     let dir = std::env::temp_dir().join(format!("ede-fuzz-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let name = match kind % 8 {
+    let name = match kind % 9 {
         0 => "f.edf",
         1 => "f.bdf",
         2 => "f.hea",
@@ -25,8 +25,14 @@ fuzz_target!(|data: &[u8]| {
         4 => "f.set",
         5 => "f.fif",
         6 => "f.xdf",
+        7 => "c,rfDC",
         _ => "f.csv",
     };
+    if name == "c,rfDC" {
+        // A 4D data file reads its system's config beside it: the fixture's.
+        let config = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/bti_short/config");
+        std::fs::copy(config, dir.join("config")).unwrap();
+    }
     if name == "f.vhdr" {
         // The header's data file: a few samples of the fixture's 6 int16 channels.
         std::fs::write(dir.join("bv_int16.eeg"), [1u8; 6 * 2 * 40]).unwrap();

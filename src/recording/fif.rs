@@ -51,10 +51,6 @@ const T_STRING: u32 = 10;
 const T_DAU_PACK16: u32 = 16;
 /// FIFFV_ROLE_NEXT_FILE: the reference to the next part of a split recording.
 const ROLE_NEXT_FILE: i32 = 2;
-/// Stimulus channels are read at open for their events where the data buffers hold up to
-/// this many bytes: a channel's samples lie strided through every buffer, so reading one
-/// touches the whole data (128 MB: about 25 ms from the page cache; 88 MB took 15 ms).
-const MAX_STIM_SCAN_BYTES: usize = 128 << 20;
 /// Split files one recording may have (MNE-Python splits at 2 GB).
 const MAX_PARTS: usize = 1000;
 
@@ -479,7 +475,7 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         .map(|c| {
             let kind = channel_type(c.kind, c.unit);
             let unit = unit_name(c.unit).to_string();
-            let (lo, hi) = nominal_range(&unit);
+            let (lo, hi) = super::nominal_range(&unit);
             SignalInfo {
                 position: (kind == ChannelType::Eeg && c.loc.iter().any(|&v| v != 0.0))
                     .then(|| c.loc.map(|v| v as f64)),
@@ -511,35 +507,13 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         channels: nchan,
         gains: first.channels.iter().map(|c| c.gain).collect(),
     };
-    // Stimulus channels' steps are events (as MNE-Python's find_events: each change to a
-    // non-zero value). A long recording's whole stim channel is not read at open.
-    for (i, s) in signals.iter().enumerate() {
-        if s.kind != ChannelType::Stim {
-            continue;
-        }
-        if data_bytes > MAX_STIM_SCAN_BYTES {
-            warnings.push(format!(
-                "{}: steps not turned into events (a recording this long opens without \
-                 reading it whole)",
-                s.label
-            ));
-            continue;
-        }
-        let mut v = vec![0f32; samples];
-        source.read(i, 0, &mut v)?;
-        let mut prev = 0f32;
-        for (k, &x) in v.iter().enumerate() {
-            if x != prev && x != 0.0 {
-                annotations.push(Annotation {
-                    onset: k as f64 / fs,
-                    duration: 0.0,
-                    text: format!("{}: {}", s.label, x),
-                });
-            }
-            prev = x;
-        }
-    }
-    annotations.sort_by(|a, b| a.onset.total_cmp(&b.onset));
+    super::stim_events(
+        &source,
+        &signals,
+        data_bytes,
+        &mut annotations,
+        &mut warnings,
+    )?;
     Ok(Recording::continuous(
         Some(path.to_path_buf()),
         Format::Fif,
@@ -576,16 +550,6 @@ fn unit_name(unit: i32) -> &'static str {
         114 => "degC",
         202 => "Am",
         _ => "",
-    }
-}
-
-/// A nominal range where the file states none that means anything (float buffers).
-fn nominal_range(unit: &str) -> (f64, f64) {
-    match unit {
-        "V" => (-3.2e-3, 3.2e-3),
-        "T" => (-5e-11, 5e-11),
-        "T/m" => (-5e-9, 5e-9),
-        _ => (-1.0, 1.0),
     }
 }
 
