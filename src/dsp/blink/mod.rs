@@ -12,16 +12,21 @@
 //!    `candidates::polarities`); a candidate is a positive excursion above `candidate_z`
 //!    robust SDs that at least half of the EOG channels, or half of the frontal derivations,
 //!    show within `hit_s`. Each candidate is classed by its shape on the monopolar detection
-//!    channels (`classify`): blink, eye movement, eye closure or uncertain; only blinks go on
-//!    (all but uncertain ones with `remove_eye_movements`).
+//!    channels (`classify`): blink, eye movement, eye closure or uncertain, and uncertain too
+//!    where the frontal row shows it as large as the frontopolar one (a blink's field falls
+//!    off from the eyes: `candidates::falls_off_from_the_eyes`); only blinks go on (all but
+//!    uncertain ones with `remove_eye_movements`).
 //! 2. **ICA** of all channels of the window (FastICA or JADE; any function can be passed in,
-//!    so the GPU and warm starts plug in here).
+//!    so the GPU and warm starts plug in here); with `remove_eye_movements`, of the channels
+//!    not kept (without the EOG), over windows of `eye_samples_per_channel_sq` n^2 samples.
 //! 3. **Confirmation on the components**: each component's share of the summed frontal
 //!    derivations, A_c (frontal) s_c, runs through the same detector. A component carries
 //!    blinks when at least `min_match` of its own excursions above `component_z` coincide with
-//!    candidates and explain at least `min_share` of their height there. Candidates no such
-//!    component carries are rejected (the thesis's defence against FIRDA and triphasic
-//!    waves); the excursions of a confirmed component are the blinks, less those under
+//!    candidates and explain at least `min_share` of their height there, or where it explains
+//!    that share of the window's candidates on average. Candidates no such component carries
+//!    are rejected (the thesis's defence against FIRDA and triphasic waves); the excursions of
+//!    a confirmed component, and the candidates it explains `confirmed_share` of, are the
+//!    blinks, less those under
 //!    `min_relative_height` of its typical blink (the band-pass's side lobes) and those at
 //!    events of another class.
 //! 4. **Removal**: the confirmed components' contribution A_c s_c is subtracted from every
@@ -33,7 +38,10 @@
 //!    and each removed source loses the straight line through its levels at the ends of each
 //!    stretch of the mask (`removal::detrend_under`): what is taken away is the blink's
 //!    excursion, not the component's slow drift, so the edges of a removal leave no step and
-//!    the stretch no hump.
+//!    the stretch no hump. Where a channel's refitted weight is small, it is the smaller of the
+//!    refit and the mixing matrix's (`removal::smaller_of`). With `remove_eye_movements` one
+//!    component, the eye's, is removed over the whole window, weighted by its refit over the
+//!    blinks.
 //! 5. **Joining**: overlapping windows' corrections are averaged with sin^2 weights (times
 //!    their masks), so the output has no seams; windows that remove nothing at a sample do not
 //!    vote there.
