@@ -335,6 +335,46 @@ fn eeglab_reads_as_mne_does() {
 
 /// An epoched dataset opens as one segment per epoch, each epoch's samples as MNE-Python's
 /// `read_epochs_eeglab` gives them, with the epochs marked.
+/// MATLAB v7.3 (HDF5) datasets as hdf5storage writes them in MATLAB's layout: an EEG
+/// structure with the samples inside in compressed chunks, and the fields as the file's
+/// variables naming a .fdt.
+#[test]
+fn eeglab_v73_reads_as_mne_does() {
+    for name in ["set73_struct", "set73_fields"] {
+        let rec = open(&fixture(&format!("{name}.set")));
+        assert_eq!(rec.format, Format::Eeglab);
+        agrees_with_mne(&rec, &format!("{name}.expected.json"), 1e-12);
+        let types: Vec<ChannelType> = rec.signals.iter().map(|s| s.kind).collect();
+        use ChannelType::*;
+        assert_eq!(types, [Eeg, Eeg, Eeg, Eeg, Eog, Ecg], "{name}");
+    }
+}
+
+#[test]
+fn mutated_eeglab_v73_sets_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = std::fs::read(fixture("set73_struct.set")).unwrap();
+    let mut rnd = common::xorshift(0x6a09_e667_f3bc_c908u64);
+    let p = dir.path().join("m.set");
+    for _ in 0..600 {
+        let mut b = seed.clone();
+        for _ in 0..1 + rnd() % 6 {
+            // The superblock, object headers and heaps lie after the 512-byte text header.
+            let i = if rnd().is_multiple_of(2) {
+                512 + (rnd() as usize) % 4096.min(b.len() - 512)
+            } else {
+                (rnd() as usize) % b.len()
+            };
+            b[i] = [0u8, 0xff, 0x7f, 1, 8, rnd() as u8][(rnd() as usize) % 6];
+        }
+        if rnd().is_multiple_of(4) {
+            b.truncate((rnd() as usize) % (b.len() + 1));
+        }
+        std::fs::write(&p, &b).unwrap();
+        common::decodes_if_it_opens(&p, &OpenOptions::default());
+    }
+}
+
 #[test]
 fn eeglab_epochs_are_segments() {
     let rec = open(&fixture("set_epochs.set"));
@@ -369,8 +409,15 @@ fn bad_eeglab_sets_say_what_is_wrong() {
     let err = |name: &str, bytes: &[u8]| refused(&dir.path().join(name), bytes);
     let mut v73 = b"MATLAB 7.3 MAT-file, Platform: GLNXA64, Created on: Mon Jan  1 00:00:00 2024 HDF5 schema 1.00 .".to_vec();
     v73.resize(512, b' ');
+    // A v7.3 header with no HDF5 behind it.
     let e = err("v73.set", &v73);
     assert!(e.contains("v7.3") && e.contains("HDF5"), "{e}");
+    // A v7.3 dataset cut anywhere fails with an error naming the file, never a panic.
+    let whole = std::fs::read(fixture("set73_struct.set")).unwrap();
+    for cut in [600, 5000, whole.len() / 2, whole.len() - 8] {
+        let e = err("cut73.set", &whole[..cut]);
+        assert!(e.contains("cut73.set"), "{cut}: {e}");
+    }
     assert!(err("empty.set", b"").contains("empty"));
     let e = err("text.set", b"not a MAT file at all");
     assert!(e.contains("MAT"), "{e}");

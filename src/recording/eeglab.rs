@@ -2,13 +2,15 @@
 //! samples either inside it or in a `.fdt` beside it (float32, channels x samples, column-major:
 //! multiplexed). Channels with their types and positions (`chanlocs`), events (`event`: type,
 //! latency counted from 1, duration), and epochs (`trials` > 1) shown as one segment each.
-//! Samples are in microvolts, as EEGLAB keeps them.
+//! Samples are in microvolts, as EEGLAB keeps them. MATLAB v7.3 (HDF5) `.set` files are read
+//! through `mat73`, their samples decoded on demand.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use super::binary::{MatrixSource, Orientation, SampleType};
 use super::mat5::{self, Numbers, Value};
+use super::mat73;
 use super::{
     Annotation, ChannelType, Format, MemorySource, ReadError, Recording, Segment, SignalInfo,
     unknown_start,
@@ -44,7 +46,14 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         return Err(ReadError::invalid(path, "the file is empty"));
     }
     let bad = |reason: String| ReadError::invalid(path, reason);
-    let vars = mat5::read(&map).map_err(|e| bad(format!("not a readable EEGLAB .set: {e}")))?;
+    let unreadable = |e: String| bad(format!("not a readable EEGLAB .set: {e}"));
+    // MATLAB v7.3 files (EEGLAB's choice for datasets over 2 GB) are HDF5.
+    let (vars, map, v73) = if mat73::is_mat73(&map) {
+        let m = mat73::Mat73::open(map).map_err(unreadable)?;
+        (m.variables().map_err(unreadable)?, None, Some(m))
+    } else {
+        (mat5::read(&map).map_err(unreadable)?, Some(map), None)
+    };
     let eeg = match vars.iter().find(|(n, _)| n == "EEG") {
         Some((_, Value::Struct { fields, items, .. })) if !items.is_empty() => Fields(
             fields
@@ -88,13 +97,17 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
                     "EEG.data holds {have} numbers, not nbchan x pnts x trials = {need}"
                 )));
             }
-            match numbers {
-                Numbers::InFile {
-                    offset,
-                    sample,
-                    big_endian,
-                    ..
-                } => Arc::new(MatrixSource::new(
+            match (numbers, map, &v73) {
+                (
+                    Numbers::InFile {
+                        offset,
+                        sample,
+                        big_endian,
+                        ..
+                    },
+                    Some(map),
+                    _,
+                ) => Arc::new(MatrixSource::new(
                     path,
                     map,
                     *offset,
@@ -104,7 +117,13 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
                     samples,
                     vec![1.0; channels],
                 )?),
-                Numbers::Decoded(v) => {
+                (Numbers::Deferred(at), _, Some(v73)) => {
+                    v73.rows(path, at, channels).map_err(bad)?
+                }
+                (Numbers::InFile { .. } | Numbers::Deferred(_), ..) => {
+                    return Err(bad("EEG.data lies where it cannot be read".into()));
+                }
+                (Numbers::Decoded(v), ..) => {
                     let rows = (0..channels)
                         .map(|c| (0..samples).map(|k| v[k * channels + c] as f32).collect())
                         .collect();

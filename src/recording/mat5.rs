@@ -41,6 +41,9 @@ pub enum Value {
 #[derive(Debug, Clone)]
 pub enum Numbers {
     Decoded(Vec<f64>),
+    /// A large array of a MATLAB v7.3 file, left in it: its dataset's path there
+    /// (`mat73::Mat73::rows` reads it).
+    Deferred(String),
     /// `count` numbers of type `sample` from byte `offset` of the file.
     InFile {
         offset: usize,
@@ -75,6 +78,10 @@ impl Value {
                 numbers: Numbers::InFile { count, .. },
                 ..
             } => *count,
+            Value::Numbers {
+                numbers: Numbers::Deferred(_),
+                dims,
+            } => dims.iter().product(),
             Value::Text(t) => t.len(),
             Value::Other => 0,
         }
@@ -112,12 +119,7 @@ pub fn read(bytes: &[u8]) -> Result<Vec<(String, Value)>, Error> {
         return Err("the file is shorter than a MAT-file's 128-byte header".into());
     }
     if bytes.starts_with(b"MATLAB 7.3") || bytes[..128].windows(4).any(|w| w == b"HDF5") {
-        return Err(
-            "it is a MATLAB v7.3 (HDF5) file, which ede does not read yet; save it \
-                    from EEGLAB with 'Matlab v6' format (File > Preferences) or from MATLAB \
-                    with save(..., '-v7')"
-                .into(),
-        );
+        return Err("it is a MATLAB v7.3 (HDF5) file: `mat73` reads those".into());
     }
     let big_endian = match &bytes[126..128] {
         b"IM" => false,

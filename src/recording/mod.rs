@@ -19,6 +19,7 @@ pub mod edf_write;
 pub mod eeglab;
 pub mod fif;
 pub mod mat5;
+pub mod mat73;
 pub mod wfdb;
 pub mod xdf;
 
