@@ -145,6 +145,27 @@ fn brainvision_reads_as_mne_does() {
 
 /// Writes the int16 fixture again as `binary` / `orientation` (the other layouts BrainVision
 /// Recorder writes) and checks every sample reads the same.
+/// ASCII exports: a header line of names, a dot or a comma as the decimal symbol.
+#[test]
+fn brainvision_ascii_reads_as_mne_does() {
+    for name in ["bv_ascii", "bv_ascii_comma"] {
+        let rec = open(&fixture(&format!("{name}.vhdr")));
+        agrees_with_mne(&rec, &format!("{name}.expected.json"), 1e-12);
+    }
+    // A line short of numbers is a clear error when it is read.
+    let dir = tempfile::tempdir().unwrap();
+    let header = std::fs::read_to_string(fixture("bv_ascii.vhdr")).unwrap();
+    std::fs::write(dir.path().join("bv_ascii.vhdr"), &header).unwrap();
+    let data = std::fs::read_to_string(fixture("bv_ascii.dat")).unwrap();
+    let cut: Vec<&str> = data.lines().collect();
+    let broken = format!("{}\n{}\n1 2\n", cut[0], cut[1]);
+    std::fs::write(dir.path().join("bv_ascii.dat"), broken).unwrap();
+    let rec = open(&dir.path().join("bv_ascii.vhdr"));
+    let mut out = vec![0f32; 2];
+    let e = rec.read(0, 0, &mut out).unwrap_err().to_string();
+    assert!(e.contains("bv_ascii.dat") && e.contains("line 2"), "{e}");
+}
+
 #[test]
 fn brainvision_layouts_agree() {
     let reference = open(&fixture("bv_int16.vhdr"));
@@ -245,7 +266,7 @@ fn bad_brainvision_sets_say_what_is_wrong() {
             "NumberOfChannels",
         ),
         ("BinaryFormat=INT_16", "BinaryFormat=INT_64", "INT_64"),
-        ("DataFormat=BINARY", "DataFormat=ASCII", "ASCII"),
+        ("DataFormat=BINARY", "DataFormat=PACKED", "PACKED"),
         ("Ch3=Cz,,0.1,µV", "Ch3=Cz,,x,µV", "resolution"),
     ] {
         let text = header.replace(from, to);

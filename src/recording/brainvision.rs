@@ -2,7 +2,8 @@
 //! `.vmrk` marker file. Header versions 1.0 and 2.0; INT_16, UINT_16, INT_32 and IEEE_FLOAT_32,
 //! multiplexed or vectorized; each channel's resolution and unit; markers as annotations
 //! ("Type/Description", as MNE-Python names them); `[Coordinates]` as electrode positions.
-//! The data file is memory-mapped and decoded on demand.
+//! The data file is memory-mapped and decoded on demand; ASCII exports (multiplexed, as
+//! MNE-Python reads them) are indexed by line and parsed on demand.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +11,9 @@ use std::sync::Arc;
 use chrono::NaiveDateTime;
 
 use super::binary::{MatrixSource, Orientation, SampleType, decode_text};
-use super::{Annotation, ChannelType, Format, ReadError, Recording, SignalInfo, unknown_start};
+use super::{
+    Annotation, ChannelType, Format, ReadError, Recording, SampleSource, SignalInfo, unknown_start,
+};
 
 /// The head radius MNE-Python scales "idealized" (unit-radius) coordinates to, in metres.
 const HEAD_RADIUS_M: f64 = 0.095;
@@ -149,13 +152,11 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
             ReadError::invalid(path, "NumberOfChannels is not a count between 1 and 100000")
         })?;
     let format = h.get(common, "DataFormat").unwrap_or("BINARY");
-    if !format.eq_ignore_ascii_case("BINARY") {
+    let ascii = format.eq_ignore_ascii_case("ASCII");
+    if !ascii && !format.eq_ignore_ascii_case("BINARY") {
         return Err(ReadError::invalid(
             path,
-            format!(
-                "DataFormat={format}: ede reads binary BrainVision data (convert ASCII exports \
-                 with BrainVision Analyzer or MNE-Python)"
-            ),
+            format!("DataFormat={format} is neither BINARY nor ASCII"),
         ));
     }
     let orientation = match h.get(common, "DataOrientation").unwrap_or("MULTIPLEXED") {
@@ -169,6 +170,7 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         }
     };
     let sample = match h.get("binary infos", "BinaryFormat").unwrap_or("INT_16") {
+        _ if ascii => SampleType::F32,
         "INT_16" => SampleType::I16,
         "UINT_16" => SampleType::U16,
         "INT_32" => SampleType::I32,
@@ -240,26 +242,53 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         ));
     }
     let map = MatrixSource::map(&data_path)?;
-    let frame = n_channels * sample.bytes();
-    let samples = map.len() / frame;
-    if map.len() % frame != 0 {
-        warnings.push(format!(
-            "the data file's {} bytes are not a whole number of {n_channels}-channel samples; \
-             the last {} bytes are left out",
-            map.len(),
-            map.len() % frame
-        ));
-    }
-    let source = MatrixSource::new(
-        &data_path,
-        map,
-        0,
-        sample,
-        big_endian,
-        orientation,
-        samples,
-        gains.clone(),
-    )?;
+    let (source, samples): (Arc<dyn SampleSource>, usize) = if ascii {
+        if orientation == Orientation::Vectorized {
+            return Err(ReadError::invalid(
+                path,
+                "ASCII data in vectorized order (a channel a line) are not read (MNE-Python \
+                 refuses them too)",
+            ));
+        }
+        let number = |key: &str| -> Result<usize, ReadError> {
+            match h.get("ascii infos", key) {
+                None => Ok(0),
+                Some(v) => v.trim().parse().map_err(|_| {
+                    ReadError::invalid(path, format!("[ASCII Infos] {key}={v:?} is not a count"))
+                }),
+            }
+        };
+        let layout = TextLayout {
+            skip_lines: number("SkipLines")?,
+            skip_columns: number("SkipColumns")?,
+            decimal_comma: h.get("ascii infos", "DecimalSymbol") == Some(","),
+        };
+        let source = TextSource::new(&data_path, map, layout, gains.clone())?;
+        let samples = source.lines.len();
+        (Arc::new(source), samples)
+    } else {
+        let frame = n_channels * sample.bytes();
+        let samples = map.len() / frame;
+        if map.len() % frame != 0 {
+            warnings.push(format!(
+                "the data file's {} bytes are not a whole number of {n_channels}-channel \
+                 samples; the last {} bytes are left out",
+                map.len(),
+                map.len() % frame
+            ));
+        }
+        let source = MatrixSource::new(
+            &data_path,
+            map,
+            0,
+            sample,
+            big_endian,
+            orientation,
+            samples,
+            gains.clone(),
+        )?;
+        (Arc::new(source), samples)
+    };
 
     let positions = coordinates(&h, n_channels);
     let (annotations, start) = match h.get(common, "MarkerFile").filter(|m| !m.is_empty()) {
@@ -312,8 +341,150 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         annotations,
         warnings,
         samples as f64 / fs,
-        Arc::new(source),
+        source,
     ))
+}
+
+/// How an ASCII data file lays out its numbers: lines to skip at its start (a header line of
+/// channel names, as Analyzer writes one), columns to skip at each line's start, and whether
+/// the decimal symbol is a comma.
+struct TextLayout {
+    skip_lines: usize,
+    skip_columns: usize,
+    decimal_comma: bool,
+}
+
+/// Multiplexed ASCII samples (a time point a line, a channel a column, in the channel's unit
+/// over its resolution), read a window of lines at a time: the file is mapped and indexed by
+/// line once, at open, and the lines a read needs are parsed then, every channel of them (the
+/// browser reads each channel of the same span in turn).
+struct TextSource {
+    path: std::path::PathBuf,
+    map: memmap2::Mmap,
+    /// Where each data line starts, and where it ends.
+    lines: Vec<(usize, usize)>,
+    layout: TextLayout,
+    gains: Vec<f64>,
+    last: std::sync::Mutex<Option<TextWindow>>,
+}
+
+/// Lines `first..first + count` parsed, every channel of them.
+type TextWindow = (usize, usize, Arc<Vec<f32>>);
+
+impl TextSource {
+    fn new(
+        path: &Path,
+        map: memmap2::Mmap,
+        layout: TextLayout,
+        gains: Vec<f64>,
+    ) -> Result<Self, ReadError> {
+        let mut lines = Vec::new();
+        let mut at = 0;
+        for line in map.split_inclusive(|&b| b == b'\n') {
+            let (from, to) = (at, at + line.len());
+            at = to;
+            if line.iter().all(|b| b.is_ascii_whitespace()) {
+                continue;
+            }
+            lines.push((from, to));
+        }
+        if layout.skip_lines > lines.len() {
+            return Err(ReadError::invalid(
+                path,
+                format!(
+                    "SkipLines={} passes its {} lines",
+                    layout.skip_lines,
+                    lines.len()
+                ),
+            ));
+        }
+        lines.drain(..layout.skip_lines);
+        Ok(TextSource {
+            path: path.to_path_buf(),
+            map,
+            lines,
+            layout,
+            gains,
+            last: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// Lines `first..first + count`, every channel, in physical units.
+    fn window(&self, first: usize, count: usize) -> Result<Arc<Vec<f32>>, ReadError> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((f, c, v)) = last.as_ref()
+            && *f <= first
+            && first + count <= f + c
+        {
+            return Ok(Arc::clone(v));
+        }
+        let n = self.gains.len();
+        let Some(lines) = self.lines.get(first..first + count) else {
+            return Err(ReadError::invalid(
+                &self.path,
+                format!(
+                    "lines {first}..{} of {} wanted",
+                    first + count,
+                    self.lines.len()
+                ),
+            ));
+        };
+        let mut values = Vec::with_capacity(count * n);
+        for (k, &(from, to)) in lines.iter().enumerate() {
+            let text = String::from_utf8_lossy(&self.map[from..to]);
+            let text = match self.layout.decimal_comma {
+                true => text.replace(',', "."),
+                false => text.into_owned(),
+            };
+            // As MNE-Python splits them: on blanks where there are any, else on commas.
+            let fields: Vec<&str> = if text.trim().contains(char::is_whitespace) {
+                text.split_whitespace().collect()
+            } else {
+                text.trim().split(',').collect()
+            };
+            let fields = fields.get(self.layout.skip_columns..).unwrap_or_default();
+            if fields.len() < n {
+                return Err(ReadError::invalid(
+                    &self.path,
+                    format!(
+                        "data line {} has {} numbers for {n} channels",
+                        first + k + 1,
+                        fields.len()
+                    ),
+                ));
+            }
+            for (c, field) in fields[..n].iter().enumerate() {
+                let v: f64 = field.trim().parse().map_err(|_| {
+                    ReadError::invalid(
+                        &self.path,
+                        format!("data line {}: {field:?} is not a number", first + k + 1),
+                    )
+                })?;
+                values.push((v * self.gains[c]) as f32);
+            }
+        }
+        let values = Arc::new(values);
+        *last = Some((first, count, Arc::clone(&values)));
+        Ok(values)
+    }
+}
+
+impl SampleSource for TextSource {
+    fn read(&self, signal: usize, start: usize, out: &mut [f32]) -> Result<(), ReadError> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        let values = self.window(start, out.len())?;
+        let n = self.gains.len();
+        for (k, o) in out.iter_mut().enumerate() {
+            *o = values[k * n + signal];
+        }
+        Ok(())
+    }
+
+    fn release_pages(&self) {
+        super::release_mapped_pages(&self.map);
+    }
 }
 
 /// `[Coordinates]`: `Ch<n>=<radius>,<theta>,<phi>` in mm and degrees (BrainVision's sphere:
