@@ -1,7 +1,7 @@
 //! `ede bench io`: opening, decoding and drawing a large generated recording, written as JSON.
 //!
-//! The file (64 channels, 256 Hz, 16 h, about 1.9 GB by default; EDF, BrainVision or FIF, all
-//! 16-bit) is generated once and reused.
+//! The file (64 channels, 256 Hz, 16 h, about 1.9 GB by default; EDF, BrainVision, FIF or 4D,
+//! all 16-bit, or EEGLAB's float32 .fdt) is generated once and reused.
 //! A frame is measured as the CPU work of one egui pass of the whole window (layout, columns,
 //! mesh) plus tessellation, with the window moved each frame so nothing is served from cache.
 
@@ -23,12 +23,15 @@ pub enum BenchFormat {
     Edf,
     Brainvision,
     Fif,
+    /// 4D/BTi: a data file with its config, in a folder of its own.
+    Bti,
+    Eeglab,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct IoArgs {
     /// Where the generated EDF is kept (created if missing or of another size); for other
-    /// formats the extension changes (.vhdr, _raw.fif).
+    /// formats the extension changes (.vhdr, _raw.fif, .set, a folder _4d).
     #[arg(long, default_value = "target/bench/io_64ch_256hz.edf")]
     pub file: PathBuf,
     #[arg(long, value_enum, default_value_t = BenchFormat::Edf)]
@@ -92,6 +95,20 @@ pub fn run(args: &IoArgs) -> anyhow::Result<()> {
             let fif = args.file.with_file_name(format!("{stem}_raw.fif"));
             super::io_formats::fif(&fif, args.channels, records, FS)?;
             (fif.clone(), fif)
+        }
+        BenchFormat::Bti => {
+            let stem = args.file.file_stem().unwrap_or_default().to_string_lossy();
+            let data = args
+                .file
+                .with_file_name(format!("{stem}_4d"))
+                .join("c,rfDC");
+            super::io_formats::bti(&data, args.channels, records, FS)?;
+            (data.clone(), data)
+        }
+        BenchFormat::Eeglab => {
+            let set = args.file.with_extension("set");
+            super::io_formats::eeglab(&set, args.channels, records, FS)?;
+            (set.clone(), set.with_extension("fdt"))
         }
     };
     let args = &IoArgs {
