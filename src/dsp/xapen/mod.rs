@@ -105,8 +105,9 @@ pub fn from_counts(n_m: &[u32], n_m1: &[u32], n: usize, m: usize, correction: Co
     debug_assert_eq!(n_m1.len(), n - m);
     let mut sum_m = 0.0;
     let mut sum_m1 = 0.0;
+    let windows = (windows_m.ln(), windows_m1.ln());
     for (i, &cm) in n_m.iter().enumerate() {
-        let (ln_m, ln_m1) = ln_c(cm, n_m1.get(i).copied(), windows_m, windows_m1, correction);
+        let (ln_m, ln_m1) = ln_c(cm, n_m1.get(i).copied(), windows, correction);
         sum_m += ln_m;
         sum_m1 += ln_m1.unwrap_or(0.0);
     }
@@ -114,26 +115,36 @@ pub fn from_counts(n_m: &[u32], n_m1: &[u32], n: usize, m: usize, correction: Co
 }
 
 /// ln C_i^m and ln C_i^{m+1} (the latter only where the (m+1)-window exists) with the
-/// correction applied.
+/// correction applied; `ln_windows` holds ln(N-m+1) and ln(N-m).
 fn ln_c(
     cm: u32,
     cm1: Option<u32>,
-    windows_m: f64,
-    windows_m1: f64,
+    (ln_wm, ln_wm1): (f64, f64),
     correction: Correction,
 ) -> (f64, Option<f64>) {
-    let ln_m = if cm == 0 {
-        0.0
-    } else {
-        (cm as f64 / windows_m).ln()
-    };
+    let ln_m = if cm == 0 { 0.0 } else { ln_count(cm) - ln_wm };
     let ln_m1 = cm1.map(|c1| match (c1, correction) {
-        (0, Correction::Max) => -windows_m.ln(),
+        (0, Correction::Max) => -ln_wm,
         (0, Correction::Zero) if cm == 0 => 0.0,
-        (0, Correction::Zero) => -windows_m1.ln(),
-        (c1, _) => (c1 as f64 / windows_m1).ln(),
+        (0, Correction::Zero) => -ln_wm1,
+        (c1, _) => ln_count(c1) - ln_wm1,
     });
     (ln_m, ln_m1)
+}
+
+/// Counts up to this have their logarithm in a table (`ln_count`).
+const LN_TABLE: usize = 1 << 13;
+
+/// ln(count), from a table for the counts of epochs up to `LN_TABLE` samples: a pair's
+/// thousand counts took a thousand calls to the C library's log, a tenth of the CPU path's
+/// time.
+fn ln_count(count: u32) -> f64 {
+    static TABLE: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| (0..=LN_TABLE).map(|k| (k as f64).ln()).collect());
+    match table.get(count as usize) {
+        Some(&ln) => ln,
+        None => (count as f64).ln(),
+    }
 }
 
 /// Epochs of several channels, normalized, ready for any backend: `[epoch][channel][sample]`.
@@ -309,9 +320,9 @@ pub fn cpu_matrices(
                     if !ep.is_valid(e, v) {
                         continue;
                     }
-                    match (method, &prepared[v]) {
-                        (CpuMethod::Fast, Some(pv)) => {
-                            fast::counts_into(ep.series(e, u), pv, m, r, scratch, n_m, n_m1)
+                    match (method, &prepared[u], &prepared[v]) {
+                        (CpuMethod::Fast, Some(pu), Some(pv)) => {
+                            fast::counts_into(pu, pv, m, r, scratch, n_m, n_m1)
                         }
                         _ => {
                             let (a, c) = brute::counts(ep.series(e, u), ep.series(e, v), m, r);
