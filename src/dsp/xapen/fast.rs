@@ -145,8 +145,8 @@ fn windows<const M: usize>(
         let has_m1 = i < n - m;
         let (mut cm, mut cm1) = (0u32, 0u32);
         let first = set(i);
-        for k in 0..w {
-            let mut acc = first[k];
+        for (k, &word) in first.iter().enumerate().take(w) {
+            let mut acc = word;
             for t in 1..m {
                 acc &= shifted(set(i + t), k, t);
             }
