@@ -18,7 +18,10 @@
 //   4 x:       [2h][beats] f32, the beats' signal samples, beat-minor (coalesced reads)
 //   5 partial: [groups][beats] (best MSE, bitcast sigma index) over each group of sigmas
 //   6 fits:    [beats][2 + 4 N4] f32: MSE, bitcast sigma index, coefficients
-// Dispatch: basis (L, S); gram (4 N4 N4, S); fit (beats, groups); select (beats, 1).
+// The host also prepends `const BEATS: u32` (beats per thread of `fit`, at most 4) and
+//   fn mse_many(first, stride, s) -> vec4<f32>   mse_at of BEATS beats at once
+// Dispatch: basis (L, S); gram (4 N4 N4, S); fit (ceil(beats / BEATS), groups);
+// select (beats, 1).
 // Workgroups of 256 along x.
 
 struct Params {
@@ -31,7 +34,7 @@ struct Params {
     group: u32,
     groups: u32,
     fs: f32,
-    pad0: u32,
+    stride: u32,
     pad1: u32,
     pad2: u32,
 }
@@ -111,25 +114,32 @@ fn gram_fn(@builtin(global_invocation_id) id: vec3<u32>) {
     gram[(s * 4u * N4 + i) * N4 + q] = acc;
 }
 
+// A thread fits BEATS beats, first + j * stride (stride = ceil(beats / BEATS)), so that each
+// basis load feeds all of them and neighbouring threads still read neighbouring beats.
 @compute @workgroup_size(256)
 fn fit(@builtin(global_invocation_id) id: vec3<u32>) {
-    let beat = id.x;
+    let first = id.x;
     let g = id.y;
-    if (beat >= p.beats || g >= p.groups) {
+    let stride = p.stride;
+    if (first >= stride || g >= p.groups) {
         return;
     }
-    var best = 3.4e38;
-    var best_s = 0u;
+    var best = vec4<f32>(3.4e38);
+    var best_s = vec4<u32>(0u);
     let s_end = min((g + 1u) * p.group, p.sigmas);
     // Ascending sigma and a strict comparison: a tie keeps the smaller sigma.
     for (var s = g * p.group; s < s_end; s++) {
-        let m = mse_at(beat, s);
-        if (m < best) {
-            best = m;
-            best_s = s;
+        let m = mse_many(first, stride, s);
+        let better = m < best;
+        best = select(best, m, better);
+        best_s = select(best_s, vec4<u32>(s), better);
+    }
+    for (var j = 0u; j < BEATS; j++) {
+        let beat = first + j * stride;
+        if (beat < p.beats) {
+            partial[g * p.beats + beat] = vec2<f32>(best[j], bitcast<f32>(best_s[j]));
         }
     }
-    partial[g * p.beats + beat] = vec2<f32>(best, bitcast<f32>(best_s));
 }
 
 @compute @workgroup_size(256)

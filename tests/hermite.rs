@@ -206,7 +206,12 @@ fn gpu_fit_matches_the_reference() {
         };
         let w = BeatWindow::new(fs).unwrap().width();
         let beats = random_beats(&mut rng, 50, w);
-        assert_gpu_matches(fs, &params, &beats, &mut gpu);
+        // Every number of beats per thread (50 beats: the last thread's are partly past the
+        // end at 3 and 4).
+        for per_thread in 1..=4 {
+            gpu.beats_per_thread = per_thread;
+            assert_gpu_matches(fs, &params, &beats, &mut gpu);
+        }
     }
     // Chunks: a binding limit that holds only a few beats splits the upload.
     let params = HermiteParams {

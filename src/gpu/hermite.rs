@@ -36,12 +36,18 @@ struct Params {
     group: u32,
     groups: u32,
     fs: f32,
-    pad: [u32; 3],
+    /// Beats apart of one `fit` thread's beats: ceil(beats / BEATS).
+    stride: u32,
+    pad: [u32; 2],
 }
 
 /// Aim for about this many threads per fit dispatch (the H100 holds ~270k at once): few
 /// beats get more, smaller groups of sigmas.
 const TARGET_THREADS: usize = 1 << 20;
+
+/// Beats per `fit` thread. On the H100 at N = 30 (1e5 beats, 100 sigmas, whole call with
+/// readback): 1 -> 18.2 ms, 2 -> 14.2, 3 -> 13.5, 4 -> 11.5 (docs/BENCHMARKS.md).
+const BEATS_PER_THREAD: usize = 4;
 
 /// Beats on the device, `[2h][beats]` per chunk.
 pub struct GpuBeats {
@@ -59,8 +65,11 @@ struct Pipelines {
 
 pub struct HermiteKernels {
     ctx: GpuContext,
-    /// Pipelines by N4 (coefficient vec4s per thread), built when first needed.
-    pipelines: HashMap<usize, Pipelines>,
+    /// Pipelines by N4 (coefficient vec4s per beat) and beats per thread, built when first
+    /// needed.
+    pipelines: HashMap<(usize, usize), Pipelines>,
+    /// Beats one `fit` thread fits at once (1 to 4; tests try each).
+    pub beats_per_thread: usize,
     /// Largest buffer a chunk may use; the device's binding limit unless a test lowers it.
     pub max_buffer_bytes: u64,
 }
@@ -71,6 +80,7 @@ impl HermiteKernels {
         HermiteKernels {
             ctx: ctx.clone(),
             pipelines: HashMap::new(),
+            beats_per_thread: BEATS_PER_THREAD,
             max_buffer_bytes: limits
                 .max_storage_buffer_binding_size
                 .min(limits.max_buffer_size),
@@ -83,10 +93,11 @@ impl HermiteKernels {
 
     fn pipelines(&mut self, n4: usize) -> &Pipelines {
         let dev = &self.ctx.device;
-        self.pipelines.entry(n4).or_insert_with(|| {
+        let per_thread = self.beats_per_thread.clamp(1, 4);
+        self.pipelines.entry((n4, per_thread)).or_insert_with(|| {
             let source = format!(
                 "{}\n{}",
-                unrolled(n4),
+                unrolled(n4, per_thread),
                 include_str!("../../shaders/hermite.wgsl")
             );
             let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -166,6 +177,7 @@ impl HermiteKernels {
                 mapped_at_creation: false,
             })
         };
+        let per_thread = self.beats_per_thread.clamp(1, 4);
         let pipes = self.pipelines(n4);
         let mut out = Fits {
             order,
@@ -201,7 +213,8 @@ impl HermiteKernels {
                 group: s.div_ceil(groups) as u32,
                 groups: groups as u32,
                 fs: fs as f32,
-                pad: [0; 3],
+                stride: chunk.div_ceil(per_thread) as u32,
+                pad: [0; 2],
             };
             let run = |enc: &mut wgpu::CommandEncoder,
                        pipeline: &wgpu::ComputePipeline,
@@ -246,7 +259,7 @@ impl HermiteKernels {
             let mut pending = Vec::new();
             for (x, n) in &beats.chunks {
                 let n = *n;
-                let groups = TARGET_THREADS.div_ceil(n).clamp(1, s);
+                let groups = TARGET_THREADS.div_ceil(n.div_ceil(per_thread)).clamp(1, s);
                 let params = params_for(n, groups);
                 // Equal groups: the last may be short, never empty.
                 let groups = s.div_ceil(params.group as usize);
@@ -269,7 +282,7 @@ impl HermiteKernels {
                     &pipes.fit,
                     params,
                     &[(2, &basis), (3, &gram), (4, x), (5, &partial)],
-                    (n, groups),
+                    (n.div_ceil(per_thread), groups),
                 );
                 run(
                     &mut enc,
@@ -300,9 +313,12 @@ impl HermiteKernels {
 }
 
 /// The shader's per-beat functions for coefficients held in `n4` vec4 registers, unrolled
-/// (see the header of shaders/hermite.wgsl).
-fn unrolled(n4: usize) -> String {
+/// (see the header of shaders/hermite.wgsl), and `mse_many`: the MSEs of `BEATS` beats at one
+/// sigma, each basis vec4 loaded once for all of them (4 x BEATS FMAs per load instead of 4).
+fn unrolled(n4: usize, beats: usize) -> String {
     let qs = |f: &dyn Fn(usize) -> String, sep: &str| (0..n4).map(f).collect::<Vec<_>>().join(sep);
+    let js =
+        |f: &dyn Fn(usize) -> String, sep: &str| (0..beats).map(f).collect::<Vec<_>>().join(sep);
     let fields = qs(&|q| format!("q{q}: vec4<f32>"), ", ");
     let accumulate = qs(
         &|q| format!("        c.q{q} = fma(xk, basis[b + {q}u], c.q{q});"),
@@ -333,8 +349,73 @@ fn unrolled(n4: usize) -> String {
         },
         "\n",
     );
+    // mse_many: c{j}_{q} are beat j's coefficient vec4s.
+    // Beat j of a thread is first + j * stride, clamped to the last beat (its result unused).
+    let many_index = js(
+        &|j| format!("    let i{j} = min(first + {j}u * stride, p.beats - 1u);"),
+        "\n",
+    );
+    let many_zero = js(
+        &|j| qs(&|q| format!("    var c{j}_{q} = vec4<f32>(0.0);"), "\n"),
+        "\n",
+    );
+    let many_x = js(&|j| format!("        let x{j} = x[row + i{j}];"), "\n");
+    let many_acc = qs(
+        &|q| {
+            format!(
+                "        let v{q} = basis[b + {q}u];\n{}",
+                js(
+                    &|j| format!("        c{j}_{q} = fma(vec4<f32>(x{j}), v{q}, c{j}_{q});"),
+                    "\n"
+                )
+            )
+        },
+        "\n",
+    );
+    let many_loads = qs(&|q| format!("        let v{q} = basis[b + {q}u];"), "\n");
+    let many_resid = js(
+        &|j| {
+            let y = qs(&|q| format!("fma(c{j}_{q}, v{q}, "), "");
+            format!(
+                "        let y{j} = {y}vec4<f32>(0.0){close};\n        \
+                 let r{j} = x{j} - (y{j}.x + y{j}.y + y{j}.z + y{j}.w);\n        \
+                 a{j} = fma(r{j}, r{j}, a{j});"
+            )
+        },
+        "\n",
+    );
+    let many_pad = (0..4 * n4)
+        .map(|i| {
+            let g = qs(
+                &|q| format!("        let gr{q} = gram[g0 + {}u];", i * n4 + q),
+                "\n",
+            );
+            let lane = ["x", "y", "z", "w"][i % 4];
+            let per_beat = js(
+                &|j| {
+                    let row = qs(&|q| format!("dot(gr{q}, c{j}_{q})"), " + ");
+                    format!("        a{j} = fma(c{j}_{}.{lane}, {row}, a{j});", i / 4)
+                },
+                "\n",
+            );
+            format!("    {{\n{g}\n{per_beat}\n    }}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let many_decl = js(&|j| format!("    var a{j} = 0.0;"), "\n");
+    let many_ret = (0..4)
+        .map(|j| {
+            if j < beats {
+                format!("a{j}")
+            } else {
+                "0.0".into()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     format!(
         "const N4: u32 = {n4}u;
+const BEATS: u32 = {beats}u;
 struct Coef {{ {fields} }}
 
 fn coefficients(beat: u32, s: u32) -> Coef {{
@@ -361,6 +442,29 @@ fn mse_at(beat: u32, s: u32) -> f32 {{
     let g0 = s * 4u * N4 * N4;
 {pad_rows}
     return acc;
+}}
+
+fn mse_many(first: u32, stride: u32, s: u32) -> vec4<f32> {{
+{many_index}
+{many_zero}
+    let b0 = (s * p.len + p.half) * N4;
+    for (var k = 0u; k < p.width; k++) {{
+        let b = b0 + k * N4;
+        let row = k * p.beats;
+{many_x}
+{many_acc}
+    }}
+{many_decl}
+    for (var k = 0u; k < p.width; k++) {{
+        let b = b0 + k * N4;
+        let row = k * p.beats;
+{many_x}
+{many_loads}
+{many_resid}
+    }}
+    let g0 = s * 4u * N4 * N4;
+{many_pad}
+    return vec4<f32>({many_ret});
 }}
 
 fn write_coefficients(o: u32, c: Coef) {{

@@ -1,6 +1,7 @@
 //! `ede bench ...`: benchmarks that write their figures as JSON (docs/BENCHMARKS.md has the
 //! tables).
 
+pub mod all;
 pub mod cwt;
 pub mod deblink;
 pub mod group;
@@ -9,6 +10,7 @@ pub mod io;
 mod io_formats;
 pub mod live;
 pub mod xapen;
+pub mod xapen_night;
 
 use serde::Serialize;
 
@@ -16,8 +18,12 @@ use serde::Serialize;
 pub enum BenchCommand {
     /// Open, decode and draw a large generated EDF.
     Io(io::IoArgs),
+    /// Every benchmark below, one JSON each, and the summary table of docs/BENCHMARKS.md.
+    All(all::AllArgs),
     /// Cross-ApEn of a paper-sized subject on the GPU and the CPU, and interactive recomputes.
     Xapen(xapen::XapenBenchArgs),
+    /// Cross-ApEn of a whole night (64 channels x 16 h) from disk, cold and warm page cache.
+    XapenNight(xapen_night::NightArgs),
     /// Morlet scalograms: interactive recompute, CPU path and whole-recording band power.
     Cwt(cwt::CwtBenchArgs),
     /// Hermite beat fits: 1e5 beats at N = 6..30, interactive refits, fidelity, detector.
@@ -33,7 +39,9 @@ pub enum BenchCommand {
 pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
     match cmd {
         BenchCommand::Io(args) => io::run(args),
+        BenchCommand::All(args) => all::run(args),
         BenchCommand::Xapen(args) => xapen::run(args),
+        BenchCommand::XapenNight(args) => xapen_night::run(args),
         BenchCommand::Cwt(args) => cwt::run(args),
         BenchCommand::Hermite(args) => hermite::run(args),
         BenchCommand::Deblink(args) => deblink::run(args),

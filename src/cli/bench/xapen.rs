@@ -45,6 +45,9 @@ pub struct XapenBenchArgs {
     /// Skip the GPU.
     #[arg(long)]
     pub no_gpu: bool,
+    /// Threads of the CPU paths (default: every core), e.g. 2 for a two-core machine's figure.
+    #[arg(long)]
+    pub threads: Option<usize>,
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
 }
@@ -163,8 +166,20 @@ pub fn run(args: &XapenBenchArgs) -> anyhow::Result<()> {
             result.map(|m| m.mean).unwrap_or_default(),
         )))
     };
-    let cpu_fast = cpu_run(CpuMethod::Fast, args.cpu_epochs)?;
-    let cpu_brute = cpu_run(CpuMethod::Brute, args.brute_epochs)?;
+    let pool = args
+        .threads
+        .map(|t| rayon::ThreadPoolBuilder::new().num_threads(t).build())
+        .transpose()?;
+    let on_pool = |method, epochs| match &pool {
+        Some(p) => p.install(|| cpu_run(method, epochs)),
+        None => cpu_run(method, epochs),
+    };
+    let cpu_fast = on_pool(CpuMethod::Fast, args.cpu_epochs)?;
+    let cpu_brute = on_pool(CpuMethod::Brute, args.brute_epochs)?;
+    let cpu = match &pool {
+        Some(p) => p.install(cpu_name),
+        None => cpu_name(),
+    };
     let cpu_fast_speedup = match (&cpu_fast, &cpu_brute) {
         (Some((f, _)), Some((s, _))) => Some(s.subject_s / f.subject_s),
         _ => None,
@@ -194,7 +209,7 @@ pub fn run(args: &XapenBenchArgs) -> anyhow::Result<()> {
         r: args.r,
         pair_epochs: b * b * e,
         window_comparisons,
-        cpu: cpu_name(),
+        cpu,
         gpu,
         cpu_fast: cpu_fast.map(|(r, _)| r),
         cpu_brute: cpu_brute.map(|(r, _)| r),
