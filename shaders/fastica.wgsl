@@ -1,19 +1,26 @@
-// Symmetric FastICA iterations on whitened data (gpu/ica.rs). One iteration is:
+// Symmetric FastICA iterations on whitened data (gpu/ica.rs). One iteration, with W in one of
+// two buffers and the new W written to the other (no copies: the whole batch of iterations is
+// one compute pass):
 //   gemm (mode 1): Y = g(W Z), G' = g'(W Z)         (r x T, the contrast applied in the epilogue)
 //   gemm (split K): P[s] = Y Z^T over sample chunk s  (r x r per chunk)
 //   update:         Wn = sum_s P[s] / T - diag(mean G') W
-//   normalize:      Wn /= |Wn|_F
-//   gemm x 2, K times: Wn <- 1.5 Wn - 0.5 (Wn Wn^T) Wn  (symmetric decorrelation, Newton-Schulz)
-//   change:         lims[1 + count] = max_i |1 - |<Wn_i, W_i>||, count += 1
+//   gemm:           M = Wn Wn^T
+//   scale:          Wn /= sqrt(b), M /= b, b = max_i sum_j |M_ij| >= |Wn|_2^2
+//   K times (symmetric decorrelation, Newton-Schulz; X = Wn, then the last step's output):
+//     [gemm M = X X^T, from the second step on], gemm (mode 2): X' = 1.5 X - 0.5 M X
+//   change:         lims[1 + count] = max_i |1 - |<W'_i, W_i>||, count += 1
 //
 // Bindings (group 0): 0 params uniform; 1 a: array<f32> read; 2 b: array<f32> read;
 //                     3 c: array<f32> read_write; 4 d: array<f32> read_write.
 // gemm: C[z c_batch + i c_rs + j] = alpha sum_k A(i,k) B(k,j) + beta C[..], k over
 //   [z k_chunk, min(k, (z+1) k_chunk)), A(i,k) = a[i a_rs + k a_cs], B(k,j) = b[k b_rs + j b_cs];
 //   mode 1 writes g(sum) to C and g'(sum) to D at the same index (contrast: 0 tanh, 1 cube,
-//   2 gauss). Dispatch (ceil(n/16), ceil(m/16), chunks) of 16 x 16.
+//   2 gauss); mode 2 takes beta B(i,j) in place of beta C (square B). gemm_wide (the products
+//   with the data): dispatch (ceil(n/64), ceil(m/64), chunks) of 16 x 16 threads, 4 x 4
+//   outputs each; gemm (the decorrelation's r x r products): (ceil(n/16), ceil(m/16), chunks),
+//   one output each.
 // update: m = r rows, k = T samples, n = chunks; one workgroup of 256 per row.
-// normalize, change: one workgroup of 256; m = r.
+// scale (c = Wn, d = M), change: one workgroup of 256; m = r.
 
 struct Params {
     m: u32,
@@ -40,10 +47,119 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 @group(0) @binding(4) var<storage, read_write> d: array<f32>;
 
+// gemm_wide: 64 x 64 outputs per workgroup of 16 x 16 threads, 4 x 4 per thread, over k in steps
+// of 16 staged in workgroup memory (sa[k][i / 4] holds rows i..i+3 as a vec4, sb[k][j / 4]
+// columns j..j+3), so each pair of vec4 loads from workgroup memory feeds 16 FMAs.
+const KT: u32 = 16u;
+var<workgroup> sa: array<array<vec4<f32>, 16>, 16>;
+var<workgroup> sb: array<array<vec4<f32>, 16>, 16>;
+var<workgroup> red: array<f32, 256>;
+
+fn store(z: u32, i: u32, j: u32, acc: f32) {
+    if (i >= p.m || j >= p.n) {
+        return;
+    }
+    let at = z * p.c_batch + i * p.c_rs + j;
+    if (p.mode == 1u) {
+        let y = acc;
+        if (p.contrast == 0u) {
+            let g = tanh(y);
+            c[at] = g;
+            d[at] = 1.0 - g * g;
+        } else if (p.contrast == 1u) {
+            c[at] = y * y * y;
+            d[at] = 3.0 * y * y;
+        } else {
+            let e = exp(-0.5 * y * y);
+            c[at] = y * e;
+            d[at] = (1.0 - y * y) * e;
+        }
+    } else if (p.mode == 2u) {
+        c[at] = p.alpha * acc + p.beta * b[i * p.b_rs + j * p.b_cs];
+    } else {
+        c[at] = p.alpha * acc + p.beta * c[at];
+    }
+}
+
+fn store_row(z: u32, i: u32, j: u32, acc: vec4<f32>) {
+    store(z, i, j, acc.x);
+    store(z, i, j + 1u, acc.y);
+    store(z, i, j + 2u, acc.z);
+    store(z, i, j + 3u, acc.w);
+}
+
+@compute @workgroup_size(16, 16, 1)
+fn gemm_wide(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_id) l: vec3<u32>,
+    @builtin(local_invocation_index) li: u32,
+) {
+    let i0 = wg.y * 64u;
+    let j0 = wg.x * 64u;
+    let k0 = wg.z * p.k_chunk;
+    let k1 = min(p.k, k0 + p.k_chunk);
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    var acc2 = vec4<f32>(0.0);
+    var acc3 = vec4<f32>(0.0);
+    for (var kk = k0; kk < k1; kk += KT) {
+        // A is read along k (a_cs = 1 in every product here): 16 neighbouring threads read
+        // 16 neighbouring words of one row.
+        for (var q = 0u; q < 4u; q++) {
+            let e = li + q * 256u;
+            let row = e / KT;
+            let kq = e % KT;
+            let gi = i0 + row;
+            let gk = kk + kq;
+            var v = 0.0;
+            if (gi < p.m && gk < k1) {
+                v = a[gi * p.a_rs + gk * p.a_cs];
+            }
+            sa[kq][row / 4u][row % 4u] = v;
+        }
+        // B along its contiguous direction: k when b_rs = 1 (a transposed operand), j
+        // otherwise.
+        for (var q = 0u; q < 4u; q++) {
+            let e = li + q * 256u;
+            var kq = e / 64u;
+            var col = e % 64u;
+            if (p.b_rs == 1u) {
+                kq = e % KT;
+                col = e / KT;
+            }
+            let gk = kk + kq;
+            let gj = j0 + col;
+            var v = 0.0;
+            if (gj < p.n && gk < k1) {
+                v = b[gk * p.b_rs + gj * p.b_cs];
+            }
+            sb[kq][col / 4u][col % 4u] = v;
+        }
+        workgroupBarrier();
+        for (var t = 0u; t < KT; t++) {
+            let av = sa[t][l.y];
+            let bv = sb[t][l.x];
+            acc0 = fma(vec4<f32>(av.x), bv, acc0);
+            acc1 = fma(vec4<f32>(av.y), bv, acc1);
+            acc2 = fma(vec4<f32>(av.z), bv, acc2);
+            acc3 = fma(vec4<f32>(av.w), bv, acc3);
+        }
+        workgroupBarrier();
+    }
+    let i = i0 + l.y * 4u;
+    let j = j0 + l.x * 4u;
+    store_row(wg.z, i, j, acc0);
+    store_row(wg.z, i + 1u, j, acc1);
+    store_row(wg.z, i + 2u, j, acc2);
+    store_row(wg.z, i + 3u, j, acc3);
+}
+
+// The same product, one output per thread in 16 x 16 tiles: for the small square products of
+// the decorrelation, whose 64 x 64 tiles would leave most of the GPU idle (r = 64: one
+// workgroup).
 const TILE: u32 = 16u;
 var<workgroup> ta: array<array<f32, 16>, 16>;
 var<workgroup> tb: array<array<f32, 16>, 16>;
-var<workgroup> red: array<f32, 256>;
 
 @compute @workgroup_size(16, 16, 1)
 fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: vec3<u32>) {
@@ -83,26 +199,7 @@ fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: v
         }
         workgroupBarrier();
     }
-    if (i < p.m && j < p.n) {
-        let at = wg.z * p.c_batch + i * p.c_rs + j;
-        if (p.mode == 1u) {
-            let y = acc;
-            if (p.contrast == 0u) {
-                let g = tanh(y);
-                c[at] = g;
-                d[at] = 1.0 - g * g;
-            } else if (p.contrast == 1u) {
-                c[at] = y * y * y;
-                d[at] = 3.0 * y * y;
-            } else {
-                let e = exp(-0.5 * y * y);
-                c[at] = y * e;
-                d[at] = (1.0 - y * y) * e;
-            }
-        } else {
-            c[at] = p.alpha * acc + p.beta * c[at];
-        }
-    }
+    store(wg.z, i, j, acc);
 }
 
 @compute @workgroup_size(256)
@@ -133,23 +230,30 @@ fn update(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l:
 }
 
 @compute @workgroup_size(256)
-fn normalize(@builtin(local_invocation_id) l: vec3<u32>) {
-    let count = p.m * p.m;
-    var s = 0.0;
-    for (var q = l.x; q < count; q += 256u) {
-        s += c[q] * c[q];
+fn scale(@builtin(local_invocation_id) l: vec3<u32>) {
+    let r = p.m;
+    var worst = 0.0;
+    for (var i = l.x; i < r; i += 256u) {
+        var sum = 0.0;
+        for (var j = 0u; j < r; j++) {
+            sum += abs(d[i * r + j]);
+        }
+        worst = max(worst, sum);
     }
-    red[l.x] = s;
+    red[l.x] = worst;
     workgroupBarrier();
     for (var h = 128u; h > 0u; h >>= 1u) {
         if (l.x < h) {
-            red[l.x] += red[l.x + h];
+            red[l.x] = max(red[l.x], red[l.x + h]);
         }
         workgroupBarrier();
     }
-    let scale = inverseSqrt(max(red[0], 1e-30));
-    for (var q = l.x; q < count; q += 256u) {
-        c[q] *= scale;
+    let bound = max(red[0], 1e-30);
+    let sw = inverseSqrt(bound);
+    let sm = 1.0 / bound;
+    for (var q = l.x; q < r * r; q += 256u) {
+        c[q] *= sw;
+        d[q] *= sm;
     }
 }
 

@@ -199,6 +199,40 @@ fn gpu_fastica_agrees_with_the_cpu_up_to_sign_and_order() {
     }
 }
 
+/// More channels than one 64 x 64 tile of the GPU's products (70: a full and a partial tile
+/// each way) and more samples than a chunk: three iterations from the same rotation equal the
+/// CPU's (its decorrelation exact, the GPU's by Newton-Schulz steps), to f32 precision.
+#[test]
+fn gpu_iterations_equal_the_cpu_past_one_tile() {
+    let Ok(ctx) = ede::gpu::GpuContext::headless() else {
+        return;
+    };
+    let gpu = ede::gpu::ica::GpuFastIca::new(&ctx);
+    let (r, t) = (70, 2500);
+    let mut rng = Rng(0x1ca70);
+    let data: Vec<f32> = (0..r * t)
+        .map(|_| {
+            let u = rng.next() - 0.5;
+            (-u.signum() * (1.0 - 2.0 * u.abs()).max(1e-12).ln()) as f32
+        })
+        .collect();
+    let wh = Whitening::of(&Observations::new(r, t, data), None).unwrap();
+    let w0 = random_rotation(r, 7);
+    for contrast in [Contrast::Tanh, Contrast::Cube] {
+        let p = FastIcaParams {
+            contrast,
+            max_iter: 3,
+            tol: 1e-12,
+            ..Default::default()
+        };
+        let (cpu, _, _) = ica::fastica::symmetric(&wh.z, &p, w0.clone());
+        let (dev, iterations, _) = gpu.symmetric(&wh.z, &p, &w0).unwrap();
+        assert_eq!(iterations, 3);
+        let worst = (&dev - &cpu).abs().max();
+        assert!(worst < 1e-4, "{contrast:?}: largest difference {worst}");
+    }
+}
+
 #[test]
 fn sources_kept_for_leading_components_only_equal_the_whole_ones() {
     let (x, _) = mixture(6000, 3);

@@ -50,8 +50,9 @@ struct Params {
 
 struct Pipelines {
     gemm: wgpu::ComputePipeline,
+    gemm_wide: wgpu::ComputePipeline,
     update: wgpu::ComputePipeline,
-    normalize: wgpu::ComputePipeline,
+    scale: wgpu::ComputePipeline,
     change: wgpu::ComputePipeline,
 }
 
@@ -72,8 +73,9 @@ impl<'a> GpuFastIca<'a> {
             ctx,
             pipelines: Pipelines {
                 gemm: compute_pipeline(dev, &module, "gemm"),
+                gemm_wide: compute_pipeline(dev, &module, "gemm_wide"),
                 update: compute_pipeline(dev, &module, "update"),
-                normalize: compute_pipeline(dev, &module, "normalize"),
+                scale: compute_pipeline(dev, &module, "scale"),
                 change: compute_pipeline(dev, &module, "change"),
             },
         }
@@ -134,14 +136,16 @@ impl<'a> GpuFastIca<'a> {
             })
         };
         let zb = init("z", &z.data);
-        let w = init("w", &w_rows);
+        // W ping-pongs between two buffers: iteration i reads w[i % 2] and writes w[1 - i % 2].
+        let w = [init("w 0", &w_rows), zeros("w 1", r * r)];
         let (y, gp) = (zeros("g(y)", r * t), zeros("g'(y)", r * t));
         let partial = zeros("partials", chunks * r * r);
-        let (w_old, wn, m) = (
-            zeros("w old", r * r),
-            zeros("w new", r * r),
-            zeros("w w^T", r * r),
-        );
+        // The decorrelation's input and its intermediate steps, and M = X X^T.
+        let x = [
+            zeros("decorrelation a", r * r),
+            zeros("decorrelation b", r * r),
+        ];
+        let m = zeros("x x^T", r * r);
         let lims = zeros("lims", 1 + p.max_iter);
         let contrast = match p.contrast {
             Contrast::Tanh => 0,
@@ -156,7 +160,7 @@ impl<'a> GpuFastIca<'a> {
             })
         };
         let (r32, t32) = (r as u32, t as u32);
-        let square = |alpha: f32, beta: f32, b_rs: u32, b_cs: u32| Params {
+        let square = |alpha: f32, beta: f32, b_rs: u32, b_cs: u32, mode: u32| Params {
             m: r32,
             n: r32,
             k: r32,
@@ -166,6 +170,7 @@ impl<'a> GpuFastIca<'a> {
             b_cs,
             c_rs: r32,
             k_chunk: r32,
+            mode,
             alpha,
             beta,
             ..Default::default()
@@ -209,8 +214,8 @@ impl<'a> GpuFastIca<'a> {
             m: r32,
             ..Default::default()
         });
-        let p_wwt = uniform(square(1.0, 0.0, 1, r32));
-        let p_ns = uniform(square(-0.5, 1.5, r32, 1));
+        let p_xxt = uniform(square(1.0, 0.0, 1, r32, 0));
+        let p_ns = uniform(square(-0.5, 1.5, r32, 1, 2));
         let group = |pipeline: &wgpu::ComputePipeline, entries: &[wgpu::BindGroupEntry<'_>]| {
             dev.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("fastica"),
@@ -219,18 +224,25 @@ impl<'a> GpuFastIca<'a> {
             })
         };
         let pl = &self.pipelines;
-        let g_wz = group(
-            &pl.gemm,
-            &[
-                entry(0, &p_wz),
-                entry(1, &w),
-                entry(2, &zb),
-                entry(3, &y),
-                entry(4, &gp),
-            ],
-        );
+        // Per parity of the iteration (which w buffer holds W).
+        let g_wz = w.each_ref().map(|wc| {
+            group(
+                &pl.gemm_wide,
+                &[
+                    entry(0, &p_wz),
+                    entry(1, wc),
+                    entry(2, &zb),
+                    entry(3, &y),
+                    entry(4, &gp),
+                ],
+            )
+        });
+        // g(W Z) Z^T: wide tiles pay from r = 128 (H100, 256 x 20000: 0.77-0.85 s -> 0.71 s);
+        // at r = 64 they leave too few workgroups (0.13-0.14 s -> 0.16-0.17 s).
+        let gz_wide = r >= 128;
+        let gz_pipe = if gz_wide { &pl.gemm_wide } else { &pl.gemm };
         let g_gz = group(
-            &pl.gemm,
+            gz_pipe,
             &[
                 entry(0, &p_gz),
                 entry(1, &y),
@@ -239,95 +251,113 @@ impl<'a> GpuFastIca<'a> {
                 entry(4, &gp),
             ],
         );
-        let g_update = group(
-            &pl.update,
-            &[
-                entry(0, &p_update),
-                entry(1, &partial),
-                entry(2, &w),
-                entry(3, &wn),
-                entry(4, &gp),
-            ],
+        let g_update = w.each_ref().map(|wc| {
+            group(
+                &pl.update,
+                &[
+                    entry(0, &p_update),
+                    entry(1, &partial),
+                    entry(2, wc),
+                    entry(3, &x[0]),
+                    entry(4, &gp),
+                ],
+            )
+        });
+        let g_scale = group(
+            &pl.scale,
+            &[entry(0, &p_small), entry(3, &x[0]), entry(4, &m)],
         );
-        let g_normalize = group(&pl.normalize, &[entry(0, &p_small), entry(3, &wn)]);
-        let g_wwt = group(
-            &pl.gemm,
-            &[
-                entry(0, &p_wwt),
-                entry(1, &wn),
-                entry(2, &wn),
-                entry(3, &m),
-                entry(4, &gp),
-            ],
-        );
-        let g_ns = group(
-            &pl.gemm,
-            &[
-                entry(0, &p_ns),
-                entry(1, &m),
-                entry(2, &wn),
-                entry(3, &w),
-                entry(4, &gp),
-            ],
-        );
-        let g_change = group(
-            &pl.change,
-            &[
-                entry(0, &p_small),
-                entry(1, &w_old),
-                entry(3, &w),
-                entry(4, &lims),
-            ],
-        );
-        let bytes = (r * r * 4) as u64;
+        // M = X X^T for X in x[0] or x[1].
+        let g_xxt = x.each_ref().map(|xi| {
+            group(
+                &pl.gemm,
+                &[
+                    entry(0, &p_xxt),
+                    entry(1, xi),
+                    entry(2, xi),
+                    entry(3, &m),
+                    entry(4, &gp),
+                ],
+            )
+        });
+        // X' = 1.5 X - 0.5 M X from x[from] into `to`.
+        let ns = |from: usize, to: &wgpu::Buffer| {
+            group(
+                &pl.gemm,
+                &[
+                    entry(0, &p_ns),
+                    entry(1, &m),
+                    entry(2, &x[from]),
+                    entry(3, to),
+                    entry(4, &gp),
+                ],
+            )
+        };
+        let g_ns_inner = [ns(0, &x[1]), ns(1, &x[0])];
+        // The last step, from x[(K - 1) % 2] into w[next].
+        let steps = DECORRELATION_STEPS;
+        let last = (steps - 1) % 2;
+        let g_ns_last = w.each_ref().map(|wn| ns(last, wn));
+        let g_change = [0, 1].map(|c| {
+            group(
+                &pl.change,
+                &[
+                    entry(0, &p_small),
+                    entry(1, &w[c]),
+                    entry(3, &w[1 - c]),
+                    entry(4, &lims),
+                ],
+            )
+        });
         let tiles = |n: usize| n.div_ceil(16) as u32;
+        let wide = |n: usize| n.div_ceil(64) as u32;
+        let square_tiles = (tiles(r), tiles(r), 1);
         let mut done = 0;
         while done < p.max_iter {
             let batch = ITERATIONS_PER_SUBMIT.min(p.max_iter - done);
             let mut enc = dev.create_command_encoder(&Default::default());
-            for _ in 0..batch {
-                enc.copy_buffer_to_buffer(&w, 0, &w_old, 0, bytes);
-                let mut pass = enc.begin_compute_pass(&Default::default());
-                let mut run =
-                    |pipe: &wgpu::ComputePipeline, g: &wgpu::BindGroup, d: (u32, u32, u32)| {
-                        pass.set_pipeline(pipe);
-                        pass.set_bind_group(0, g, &[]);
-                        pass.dispatch_workgroups(d.0, d.1, d.2);
-                    };
-                run(&pl.gemm, &g_wz, (tiles(t), tiles(r), 1));
-                run(&pl.gemm, &g_gz, (tiles(r), tiles(r), chunks as u32));
-                run(&pl.update, &g_update, (r32, 1, 1));
-                run(&pl.normalize, &g_normalize, (1, 1, 1));
-                drop(pass);
-                for _ in 0..DECORRELATION_STEPS {
-                    let mut pass = enc.begin_compute_pass(&Default::default());
-                    pass.set_pipeline(&pl.gemm);
-                    pass.set_bind_group(0, &g_wwt, &[]);
-                    pass.dispatch_workgroups(tiles(r), tiles(r), 1);
-                    drop(pass);
-                    // W <- Wn, then W = 1.5 Wn - 0.5 (Wn Wn^T) Wn, then Wn <- W.
-                    enc.copy_buffer_to_buffer(&wn, 0, &w, 0, bytes);
-                    let mut pass = enc.begin_compute_pass(&Default::default());
-                    pass.set_pipeline(&pl.gemm);
-                    pass.set_bind_group(0, &g_ns, &[]);
-                    pass.dispatch_workgroups(tiles(r), tiles(r), 1);
-                    drop(pass);
-                    enc.copy_buffer_to_buffer(&w, 0, &wn, 0, bytes);
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            let mut run =
+                |pipe: &wgpu::ComputePipeline, g: &wgpu::BindGroup, d: (u32, u32, u32)| {
+                    pass.set_pipeline(pipe);
+                    pass.set_bind_group(0, g, &[]);
+                    pass.dispatch_workgroups(d.0, d.1, d.2);
+                };
+            for i in done..done + batch {
+                let (cur, next) = (i % 2, 1 - i % 2);
+                run(&pl.gemm_wide, &g_wz[cur], (wide(t), wide(r), 1));
+                if gz_wide {
+                    run(&pl.gemm_wide, &g_gz, (wide(r), wide(r), chunks as u32));
+                } else {
+                    run(&pl.gemm, &g_gz, (tiles(r), tiles(r), chunks as u32));
                 }
-                let mut pass = enc.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&pl.change);
-                pass.set_bind_group(0, &g_change, &[]);
-                pass.dispatch_workgroups(1, 1, 1);
+                run(&pl.update, &g_update[cur], (r32, 1, 1));
+                run(&pl.gemm, &g_xxt[0], square_tiles);
+                run(&pl.scale, &g_scale, (1, 1, 1));
+                for step in 0..steps {
+                    // Step `step` reads x[step % 2] (its M computed here from the second on).
+                    if step > 0 {
+                        run(&pl.gemm, &g_xxt[step % 2], square_tiles);
+                    }
+                    let g = if step + 1 == steps {
+                        &g_ns_last[next]
+                    } else {
+                        &g_ns_inner[step % 2]
+                    };
+                    run(&pl.gemm, g, square_tiles);
+                }
+                run(&pl.change, &g_change[cur], (1, 1, 1));
             }
+            drop(pass);
             self.ctx.queue.submit([enc.finish()]);
             let read = self.ctx.read_back(&lims, ((1 + p.max_iter) * 4) as u64)?;
             let values: &[f32] = bytemuck::cast_slice(&read);
             done += batch;
             if let Some(k) = (0..done).find(|&k| (values[1 + k] as f64) < p.tol) {
-                return Ok((self.rotation(&w, r)?, k + 1, true));
+                return Ok((self.rotation(&w[done % 2], r)?, k + 1, true));
             }
         }
-        Ok((self.rotation(&w, r)?, p.max_iter, false))
+        Ok((self.rotation(&w[done % 2], r)?, p.max_iter, false))
     }
 
     fn rotation(&self, w: &wgpu::Buffer, r: usize) -> Result<DMatrix<f64>, GpuError> {

@@ -228,9 +228,10 @@ pub struct Deblinker<'a> {
 }
 
 /// Below this many channels FastICA runs on the CPU even where a GPU is given: on the H100
-/// the GPU took 0.42 s for 200 iterations at 64 x 5000 against the CPU's 0.30 s, and won
-/// from 128 channels on (2.3x; 7x at 256). `Deblinker::forced` lifts the rule.
-pub const MIN_GPU_CHANNELS: usize = 96;
+/// (issue 26's kernels) the GPU takes 0.12 s for 200 iterations at 64 x 5000 against 16 CPU
+/// threads' 0.20 s, and 0.022-0.03 s at 32 x 5000 against 0.012-0.02 s. `Deblinker::forced`
+/// lifts the rule.
+pub const MIN_GPU_CHANNELS: usize = 48;
 
 /// Whether ICA with `opts` on `channels` channels runs on a GPU where there is one (at least
 /// `min_channels`: `MIN_GPU_CHANNELS`, or 0 where the GPU is asked for). A batch command opens
