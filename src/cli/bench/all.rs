@@ -341,6 +341,7 @@ fn fmt(x: Option<f64>, unit: &str) -> String {
         (None, _) => String::new(),
         (Some(v), "s") if v < 0.1 => format!("{} ms", sig(v * 1e3)),
         (Some(v), "s") => format!("{} s", sig(v)),
+        (Some(v), u) if v.fract() == 0.0 => format!("{v} {u}"),
         (Some(v), u) => format!("{} {u}", sig(v)),
     }
 }
