@@ -263,7 +263,7 @@ pub fn run_in_blocks(
         scope.spawn(move || {
             for block in &blocks {
                 // An error on the other side (or a cancel) drops the receiver: stop reading.
-                if tx.send(block.input(rec)).is_err() {
+                if xapen::cancelled(cancel) || tx.send(block.input(rec)).is_err() {
                     break;
                 }
             }
