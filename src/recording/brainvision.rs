@@ -11,9 +11,7 @@ use std::sync::Arc;
 use chrono::NaiveDateTime;
 
 use super::binary::{MatrixSource, Orientation, SampleType, decode_text};
-use super::{
-    Annotation, ChannelType, Format, ReadError, Recording, SampleSource, SignalInfo, unknown_start,
-};
+use super::{Annotation, Format, ReadError, Recording, SampleSource, SignalInfo, unknown_start};
 
 /// The head radius MNE-Python scales "idealized" (unit-radius) coordinates to, in metres.
 const HEAD_RADIUS_M: f64 = 0.095;
@@ -318,18 +316,14 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
             let g = if digital.1 == 3200.0 { 1.0 } else { gains[c] };
             let (lo, hi) = (digital.0 * g, digital.1 * g);
             SignalInfo {
-                kind: ChannelType::from_label(&labels[c], &units[c]),
                 position: positions[c],
-                bad: false,
-                label: labels[c].clone(),
-                unit: units[c].clone(),
-                fs,
-                samples,
-                physical_min: lo.min(hi),
-                physical_max: lo.max(hi),
-                samples_per_record: samples,
-                transducer: String::new(),
-                prefilter: String::new(),
+                ..SignalInfo::continuous(
+                    labels[c].clone(),
+                    units[c].clone(),
+                    fs,
+                    samples,
+                    (lo.min(hi), lo.max(hi)),
+                )
             }
         })
         .collect();

@@ -623,20 +623,11 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
                 .flatten()
                 .map(|t| coil_position(&t, &head_to_device))
                 .filter(|p| p.iter().all(|v| v.is_finite()));
-            let (lo, hi) = super::nominal_range(unit);
+            let range = super::nominal_range(unit);
             SignalInfo {
-                label,
-                unit: unit.to_string(),
-                fs,
-                samples,
-                physical_min: lo,
-                physical_max: hi,
-                samples_per_record: samples,
-                transducer: String::new(),
-                prefilter: String::new(),
                 kind,
                 position,
-                bad: false,
+                ..SignalInfo::continuous(label, unit.to_string(), fs, samples, range)
             }
         })
         .collect();

@@ -165,16 +165,15 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         .map(|c| SignalInfo {
             kind: kinds[c],
             position: positions[c],
-            bad: false,
-            label: labels[c].clone(),
-            unit: "uV".into(),
-            fs,
-            samples,
-            physical_min: -3200.0,
-            physical_max: 3200.0,
+            // An epoch is a record.
             samples_per_record: points,
-            transducer: String::new(),
-            prefilter: String::new(),
+            ..SignalInfo::continuous(
+                labels[c].clone(),
+                "uV".into(),
+                fs,
+                samples,
+                (-3200.0, 3200.0),
+            )
         })
         .collect();
 

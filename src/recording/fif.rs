@@ -475,21 +475,13 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         .map(|c| {
             let kind = channel_type(c.kind, c.unit);
             let unit = unit_name(c.unit).to_string();
-            let (lo, hi) = super::nominal_range(&unit);
+            let range = super::nominal_range(&unit);
             SignalInfo {
                 position: (kind == ChannelType::Eeg && c.loc.iter().any(|&v| v != 0.0))
                     .then(|| c.loc.map(|v| v as f64)),
                 bad: first.bads.contains(&c.name),
                 kind,
-                label: c.name.clone(),
-                unit,
-                fs,
-                samples,
-                physical_min: lo,
-                physical_max: hi,
-                samples_per_record: samples,
-                transducer: String::new(),
-                prefilter: String::new(),
+                ..SignalInfo::continuous(c.name.clone(), unit, fs, samples, range)
             }
         })
         .collect();

@@ -318,6 +318,33 @@ pub struct SignalInfo {
     pub bad: bool,
 }
 
+impl SignalInfo {
+    /// A signal of a format without data records (one record holds all of it), typed from its
+    /// label and unit; readers that know the type, a position or a bad mark set them after.
+    pub fn continuous(
+        label: String,
+        unit: String,
+        fs: f64,
+        samples: usize,
+        range: (f64, f64),
+    ) -> Self {
+        SignalInfo {
+            kind: ChannelType::from_label(&label, &unit),
+            position: None,
+            bad: false,
+            label,
+            unit,
+            fs,
+            samples,
+            physical_min: range.0,
+            physical_max: range.1,
+            samples_per_record: samples,
+            transducer: String::new(),
+            prefilter: String::new(),
+        }
+    }
+}
+
 /// An annotation: onset in seconds from the recording start, duration in seconds (0 for events).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Annotation {
@@ -778,21 +805,7 @@ pub fn in_memory(
         .into_iter()
         .zip(&data)
         .map(|((label, unit, fs), d)| {
-            let (lo, hi) = finite_min_max(d);
-            SignalInfo {
-                kind: ChannelType::from_label(&label, &unit),
-                position: None,
-                bad: false,
-                label,
-                unit,
-                fs,
-                samples: d.len(),
-                physical_min: lo,
-                physical_max: hi,
-                samples_per_record: d.len(),
-                transducer: String::new(),
-                prefilter: String::new(),
-            }
+            SignalInfo::continuous(label, unit, fs, d.len(), finite_min_max(d))
         })
         .collect();
     let duration = signals

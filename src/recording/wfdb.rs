@@ -11,7 +11,7 @@ use std::sync::Arc;
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 use memmap2::Mmap;
 
-use super::{Annotation, ChannelType, Format, ReadError, Recording, SampleSource, SignalInfo};
+use super::{Annotation, Format, ReadError, Recording, SampleSource, SignalInfo};
 
 /// A record is named by its header path with or without `.hea`, or by any of its files
 /// (signal `.dat`, annotations `.atr`, `.qrs`, `.ann`) that has a header beside it.
@@ -301,20 +301,16 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         .iter()
         .map(|s| {
             let half = (1i64 << (s.adc_resolution.clamp(1, 32) - 1)) as f64;
-            SignalInfo {
-                label: s.description.clone(),
-                unit: s.unit.clone(),
+            SignalInfo::continuous(
+                s.description.clone(),
+                s.unit.clone(),
                 fs,
                 samples,
-                physical_min: (s.adc_zero - half - s.baseline) / s.gain,
-                physical_max: (s.adc_zero + half - 1.0 - s.baseline) / s.gain,
-                samples_per_record: samples,
-                transducer: String::new(),
-                prefilter: String::new(),
-                kind: ChannelType::from_label(&s.description, &s.unit),
-                position: None,
-                bad: false,
-            }
+                (
+                    (s.adc_zero - half - s.baseline) / s.gain,
+                    (s.adc_zero + half - 1.0 - s.baseline) / s.gain,
+                ),
+            )
         })
         .collect();
 
