@@ -298,8 +298,7 @@ impl BlinkView {
     /// go with it and are shaded red too, with their class.
     fn mark_blinks(&self, ui: &egui::Ui, browser: &Browser) {
         let Some((req, c)) = &self.shown else { return };
-        let p = &req.options.params;
-        let whole = p.remove_eye_movements || p.scope == Scope::Window;
+        let whole = req.options.params.removes_everywhere();
         let plot = browser.plot_rect;
         if !plot.is_positive() {
             return;

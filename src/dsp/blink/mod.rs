@@ -218,6 +218,12 @@ impl Default for BlinkParams {
 }
 
 impl BlinkParams {
+    /// Whether the removed components go over the whole window (the eye's whole activity, or
+    /// `Scope::Window`) rather than under the blinks' mask.
+    pub fn removes_everywhere(&self) -> bool {
+        self.scope == Scope::Window || self.remove_eye_movements
+    }
+
     /// The window in samples for `channels` channels at `fs`, never longer than `total`
     /// samples unless `window_s` itself is.
     pub fn window_samples(&self, channels: usize, fs: f64, total: usize) -> usize {

@@ -35,7 +35,7 @@ impl Correction {
 /// fades (`Scope::Blinks`), or everywhere (`Scope::Window`, and the eye's whole activity,
 /// `BlinkParams::remove_eye_movements`).
 pub(super) fn mask(w: &WindowResult, p: &BlinkParams, fs: f64) -> Vec<f32> {
-    if p.scope == Scope::Window || p.remove_eye_movements {
+    if p.removes_everywhere() {
         vec![1.0; w.len]
     } else {
         blink_mask(&w.blinks, w.len, p, fs)
