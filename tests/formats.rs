@@ -151,6 +151,16 @@ fn brainvision_ascii_reads_as_mne_does() {
     for name in ["bv_ascii", "bv_ascii_comma"] {
         let rec = open(&fixture(&format!("{name}.vhdr")));
         agrees_with_mne(&rec, &format!("{name}.expected.json"), 1e-12);
+        // A read inside the lines the last one parsed is served from them, at its own offset.
+        let n = rec.signals[0].samples;
+        let (mut whole, mut inner) = (vec![0f32; n], vec![0f32; n / 2]);
+        rec.read(0, 0, &mut whole).unwrap();
+        rec.read(1, n / 4, &mut inner).unwrap();
+        let mut fresh = vec![0f32; n / 2];
+        open(&fixture(&format!("{name}.vhdr")))
+            .read(1, n / 4, &mut fresh)
+            .unwrap();
+        assert_eq!(inner, fresh, "{name}");
     }
     // A line short of numbers is a clear error when it is read.
     let dir = tempfile::tempdir().unwrap();

@@ -211,3 +211,35 @@ mod tests {
         assert!(err.to_string().contains("truncated"), "{err}");
     }
 }
+
+/// The last window of rows (time points, every channel of them) a reader decoded, kept: the
+/// browser reads each channel of the same span in turn, so one decode serves them all, and a
+/// read inside the kept window is served from it.
+#[derive(Default)]
+pub struct LastWindow(std::sync::Mutex<Option<Window>>);
+
+/// Rows `first..first + count`, decoded.
+type Window = (usize, usize, std::sync::Arc<Vec<f32>>);
+
+impl LastWindow {
+    /// Rows `first..first + count`: the kept window where it holds them, else `decode()`'s
+    /// (rows `first..first + count` exactly), kept. With the window comes the row of it at
+    /// which `first` lies.
+    pub fn rows<E>(
+        &self,
+        first: usize,
+        count: usize,
+        decode: impl FnOnce() -> Result<Vec<f32>, E>,
+    ) -> Result<(std::sync::Arc<Vec<f32>>, usize), E> {
+        let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((f, c, v)) = last.as_ref()
+            && *f <= first
+            && first + count <= f + c
+        {
+            return Ok((std::sync::Arc::clone(v), first - f));
+        }
+        let values = std::sync::Arc::new(decode()?);
+        *last = Some((first, count, std::sync::Arc::clone(&values)));
+        Ok((values, 0))
+    }
+}

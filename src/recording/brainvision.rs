@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use chrono::NaiveDateTime;
 
-use super::binary::{MatrixSource, Orientation, SampleType, decode_text};
+use super::binary::{LastWindow, MatrixSource, Orientation, SampleType, decode_text};
 use super::{Annotation, Format, ReadError, Recording, SampleSource, SignalInfo, unknown_start};
 
 /// The head radius MNE-Python scales "idealized" (unit-radius) coordinates to, in metres.
@@ -359,11 +359,8 @@ struct TextSource {
     lines: Vec<(usize, usize)>,
     layout: TextLayout,
     gains: Vec<f64>,
-    last: std::sync::Mutex<Option<TextWindow>>,
+    last: LastWindow,
 }
-
-/// Lines `first..first + count` parsed, every channel of them.
-type TextWindow = (usize, usize, Arc<Vec<f32>>);
 
 impl TextSource {
     fn new(
@@ -399,19 +396,12 @@ impl TextSource {
             lines,
             layout,
             gains,
-            last: std::sync::Mutex::new(None),
+            last: LastWindow::default(),
         })
     }
 
     /// Lines `first..first + count`, every channel, in physical units.
-    fn window(&self, first: usize, count: usize) -> Result<Arc<Vec<f32>>, ReadError> {
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((f, c, v)) = last.as_ref()
-            && *f <= first
-            && first + count <= f + c
-        {
-            return Ok(Arc::clone(v));
-        }
+    fn parse(&self, first: usize, count: usize) -> Result<Vec<f32>, ReadError> {
         let n = self.gains.len();
         let Some(lines) = self.lines.get(first..first + count) else {
             return Err(ReadError::invalid(
@@ -457,8 +447,6 @@ impl TextSource {
                 values.push((v * self.gains[c]) as f32);
             }
         }
-        let values = Arc::new(values);
-        *last = Some((first, count, Arc::clone(&values)));
         Ok(values)
     }
 }
@@ -468,10 +456,10 @@ impl SampleSource for TextSource {
         if out.is_empty() {
             return Ok(());
         }
-        let values = self.window(start, out.len())?;
+        let (values, at) = (self.last).rows(start, out.len(), || self.parse(start, out.len()))?;
         let n = self.gains.len();
         for (k, o) in out.iter_mut().enumerate() {
-            *o = values[k * n + signal];
+            *o = values[(at + k) * n + signal];
         }
         Ok(())
     }

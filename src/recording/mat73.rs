@@ -15,11 +15,12 @@
 //! window of rows (MATLAB's columns) at a time.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use hdf5_pure::{Dataset, Datatype, File, FormatError, Group, Object, Source};
 use memmap2::Mmap;
 
+use super::binary::LastWindow;
 use super::mat5::{Numbers, Value};
 use super::{ReadError, SampleSource};
 
@@ -221,7 +222,7 @@ impl Mat73 {
             single,
             channels,
             per_row: (inner / channels as u64) as usize,
-            last: Mutex::new(None),
+            last: LastWindow::default(),
         }))
     }
 }
@@ -235,9 +236,6 @@ fn class(d: &Dataset) -> Option<String> {
     }
 }
 
-/// Rows `first..first + count` of a dataset, decoded (every channel of them).
-type Window = (u64, u64, Arc<Vec<f32>>);
-
 /// A numeric dataset read a window of rows at a time, the last window kept: the browser reads
 /// each channel of the same span in turn, and a compressed chunk is decoded once for all.
 struct Rows {
@@ -247,28 +245,19 @@ struct Rows {
     channels: usize,
     /// Samples of each channel in a row.
     per_row: usize,
-    last: Mutex<Option<Window>>,
+    last: LastWindow,
 }
 
 impl Rows {
-    fn window(&self, first: u64, count: u64) -> Result<Arc<Vec<f32>>, String> {
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((f, c, v)) = last.as_ref()
-            && *f <= first
-            && first + count <= f + c
-        {
-            return Ok(Arc::clone(v));
-        }
-        let values = if self.single {
+    /// Rows `first..first + count`, decoded.
+    fn decode(&self, first: u64, count: u64) -> Result<Vec<f32>, String> {
+        if self.single {
             self.dataset.read_f32_rows(first, count)
         } else {
             (self.dataset.read_f64_rows(first, count))
                 .map(|v| v.into_iter().map(|x| x as f32).collect())
         }
-        .map_err(|e| e.to_string())?;
-        let values = Arc::new(values);
-        *last = Some((first, count, Arc::clone(&values)));
-        Ok(values)
+        .map_err(|e| e.to_string())
     }
 }
 
@@ -277,14 +266,15 @@ impl SampleSource for Rows {
         if out.is_empty() {
             return Ok(());
         }
-        let first = (start / self.per_row) as u64;
-        let last = ((start + out.len() - 1) / self.per_row) as u64;
-        let values = (self.window(first, last - first + 1))
+        let first = start / self.per_row;
+        let count = (start + out.len() - 1) / self.per_row - first + 1;
+        let (values, at) = (self.last)
+            .rows(first, count, || self.decode(first as u64, count as u64))
             .map_err(|e| ReadError::invalid(&self.file, format!("EEG.data: {e}")))?;
         let row = self.per_row * self.channels;
         for (k, o) in out.iter_mut().enumerate() {
             let t = start + k;
-            let r = t / self.per_row - first as usize;
+            let r = t / self.per_row - first + at;
             let at = r * row + (t % self.per_row) * self.channels + signal;
             *o = values.get(at).copied().ok_or_else(|| {
                 ReadError::invalid(
@@ -361,15 +351,16 @@ mod tests {
             };
             assert_eq!(dims, &[4, 20_000]);
             let rows = m.rows(&path, at, 4).unwrap();
-            // Channel 2 across a chunk boundary (1500), then channel 0 of the same span.
-            let mut out = vec![0f32; 300];
-            for c in [2, 0] {
-                rows.read(c, 1400, &mut out).unwrap();
+            // Channel 2 across a chunk boundary (1500), then channel 0 of the same span, then
+            // a span inside the one kept (served from it).
+            for (c, start, len) in [(2, 1400, 300), (0, 1400, 300), (1, 1450, 100)] {
+                let mut out = vec![0f32; len];
+                rows.read(c, start, &mut out).unwrap();
                 for (k, &v) in out.iter().enumerate() {
-                    let want = ((1400 + k) as f64 * 0.01).sin() * 100.0 + c as f64;
+                    let want = ((start + k) as f64 * 0.01).sin() * 100.0 + c as f64;
                     assert!(
                         (v as f64 - want).abs() < 1e-4,
-                        "{single} {c} {k}: {v} {want}"
+                        "{single} {c} {start} {k}: {v} {want}"
                     );
                 }
             }
