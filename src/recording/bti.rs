@@ -111,40 +111,33 @@ impl<'a> Cursor<'a> {
         self.take(n).map(|_| ())
     }
 
+    /// The next `N` bytes (4D's numbers are big-endian).
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], ReadError> {
+        Ok(self.take(N)?.try_into().expect("N bytes"))
+    }
+
     fn i16(&mut self) -> Result<i16, ReadError> {
-        Ok(i16::from_be_bytes(
-            self.take(2)?.try_into().expect("2 bytes"),
-        ))
+        self.array().map(i16::from_be_bytes)
     }
 
     fn u16(&mut self) -> Result<u16, ReadError> {
-        Ok(u16::from_be_bytes(
-            self.take(2)?.try_into().expect("2 bytes"),
-        ))
+        self.array().map(u16::from_be_bytes)
     }
 
     fn i32(&mut self) -> Result<i32, ReadError> {
-        Ok(i32::from_be_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
+        self.array().map(i32::from_be_bytes)
     }
 
     fn u32(&mut self) -> Result<u32, ReadError> {
-        Ok(u32::from_be_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
+        self.array().map(u32::from_be_bytes)
     }
 
     fn f32(&mut self) -> Result<f32, ReadError> {
-        Ok(f32::from_be_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
+        self.array().map(f32::from_be_bytes)
     }
 
     fn f64(&mut self) -> Result<f64, ReadError> {
-        Ok(f64::from_be_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
+        self.array().map(f64::from_be_bytes)
     }
 
     /// A NUL-padded text field of `n` bytes.
