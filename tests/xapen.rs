@@ -381,6 +381,67 @@ fn gpu_matches_the_cpu_on_random_data() {
     }
 }
 
+/// m = 1 counted with the wavelet matrix and by testing every candidate: the same count
+/// totals, exactly, on data full of ties (samples on a coarse grid), at the largest length the
+/// wavelet matrix fits and just past it (where the candidate kernel counts).
+#[test]
+fn gpu_wavelet_counts_equal_candidate_counts() {
+    let Some(mut kernels) = gpu() else {
+        return;
+    };
+    let mut rng = Rng(5);
+    for &(n, b, grid) in &[
+        (3usize, 2usize, 0.0),
+        (16, 3, 0.5),
+        (33, 3, 0.25),
+        (1024, 3, 0.1),
+        (1420, 2, 0.05),
+        (1500, 2, 0.0),
+    ] {
+        let raw: Vec<f32> = (0..n * b)
+            .map(|_| {
+                let g = rng.gauss();
+                let g = if grid > 0.0 {
+                    (g / grid).round() * grid
+                } else {
+                    g
+                };
+                g as f32
+            })
+            .collect();
+        let ep = Epochs::normalize(&raw, n, b).unwrap();
+        for &r in &[0.0f32, 0.15, 0.5, 3.0] {
+            let params = XapenParams {
+                m: 1,
+                r,
+                correction: Correction::Zero,
+            };
+            let readback = ede::gpu::xapen::Readback {
+                per_epoch: true,
+                totals: true,
+            };
+            let mut run = |wavelet| {
+                kernels.use_wavelet = wavelet;
+                kernels
+                    .matrices(&ep, &params, readback, None, None)
+                    .unwrap()
+                    .unwrap()
+            };
+            let (fast_run, scan_run) = (run(true), run(false));
+            let totals = fast_run.totals.unwrap();
+            assert_eq!(totals, scan_run.totals.unwrap(), "n={n} r={r}");
+            for u in 0..b {
+                for v in 0..b {
+                    let (n_m, n_m1) = fast::counts(ep.series(0, u), ep.series(0, v), 1, r);
+                    let want = [n_m.iter().sum::<u32>(), n_m1.iter().sum::<u32>()];
+                    assert_eq!(totals[u * b + v], want, "n={n} r={r} ({u},{v})");
+                }
+            }
+        }
+    }
+    kernels.use_wavelet = true;
+}
+
 /// Inputs split over several device buffers give the same result as one chunk.
 #[test]
 fn gpu_chunks_agree_with_one_dispatch() {

@@ -1,6 +1,7 @@
 //! The Cross-ApEn job: which channels and epochs of a recording, the statistic's parameters,
 //! and the backend. The GUI and `ede xapen` both run it through here.
 
+use rayon::prelude::*;
 use std::sync::atomic::AtomicUsize;
 use std::time::Instant;
 
@@ -126,15 +127,27 @@ impl XapenJob {
                 MAX_INPUT_BYTES / 1e9
             )));
         }
+        // One read per channel, on every core (decoding a night took longer than counting it),
+        // then scattered into [epoch][channel][sample].
+        let channels: Vec<Vec<f32>> = self
+            .channels
+            .par_iter()
+            .map(|&signal| {
+                let mut all = vec![0f32; count * n];
+                rec.read(signal, self.start_sample, &mut all)?;
+                Ok(all)
+            })
+            .collect::<Result<_, JobError>>()?;
         let mut raw = vec![0f32; count * b * n];
-        for (c, &signal) in self.channels.iter().enumerate() {
-            // One read per channel, then scattered into [epoch][channel][sample].
-            let mut all = vec![0f32; count * n];
-            rec.read(signal, self.start_sample, &mut all)?;
-            for e in 0..count {
-                raw[(e * b + c) * n..][..n].copy_from_slice(&all[e * n..][..n]);
-            }
-        }
+        raw.par_chunks_mut(b * n)
+            .enumerate()
+            .for_each(|(e, epoch)| {
+                for (c, all) in channels.iter().enumerate() {
+                    epoch[c * n..][..n].copy_from_slice(&all[e * n..][..n]);
+                }
+            });
+        // Two copies at most, as `input_bytes` counts: these, or raw and normalized.
+        drop(channels);
         Ok(Epochs::normalize(&raw, n, b)?)
     }
 }
@@ -301,8 +314,12 @@ pub fn run_in_blocks(
             epochs += ep.epochs;
         }
         Ok(true)
-    })?;
-    if !finished {
+    });
+    // The blocks shared the GPU buffers; a whole night's are too large to keep idle.
+    if let Some(k) = kernels {
+        k.trim_spare();
+    }
+    if !finished? {
         return Ok(None);
     }
     let mean: Vec<f64> = sums.iter().map(|&[s, c]| xapen::mean_of(s, c)).collect();

@@ -8,7 +8,6 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use eframe::wgpu;
-use eframe::wgpu::util::DeviceExt;
 
 use super::context::entry;
 use super::{GpuContext, GpuError};
@@ -51,18 +50,22 @@ pub struct GpuXapenResult {
     pub totals: Option<Vec<[u32; 2]>>,
 }
 
-/// Pipelines for one device; count pipelines are built per window length m.
+/// Pipelines for one device: those of the common case (m = 1, epochs of at most 1024
+/// samples) built at once, the others when first needed.
 pub struct XapenKernels {
     ctx: GpuContext,
     module: wgpu::ShaderModule,
     layout: wgpu::BindGroupLayout,
     pipeline_layout: wgpu::PipelineLayout,
-    rank: wgpu::ComputePipeline,
-    accumulate: wgpu::ComputePipeline,
-    /// Count pipelines by window length and whether v fits the workgroup cache.
-    count: HashMap<(usize, bool), wgpu::ComputePipeline>,
+    /// By entry point, window length m and whether v fits the workgroup cache.
+    pipelines: HashMap<Kernel, wgpu::ComputePipeline>,
     /// Largest buffer a chunk may use; the device's limit unless a test lowers it.
     pub max_buffer_bytes: u64,
+    /// The buffers of the last chunk `matrices` counted, for the next one of its shape.
+    spare: Option<Prepared>,
+    /// Count m = 1 with the wavelet matrix where it fits (the default); off, every count tests
+    /// each candidate (for tests and the benchmark's comparison).
+    pub use_wavelet: bool,
 }
 
 /// One chunk of epochs uploaded and sorted, with room for its results.
@@ -71,7 +74,13 @@ pub struct Prepared {
     pub channels: usize,
     pub epochs: usize,
     planes: usize,
+    /// The wavelet matrix's shape when it was built (m = 1 fits the cache).
+    wavelet: Option<WaveletShape>,
     params: wgpu::Buffer,
+    /// The samples on their way up (mapped for writing between uses).
+    staging: wgpu::Buffer,
+    x: wgpu::Buffer,
+    valid: wgpu::Buffer,
     ln_table: wgpu::Buffer,
     out: wgpu::Buffer,
     totals: wgpu::Buffer,
@@ -81,8 +90,41 @@ pub struct Prepared {
 }
 
 const WG: u32 = 256;
+/// Longest series the sort kernel sorts in workgroup memory (`SORT` in the shader).
+const SORT: usize = 1024;
+
+/// An entry point of shaders/xapen.wgsl with its pipeline constants M and CACHED.
+type Kernel = (&'static str, usize, bool);
+
+/// What the common case runs, compiled when the kernels are made.
+const EAGER: [Kernel; 4] = [
+    ("sort", 1, false),
+    ("wavelet_build", 1, false),
+    ("count_wavelet", 1, true),
+    ("accumulate", 1, false),
+];
 /// Floats of v the count kernel keeps in workgroup memory (`CACHE` in the shader).
 const CACHE: usize = 3840;
+
+/// Levels and words per level of a series' wavelet matrix (see shaders/xapen.wgsl).
+#[derive(Debug, Clone, Copy)]
+struct WaveletShape {
+    levels: usize,
+    words: usize,
+}
+
+impl WaveletShape {
+    /// The shape for series of n samples, if count_wavelet's cache holds it: v's plane 0,
+    /// u's ranges, the levels and their counts of zeros.
+    fn fitting(n: usize) -> Option<Self> {
+        if n < 2 {
+            return None;
+        }
+        let levels = (usize::BITS - (n - 1).leading_zeros()) as usize;
+        let words = n / 16 + 1;
+        (2 * n + levels * (words + 1) <= CACHE).then_some(WaveletShape { levels, words })
+    }
+}
 
 impl XapenKernels {
     pub fn new(ctx: &GpuContext) -> Self {
@@ -133,32 +175,57 @@ impl XapenKernels {
             immediate_size: 0,
         });
         let limits = dev.limits();
-        let mut k = XapenKernels {
+        // Compiled side by side: the driver's compiler takes tens of milliseconds a pipeline,
+        // most of a first run's time.
+        let pipelines = std::thread::scope(|scope| {
+            let jobs = EAGER.map(|kernel| {
+                let (module, layout) = (&module, &pipeline_layout);
+                scope.spawn(move || (kernel, build(dev, layout, module, kernel)))
+            });
+            jobs.map(|j| j.join().expect("pipeline compilation does not panic"))
+        });
+        XapenKernels {
             ctx: ctx.clone(),
-            rank: build(dev, &pipeline_layout, &module, "rank", 1, false),
-            accumulate: build(dev, &pipeline_layout, &module, "accumulate", 1, false),
             module,
             layout,
             pipeline_layout,
-            count: HashMap::new(),
+            pipelines: pipelines.into_iter().collect(),
             max_buffer_bytes: limits
                 .max_storage_buffer_binding_size
                 .min(limits.max_buffer_size)
                 .min(1 << 30),
-        };
-        k.count_pipeline(1, true);
-        k
+            spare: None,
+            use_wavelet: true,
+        }
+    }
+
+    /// Frees the buffers kept for the next chunk when they are large (a whole night's
+    /// blocks share a few GB): call when a job of several calls is done.
+    pub fn trim_spare(&mut self) {
+        if self
+            .spare
+            .as_ref()
+            .is_some_and(|p| p.planes_bytes() > SPARE_BYTES)
+        {
+            self.spare = None;
+        }
+    }
+
+    /// Whether series of n samples get the wavelet kernel at m = 1.
+    pub fn wavelet_fits(&self, n: usize) -> bool {
+        WaveletShape::fitting(n).is_some()
     }
 
     pub fn context(&self) -> &GpuContext {
         &self.ctx
     }
 
-    fn count_pipeline(&mut self, m: usize, cached: bool) -> &wgpu::ComputePipeline {
+    fn pipeline(&mut self, kernel: Kernel) -> wgpu::ComputePipeline {
         let (dev, layout, module) = (&self.ctx.device, &self.pipeline_layout, &self.module);
-        self.count
-            .entry((m, cached))
-            .or_insert_with(|| build(dev, layout, module, "count", m, cached))
+        self.pipelines
+            .entry(kernel)
+            .or_insert_with(|| build(dev, layout, module, kernel))
+            .clone()
     }
 
     /// How many epochs of `ep` fit one chunk for window length m.
@@ -167,6 +234,8 @@ impl XapenKernels {
         if ep.channels > 4096 {
             return Err(GpuXapenError::TooManyChannels(ep.channels));
         }
+        // The largest buffers: the planes, or the matrices (the order and the wavelet matrix,
+        // N (1 + L / 16) words a series, are no larger than two planes).
         let per_epoch = (ep.channels * (m + 1) * ep.n * 4).max(ep.channels * ep.channels * 8);
         let per_epoch = per_epoch as u64;
         if per_epoch > self.max_buffer_bytes {
@@ -189,74 +258,47 @@ impl XapenKernels {
         m: usize,
     ) -> Result<Prepared, GpuXapenError> {
         let ctx = self.ctx.clone();
-        Ok(ctx.guarded(|| self.prepare_unguarded(ep, range, m))?)
+        Ok(ctx.guarded(|| self.prepare_unguarded(ep, range, m))??)
     }
 
-    fn prepare_unguarded(&mut self, ep: &Epochs, range: Range<usize>, m: usize) -> Prepared {
+    fn prepare_unguarded(
+        &mut self,
+        ep: &Epochs,
+        range: Range<usize>,
+        m: usize,
+    ) -> Result<Prepared, GpuError> {
         let (n, b, e) = (ep.n, ep.channels, range.len());
-        let planes = m + 1;
-        let dev = &self.ctx.device;
         let series = range.start * b..range.end * b;
-        let x = &ep.data[series.start * n..series.end * n];
+        let x: &[u8] = bytemuck::cast_slice(&ep.data[series.start * n..series.end * n]);
         let valid: Vec<u32> = ep.valid[series].iter().map(|&v| v as u32).collect();
-        let init = |label, contents: &[u8]| {
-            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-            })
+        // The last chunk's buffers when this one has its shape (the next block of a long
+        // recording, the same subject again): allocating and first touching a few hundred MB
+        // costs more than the sort.
+        let prep = match self.spare.take() {
+            Some(p) if (p.n, p.channels, p.epochs, p.planes) == (n, b, e, m + 1) => {
+                let (tx, rx) = std::sync::mpsc::channel();
+                p.staging
+                    .slice(..)
+                    .map_async(wgpu::MapMode::Write, move |r| {
+                        let _ = tx.send(r);
+                    });
+                self.ctx.wait()?;
+                rx.recv()
+                    .map_err(|e| GpuError::Poll(e.to_string()))?
+                    .map_err(|e| GpuError::Poll(e.to_string()))?;
+                p
+            }
+            _ => self.allocate(n, b, e, m + 1),
         };
-        let empty = |label, bytes: usize| {
-            dev.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: bytes.max(4) as u64,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_SRC
-                    | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        };
-        let params = dev.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("xapen params"),
-            size: 32,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let xb = init("xapen x", bytemuck::cast_slice(x));
-        let vb = init("xapen valid", bytemuck::cast_slice(&valid));
-        let planes_b = empty("xapen planes", e * b * planes * n * 4);
-        let order = empty("xapen order", e * b * n * 4);
-        let ln_table = empty("xapen ln", 2 * (n + 1) * 4);
-        let out = empty("xapen out", e * b * b * 4);
-        let totals = empty("xapen totals", e * b * b * 8);
-        let acc = empty("xapen acc", b * b * 8);
-        let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("xapen"),
-            layout: &self.layout,
-            entries: &[
-                entry(0, &params),
-                entry(1, &xb),
-                entry(2, &vb),
-                entry(3, &planes_b),
-                entry(4, &order),
-                entry(5, &ln_table),
-                entry(6, &out),
-                entry(7, &totals),
-                entry(8, &acc),
-            ],
-        });
-        let prep = Prepared {
-            n,
-            channels: b,
-            epochs: e,
-            planes,
-            params,
-            ln_table,
-            out,
-            totals,
-            acc,
-            bind,
-        };
+        prep.staging
+            .slice(..)
+            .get_mapped_range_mut()
+            .map_err(|e| GpuError::Poll(e.to_string()))?
+            .copy_from_slice(x);
+        prep.staging.unmap();
+        self.ctx
+            .queue
+            .write_buffer(&prep.valid, 0, bytemuck::cast_slice(&valid));
         // r and the correction do not matter to the sort.
         prep.write_params(
             &self.ctx,
@@ -266,15 +308,97 @@ impl XapenKernels {
                 correction: Correction::Max,
             },
         );
-        let mut enc = dev.create_command_encoder(&Default::default());
+        let sort = if n <= SORT {
+            (self.pipeline(("sort", 1, false)), 1)
+        } else {
+            (self.pipeline(("rank", 1, false)), (n as u32).div_ceil(WG))
+        };
+        let wavelet_build = self.pipeline(("wavelet_build", 1, false));
+        let mut enc = self.ctx.device.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(&prep.staging, 0, &prep.x, 0, x.len() as u64);
         {
             let mut pass = enc.begin_compute_pass(&Default::default());
-            pass.set_pipeline(&self.rank);
             pass.set_bind_group(0, &prep.bind, &[]);
-            pass.dispatch_workgroups((n as u32).div_ceil(WG), b as u32, e as u32);
+            pass.set_pipeline(&sort.0);
+            pass.dispatch_workgroups(sort.1, b as u32, e as u32);
+            if prep.wavelet.is_some() {
+                pass.set_pipeline(&wavelet_build);
+                pass.dispatch_workgroups(1, b as u32, e as u32);
+            }
         }
         self.ctx.queue.submit([enc.finish()]);
-        prep
+        Ok(prep)
+    }
+
+    /// Buffers for e epochs of b series of n samples, `planes` planes each; the staging
+    /// buffer of the samples comes mapped.
+    fn allocate(&self, n: usize, b: usize, e: usize, planes: usize) -> Prepared {
+        let dev = &self.ctx.device;
+        let wavelet = WaveletShape::fitting(n);
+        let buffer = |label, bytes: usize, usage| {
+            dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes.max(4) as u64,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let storage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST;
+        let empty = |label, bytes| buffer(label, bytes, storage);
+        let params = buffer(
+            "xapen params",
+            PARAMS_BYTES as usize,
+            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        );
+        let staging = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("xapen x staging"),
+            size: (e * b * n * 4) as u64,
+            usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: true,
+        });
+        let x = empty("xapen x", e * b * n * 4);
+        let valid = empty("xapen valid", e * b * 4);
+        let planes_b = empty("xapen planes", e * b * planes * n * 4);
+        // The sort's order, then the wavelet matrices.
+        let wavelet_words = wavelet.map_or(0, |w| w.levels * w.words);
+        let order = empty("xapen order", e * b * (n + wavelet_words) * 4);
+        let ln_table = empty("xapen ln", 2 * (n + 1) * 4);
+        let out = empty("xapen out", e * b * b * 4);
+        let totals = empty("xapen totals", e * b * b * 8);
+        let acc = empty("xapen acc", b * b * 8);
+        let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("xapen"),
+            layout: &self.layout,
+            entries: &[
+                entry(0, &params),
+                entry(1, &x),
+                entry(2, &valid),
+                entry(3, &planes_b),
+                entry(4, &order),
+                entry(5, &ln_table),
+                entry(6, &out),
+                entry(7, &totals),
+                entry(8, &acc),
+            ],
+        });
+        Prepared {
+            n,
+            channels: b,
+            epochs: e,
+            planes,
+            wavelet,
+            params,
+            staging,
+            x,
+            valid,
+            ln_table,
+            out,
+            totals,
+            acc,
+            bind,
+        }
     }
 
     /// Submits the count for `params` and adds the chunk's valid values into the running sums
@@ -293,8 +417,13 @@ impl XapenKernels {
 
     fn count_unguarded(&mut self, prep: &Prepared, params: &XapenParams, fresh: bool) {
         prep.write_params(&self.ctx, params);
-        let cached = prep.n * (params.m + 1) <= CACHE;
-        let count = self.count_pipeline(params.m, cached).clone();
+        let count = if params.m == 1 && prep.wavelet.is_some() && self.use_wavelet {
+            self.pipeline(("count_wavelet", 1, true))
+        } else {
+            let cached = prep.n * (params.m + 1) <= CACHE;
+            self.pipeline(("count", params.m, cached))
+        };
+        let accumulate = self.pipeline(("accumulate", 1, false));
         let mut enc = self.ctx.device.create_command_encoder(&Default::default());
         if fresh {
             enc.clear_buffer(&prep.acc, 0, None);
@@ -305,7 +434,7 @@ impl XapenKernels {
             pass.set_pipeline(&count);
             let b = prep.channels as u32;
             pass.dispatch_workgroups(b, b, prep.epochs as u32);
-            pass.set_pipeline(&self.accumulate);
+            pass.set_pipeline(&accumulate);
             pass.dispatch_workgroups((b * b).div_ceil(WG), 1, 1);
         }
         self.ctx.queue.submit([enc.finish()]);
@@ -370,6 +499,7 @@ impl XapenKernels {
             if let Some(d) = done {
                 d.fetch_add(range.len() * b2, Ordering::Relaxed);
             }
+            self.spare = Some(prep);
         }
         let mean = sums.iter().map(|&[s, c]| mean_of(s, c)).collect();
         Ok(Some(GpuXapenResult {
@@ -384,12 +514,19 @@ impl XapenKernels {
     }
 }
 
+/// Largest planes buffer kept once a job is done (`trim_spare`).
+const SPARE_BYTES: u64 = 256 << 20;
+
 impl Prepared {
+    fn planes_bytes(&self) -> u64 {
+        (self.epochs * self.channels * self.planes * self.n * 4) as u64
+    }
+
     fn write_params(&self, ctx: &GpuContext, params: &XapenParams) {
         let (n, m) = (self.n, params.m);
         let windows_m = (n - m + 1) as f64;
         let windows_m1 = (n - m) as f64;
-        let mut bytes = Vec::with_capacity(32);
+        let mut bytes = Vec::with_capacity(PARAMS_BYTES as usize);
         for v in [n, self.channels, self.epochs, self.planes] {
             bytes.extend_from_slice(&(v as u32).to_le_bytes());
         }
@@ -401,6 +538,11 @@ impl Prepared {
         bytes.extend_from_slice(&correction.to_le_bytes());
         bytes.extend_from_slice(&(windows_m as f32).to_le_bytes());
         bytes.extend_from_slice(&(windows_m1 as f32).to_le_bytes());
+        let shape = self.wavelet.map_or([0, 0], |w| [w.levels, w.words]);
+        for v in shape {
+            bytes.extend_from_slice(&(v as u32).to_le_bytes());
+        }
+        bytes.resize(PARAMS_BYTES as usize, 0);
         ctx.queue.write_buffer(&self.params, 0, &bytes);
         // ln(k / windows) in f64, rounded once to f32.
         let table: Vec<f32> = [windows_m, windows_m1]
@@ -412,13 +554,14 @@ impl Prepared {
     }
 }
 
+/// The shader's `Params`: ten 4-byte fields, padded to a multiple of 16 as uniforms are.
+const PARAMS_BYTES: u64 = 48;
+
 fn build(
     dev: &wgpu::Device,
     layout: &wgpu::PipelineLayout,
     module: &wgpu::ShaderModule,
-    entry: &str,
-    m: usize,
-    cached: bool,
+    (entry, m, cached): Kernel,
 ) -> wgpu::ComputePipeline {
     dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
         label: Some(entry),

@@ -77,16 +77,22 @@ struct GpuReport {
     software: bool,
     /// First run, with pipeline creation and buffer allocation.
     first_subject_s: f64,
+    /// Of which the pipelines (shader compilation).
+    pipelines_s: f64,
     /// Whole subject: normalized samples in, mean matrix out.
     subject_s: Stats,
     /// 30 subjects at the median: the paper's study (30 minutes on a GTX 580).
     study_30_subjects_s: f64,
     /// Window comparisons brute force would make, per second of the median run.
     equivalent_window_comparisons_per_s: f64,
-    /// Candidate samples the kernel actually tested (sum of N_i^m over everything), per second.
+    /// Candidate samples (sum of N_i^m over everything) per second: what the candidate
+    /// kernel tests one by one, and the wavelet kernel (m = 1) counts in O(log N) a window.
     candidate_tests_per_s: f64,
     /// Interactive recomputes: r changed, one epoch already on the device.
     interactive: Vec<InteractiveReport>,
+    /// The same runs with the candidate kernel (the wavelet matrix off), in the same process:
+    /// what the m = 1 wavelet kernel gains. None when the wavelet kernel does not apply.
+    candidate_kernel: Option<KernelComparison>,
     /// Largest |GPU - CPU| of the mean matrix (when the CPU ran every epoch).
     max_abs_diff_vs_cpu: Option<f64>,
     /// Pairs whose count totals were compared with the CPU, and how many differed.
@@ -101,6 +107,16 @@ struct InteractiveReport {
     prepare_s: f64,
     /// New r -> count -> mean matrix back on the CPU -> the view's texture image.
     recompute_s: Stats,
+}
+
+#[derive(Debug, Serialize)]
+struct KernelComparison {
+    subject_s: Stats,
+    /// Recompute of the whole-channel epoch (the first interactive row).
+    interactive_s: Stats,
+    /// Candidate kernel time over the default kernel's, at the medians.
+    subject_speedup: f64,
+    interactive_speedup: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -228,6 +244,7 @@ fn gpu_report(
     let (b, n) = (ep.channels, ep.n);
     let t = Instant::now();
     let mut kernels = XapenKernels::new(ctx);
+    let pipelines_s = t.elapsed().as_secs_f64();
     let readback = Readback {
         per_epoch: false,
         totals: true,
@@ -237,13 +254,17 @@ fn gpu_report(
         .expect("not cancelled");
     let first_subject_s = t.elapsed().as_secs_f64();
     eprintln!("gpu first subject: {first_subject_s:.3} s");
-    let mut times = Vec::new();
-    for _ in 0..args.repeats.max(1) {
-        let t = Instant::now();
-        kernels.matrices(ep, params, Readback::default(), None, None)?;
-        times.push(t.elapsed().as_secs_f64());
-    }
-    let subject_s = Stats::of(times);
+    let subject = |kernels: &mut XapenKernels| -> anyhow::Result<Stats> {
+        let mut times = Vec::new();
+        for _ in 0..args.repeats.max(1) {
+            let t = Instant::now();
+            kernels.matrices(ep, params, Readback::default(), None, None)?;
+            times.push(t.elapsed().as_secs_f64());
+        }
+        Ok(Stats::of(times))
+    };
+    let subject_s = subject(&mut kernels)?;
+    let subject_s_median = subject_s.median;
     eprintln!("gpu subject: median {:.4} s", subject_s.median);
 
     // Exact counts on sampled pairs.
@@ -279,34 +300,12 @@ fn gpu_report(
     let mut interactive = Vec::new();
     let sizes = if b > 32 { vec![b, 32] } else { vec![b] };
     for channels in sizes {
-        let one = Epochs {
-            n,
-            channels,
-            epochs: 1,
-            data: (0..channels)
-                .flat_map(|c| ep.series(0, c).iter().copied())
-                .collect(),
-            valid: (0..channels).map(|c| ep.is_valid(0, c)).collect(),
-        };
+        let one = interactive_epoch(ep, channels);
         let t = Instant::now();
         let prep = kernels.prepare(&one, 0..1, params.m)?;
         ctx.wait()?;
         let prepare_s = t.elapsed().as_secs_f64();
-        let mut times = Vec::new();
-        for k in 0..20 {
-            // As a drag does: a slightly different r each frame.
-            let p = XapenParams {
-                r: params.r * (1.0 + 0.01 * k as f32),
-                ..*params
-            };
-            let t = Instant::now();
-            kernels.count(&prep, &p, true)?;
-            let mean = kernels.read_mean(&prep)?;
-            // The image the view uploads as its texture.
-            std::hint::black_box(crate::app::xapen_view::matrix_image(&mean, channels));
-            times.push(t.elapsed().as_secs_f64());
-        }
-        let recompute_s = Stats::of(times);
+        let recompute_s = drag(&mut kernels, &prep, params, channels)?;
         eprintln!(
             "gpu interactive {channels} channels: median {:.2} ms",
             recompute_s.median * 1e3
@@ -317,19 +316,80 @@ fn gpu_report(
             recompute_s,
         });
     }
+    let candidate_kernel = if params.m == 1 && kernels.wavelet_fits(n) {
+        kernels.use_wavelet = false;
+        let subject_s = subject(&mut kernels)?;
+        let one = interactive_epoch(ep, b);
+        let prep = kernels.prepare(&one, 0..1, params.m)?;
+        let interactive_s = drag(&mut kernels, &prep, params, b)?;
+        kernels.use_wavelet = true;
+        eprintln!(
+            "candidate kernel: subject {:.4} s, interactive {:.2} ms",
+            subject_s.median,
+            interactive_s.median * 1e3
+        );
+        Some(KernelComparison {
+            subject_speedup: subject_s.median / subject_s_median,
+            interactive_speedup: interactive_s.median / interactive[0].recompute_s.median,
+            subject_s,
+            interactive_s,
+        })
+    } else {
+        None
+    };
     let windows = (n - params.m + 1) as f64;
     let comparisons = (b * b * ep.epochs) as f64 * windows * windows;
     Ok(GpuReport {
         adapter: ctx.describe(),
         software: ctx.is_software(),
         first_subject_s,
+        pipelines_s,
         study_30_subjects_s: 30.0 * subject_s.median,
         equivalent_window_comparisons_per_s: comparisons / subject_s.median,
         candidate_tests_per_s: candidates / subject_s.median,
         subject_s,
         interactive,
+        candidate_kernel,
         max_abs_diff_vs_cpu,
         count_checks: checks,
         count_mismatches: mismatches,
     })
+}
+
+/// The first epoch's first `channels` channels, as the Cross-ApEn view sends them.
+fn interactive_epoch(ep: &Epochs, channels: usize) -> Epochs {
+    Epochs {
+        n: ep.n,
+        channels,
+        epochs: 1,
+        data: (0..channels)
+            .flat_map(|c| ep.series(0, c).iter().copied())
+            .collect(),
+        valid: (0..channels).map(|c| ep.is_valid(0, c)).collect(),
+    }
+}
+
+/// 20 recomputes of a prepared epoch as a drag of r makes them: new r, count, mean matrix back,
+/// the view's image.
+fn drag(
+    kernels: &mut XapenKernels,
+    prep: &crate::gpu::xapen::Prepared,
+    params: &XapenParams,
+    channels: usize,
+) -> anyhow::Result<Stats> {
+    let mut times = Vec::new();
+    for k in 0..20 {
+        // As a drag does: a slightly different r each frame.
+        let p = XapenParams {
+            r: params.r * (1.0 + 0.01 * k as f32),
+            ..*params
+        };
+        let t = Instant::now();
+        kernels.count(prep, &p, true)?;
+        let mean = kernels.read_mean(prep)?;
+        // The image the view uploads as its texture.
+        std::hint::black_box(crate::app::xapen_view::matrix_image(&mean, channels));
+        times.push(t.elapsed().as_secs_f64());
+    }
+    Ok(Stats::of(times))
 }
