@@ -275,15 +275,26 @@ fn finish(lid: u32, cell: u32, ok: bool, sums: vec2<f32>, total_m: u32, total_m1
     }
 }
 
+// The series of u and v of a count workgroup (v, u, e) and whether both are valid.
+struct Pair {
+    su: u32,
+    sv: u32,
+    ok: bool,
+}
+
+fn pair_of(wg: vec3<u32>) -> Pair {
+    let su = wg.z * p.channels + wg.y;
+    let sv = wg.z * p.channels + wg.x;
+    return Pair(su, sv, valid[su] != 0u && valid[sv] != 0u);
+}
+
 @compute @workgroup_size(256)
 fn count(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let n = p.n;
-    let v = wg.x;
-    let u = wg.y;
-    let e = wg.z;
-    let su = e * p.channels + u;
-    let sv = e * p.channels + v;
-    let ok = valid[su] != 0u && valid[sv] != 0u;
+    let pair = pair_of(wg);
+    let su = pair.su;
+    let sv = pair.sv;
+    let ok = pair.ok;
     let xu = su * n;
     let pv = sv * p.planes * n;
     let r = p.r;
@@ -337,7 +348,7 @@ fn count(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
             sums += log_terms(cm, cm1, has_m1);
         }
     }
-    finish(lid, (su * p.channels) + v, ok, sums, total_m, total_m1);
+    finish(lid, su * p.channels + sv % p.channels, ok, sums, total_m, total_m1);
 }
 
 // Where the wavelet matrices start in `order`.
@@ -414,12 +425,10 @@ fn count_wavelet(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let n = p.n;
-    let v = wg.x;
-    let u = wg.y;
-    let e = wg.z;
-    let su = e * p.channels + u;
-    let sv = e * p.channels + v;
-    let ok = valid[su] != 0u && valid[sv] != 0u;
+    let pair = pair_of(wg);
+    let su = pair.su;
+    let sv = pair.sv;
+    let ok = pair.ok;
     let xu = su * n;
     let r = p.r;
     let lw = p.levels * p.words;
@@ -484,7 +493,7 @@ fn count_wavelet(
             }
         }
     }
-    finish(lid, (su * p.channels) + v, ok, sums, total_m, total_m1);
+    finish(lid, su * p.channels + sv % p.channels, ok, sums, total_m, total_m1);
 }
 
 // Builds the wavelet matrix of one series for count_wavelet (m = 1). Workgroup memory:
