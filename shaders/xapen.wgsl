@@ -247,7 +247,7 @@ fn log_terms(cm: u32, cm1: u32, has_m1: bool) -> vec2<f32> {
 
 // Adds up the workgroup's log sums and count totals (in vcache, which every thread must be
 // done with) and writes the pair's value.
-fn finish(lid: u32, cell: u32, ok: bool, sums: vec2<f32>, total_m: u32, total_m1: u32) {
+fn finish(lid: u32, pair: Pair, sums: vec2<f32>, total_m: u32, total_m1: u32) {
     workgroupBarrier();
     vcache[lid] = bitcast<u32>(sums.x);
     vcache[WG + lid] = bitcast<u32>(sums.y);
@@ -264,7 +264,8 @@ fn finish(lid: u32, cell: u32, ok: bool, sums: vec2<f32>, total_m: u32, total_m1
         }
     }
     if lid == 0u {
-        if ok {
+        let cell = pair.cell;
+        if pair.ok {
             let phi_m = bitcast<f32>(vcache[0]) / p.windows_m;
             out[cell] = phi_m - bitcast<f32>(vcache[WG]) / p.windows_m1;
         } else {
@@ -275,41 +276,40 @@ fn finish(lid: u32, cell: u32, ok: bool, sums: vec2<f32>, total_m: u32, total_m1
     }
 }
 
-// The series of u and v of a count workgroup (v, u, e) and whether both are valid.
+// The series of u and v of a count workgroup (v, u, e), its cell of `out`, and whether both
+// series are valid.
 struct Pair {
     su: u32,
     sv: u32,
+    cell: u32,
     ok: bool,
 }
 
 fn pair_of(wg: vec3<u32>) -> Pair {
     let su = wg.z * p.channels + wg.y;
     let sv = wg.z * p.channels + wg.x;
-    return Pair(su, sv, valid[su] != 0u && valid[sv] != 0u);
+    return Pair(su, sv, su * p.channels + wg.x, valid[su] != 0u && valid[sv] != 0u);
 }
 
 @compute @workgroup_size(256)
 fn count(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let n = p.n;
     let pair = pair_of(wg);
-    let su = pair.su;
-    let sv = pair.sv;
-    let ok = pair.ok;
-    let xu = su * n;
-    let pv = sv * p.planes * n;
+    let xu = pair.su * n;
+    let pv = pair.sv * p.planes * n;
     let r = p.r;
     var sums = vec2(0.0, 0.0);
     var total_m = 0u;
     var total_m1 = 0u;
     if CACHED {
-        if ok {
+        if pair.ok {
             for (var k = lid; k < n * (M + 1u); k += WG) {
                 vcache[k] = bitcast<u32>(planes[pv + k]);
             }
         }
         workgroupBarrier();
     }
-    if ok {
+    if pair.ok {
         // Windows of u in sorted order: neighbouring threads then scan overlapping stretches
         // of v, with similar trip counts.
         for (var q = lid; q < n; q += WG) {
@@ -348,7 +348,7 @@ fn count(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
             sums += log_terms(cm, cm1, has_m1);
         }
     }
-    finish(lid, su * p.channels + sv % p.channels, ok, sums, total_m, total_m1);
+    finish(lid, pair, sums, total_m, total_m1);
 }
 
 // Where the wavelet matrices start in `order`.
@@ -426,24 +426,21 @@ fn count_wavelet(
 ) {
     let n = p.n;
     let pair = pair_of(wg);
-    let su = pair.su;
-    let sv = pair.sv;
-    let ok = pair.ok;
-    let xu = su * n;
+    let xu = pair.su * n;
     let r = p.r;
     let lw = p.levels * p.words;
-    if ok {
-        let pv = sv * p.planes * n;
+    if pair.ok {
+        let pv = pair.sv * p.planes * n;
         for (var k = lid; k < n; k += WG) {
             vcache[k] = bitcast<u32>(planes[pv + k]);
         }
-        let wv = wavelet_at() + sv * lw;
+        let wv = wavelet_at() + pair.sv * lw;
         for (var k = lid; k < lw; k += WG) {
             vcache[2u * n + k] = order[wv + k];
         }
     }
     workgroupBarrier();
-    if ok {
+    if pair.ok {
         if lid < p.levels {
             let at = 2u * n + lid * p.words;
             vcache[2u * n + lw + lid] = n - ones(at, n);
@@ -464,8 +461,8 @@ fn count_wavelet(
     var sums = vec2(0.0, 0.0);
     var total_m = 0u;
     var total_m1 = 0u;
-    if ok {
-        let v0 = x[sv * n];
+    if pair.ok {
+        let v0 = x[pair.sv * n];
         for (var i = lid; i < n; i += 2u * WG) {
             let is = vec2(i, i + WG);
             let inside = is < vec2(n);
@@ -493,7 +490,7 @@ fn count_wavelet(
             }
         }
     }
-    finish(lid, su * p.channels + sv % p.channels, ok, sums, total_m, total_m1);
+    finish(lid, pair, sums, total_m, total_m1);
 }
 
 // Builds the wavelet matrix of one series for count_wavelet (m = 1). Workgroup memory:

@@ -155,6 +155,19 @@ impl GpuContext {
         self.read_back_range(src, 0, bytes)
     }
 
+    /// Maps the whole of `buffer` (MAP_READ or MAP_WRITE, as `mode`) once the work submitted
+    /// before is done.
+    pub fn map(&self, buffer: &wgpu::Buffer, mode: wgpu::MapMode) -> Result<(), GpuError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        buffer.slice(..).map_async(mode, move |r| {
+            let _ = tx.send(r);
+        });
+        self.wait()?;
+        rx.recv()
+            .map_err(|e| GpuError::Poll(e.to_string()))?
+            .map_err(|e| GpuError::Poll(e.to_string()))
+    }
+
     /// Copies `bytes` from `offset` of a storage buffer back (both multiples of 4).
     pub fn read_back_range(
         &self,
@@ -171,14 +184,7 @@ impl GpuContext {
         let mut enc = self.device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(src, offset, &staging, 0, bytes);
         self.queue.submit([enc.finish()]);
-        let (tx, rx) = std::sync::mpsc::channel();
-        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
-        });
-        self.wait()?;
-        rx.recv()
-            .map_err(|e| GpuError::Poll(e.to_string()))?
-            .map_err(|e| GpuError::Poll(e.to_string()))?;
+        self.map(&staging, wgpu::MapMode::Read)?;
         let data = staging
             .slice(..)
             .get_mapped_range()

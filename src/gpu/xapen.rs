@@ -276,16 +276,7 @@ impl XapenKernels {
         // costs more than the sort.
         let prep = match self.spare.take() {
             Some(p) if (p.n, p.channels, p.epochs, p.planes) == (n, b, e, m + 1) => {
-                let (tx, rx) = std::sync::mpsc::channel();
-                p.staging
-                    .slice(..)
-                    .map_async(wgpu::MapMode::Write, move |r| {
-                        let _ = tx.send(r);
-                    });
-                self.ctx.wait()?;
-                rx.recv()
-                    .map_err(|e| GpuError::Poll(e.to_string()))?
-                    .map_err(|e| GpuError::Poll(e.to_string()))?;
+                self.ctx.map(&p.staging, wgpu::MapMode::Write)?;
                 p
             }
             _ => self.allocate(n, b, e, m + 1),
