@@ -22,9 +22,13 @@
 //                                  own textures)
 //   power      f32 [rows][blocks]  mean |W|^2 per block of samples (band power)
 //
+// fft_pass.wgsl is appended to this module: its pass 1 takes the multiply's values from
+// `pass_input`, so rows of up to 2^22 values go from the spectra to W in two passes over
+// memory. `multiply` and gpu::fft's stage kernels serve longer rows.
+//
 // Entry points (x = threads along a row; row = y + z * 65535, see gpu::fft::grid):
 //   load         x over M,      rows = tile channels
-//   multiply     x over M,      rows = tile rows
+//   multiply     x over M,      rows = tile rows (rows longer than fft_pass.wgsl takes)
 //   magnitude    x over N,      rows = tile rows
 //   columns      x over width,  rows = tile rows
 //   paint        x over width,  rows = C * S (after every tile's columns)
@@ -108,6 +112,22 @@ fn load(
     spectra_out[row * params.m + i] = v;
 }
 
+// X_k psi_hat(s w_k) / M of tile row `row`: the inverse FFT's input, computed where it is
+// read (fft_pass.wgsl's pass 1, or `multiply` for rows too long for it).
+fn pass_input(row: u32, k: u32) -> vec2<f32> {
+    var v = vec2<f32>(0.0, 0.0);
+    // H(w): k = 0 and the negative frequencies above M/2 are zero.
+    if k > 0u && k < params.half {
+        let w = wavelet[scale_of(row)];
+        let e = w.x * f32(k) - params.omega0;
+        // Past e^2 = 1400 the CPU's f64 gives 0 exactly; f32 underflows there anyway.
+        if e * e < 1400.0 {
+            v = spectra[channel_of(row) * params.m + k] * (w.y * exp(-0.5 * e * e));
+        }
+    }
+    return v;
+}
+
 @compute @workgroup_size(256)
 fn multiply(
     @builtin(global_invocation_id) gid: vec3<u32>,
@@ -119,17 +139,7 @@ fn multiply(
     if row >= params.rows || k >= params.m {
         return;
     }
-    var v = vec2<f32>(0.0, 0.0);
-    // H(w): k = 0 and the negative frequencies above M/2 are zero.
-    if k > 0u && k < params.half {
-        let w = wavelet[scale_of(row)];
-        let e = w.x * f32(k) - params.omega0;
-        // Past e^2 = 1400 the CPU's f64 gives 0 exactly; f32 underflows there anyway.
-        if e * e < 1400.0 {
-            v = spectra[channel_of(row) * params.m + k] * (w.y * exp(-0.5 * e * e));
-        }
-    }
-    coeffs_out[row * params.m + k] = v;
+    coeffs_out[row * params.m + k] = pass_input(row, k);
 }
 
 @compute @workgroup_size(256)

@@ -16,6 +16,9 @@
 //
 // Dispatch: (ceil(M/R / 256), min(rows, 65535), ceil(rows / 65535)); row = y + z * 65535.
 // No scaling: the inverse is unnormalized, as rustfft's is.
+//
+// fft_pass.wgsl is appended to this module: rows of up to 2^22 values take its two passes
+// instead of these stages (src/gpu/fft.rs chooses), reading `src` through `pass_input`.
 
 struct Params {
     m: u32,
@@ -28,6 +31,11 @@ struct Params {
 @group(0) @binding(1) var<storage, read> src: array<vec2<f32>>;
 @group(0) @binding(2) var<storage, read_write> dst: array<vec2<f32>>;
 @group(0) @binding(3) var<storage, read> tw: array<vec2<f32>>;
+
+// Pass 1's input for fft_pass.wgsl: the values in `src`.
+fn pass_input(row: u32, k: u32) -> vec2<f32> {
+    return src[row * split.m + k];
+}
 
 fn cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);

@@ -12,7 +12,7 @@ use super::xapen::{RanOn, cpu_name};
 use crate::dsp::cwt::{self, CwtError, CwtParams, CwtPlan, PaintSpec};
 use crate::gpu::GpuContext;
 pub use crate::gpu::cwt::Painted;
-use crate::gpu::cwt::{CwtKernels, GpuCwtError, Spectra};
+use crate::gpu::cwt::{CwtKernels, GpuCwtError, PendingRows, Spectra};
 use crate::recording::{ReadError, Recording};
 
 #[derive(Debug, thiserror::Error)]
@@ -265,6 +265,124 @@ impl Segmentation {
     }
 }
 
+fn widen(v: Vec<f32>) -> Vec<f64> {
+    v.into_iter().map(f64::from).collect()
+}
+
+/// Reads a recording's channels segment by segment as `band_power` transforms them: each
+/// segment `[channel][len]` in one vector, its margins outside the recording filled with the
+/// channel's mean.
+struct SegmentReader<'a> {
+    rec: &'a Recording,
+    channels: &'a [usize],
+    seg: Segmentation,
+    n: usize,
+    /// Samples a segment holds per channel: its core and both margins.
+    len: usize,
+    /// The whole recording's mean per channel.
+    means: Vec<f64>,
+}
+
+impl<'a> SegmentReader<'a> {
+    /// Reads the whole recording once for its means (a first, cheap pass).
+    fn new(
+        rec: &'a Recording,
+        channels: &'a [usize],
+        seg: Segmentation,
+        n: usize,
+    ) -> Result<Self, ReadError> {
+        let means = channels
+            .par_iter()
+            .map(|&c| {
+                let mut sum = 0f64;
+                let mut buf = vec![0f32; 1 << 20];
+                for start in (0..n).step_by(buf.len()) {
+                    let len = buf.len().min(n - start);
+                    rec.read(c, start, &mut buf[..len])?;
+                    sum += buf[..len].iter().map(|&v| v as f64).sum::<f64>();
+                }
+                Ok(sum / n as f64)
+            })
+            .collect::<Result<_, ReadError>>()?;
+        Ok(SegmentReader {
+            rec,
+            channels,
+            seg,
+            n,
+            len: seg.core + 2 * seg.margin,
+            means,
+        })
+    }
+
+    /// The segment whose core starts at `core_start`.
+    fn read(&self, core_start: usize) -> Result<Vec<f32>, ReadError> {
+        let (n, len, margin) = (self.n, self.len, self.seg.margin);
+        let core_len = self.seg.core.min(n - core_start);
+        let from = core_start.saturating_sub(margin);
+        let to = (core_start + core_len + margin).min(n);
+        let offset = from + margin - core_start;
+        let mut flat = vec![0f32; self.channels.len() * len];
+        (flat.par_chunks_mut(len).zip(self.channels).zip(&self.means)).try_for_each(
+            |((x, &c), &mu)| {
+                x[..offset].fill(mu as f32);
+                x[offset + (to - from)..].fill(mu as f32);
+                self.rec.read(c, from, &mut x[offset..offset + (to - from)])
+            },
+        )?;
+        Ok(flat)
+    }
+
+    /// Calls `each(core start, segment)` for every segment in order, the next one read on
+    /// another thread meanwhile; `cancel` stops between segments.
+    fn each(
+        &self,
+        cancel: &AtomicBool,
+        mut each: impl FnMut(usize, &[f32]) -> Result<(), CwtJobError>,
+    ) -> Result<(), CwtJobError> {
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            let reader = scope.spawn(move || {
+                for core_start in (0..self.n).step_by(self.seg.core) {
+                    if cancel.load(Ordering::Relaxed)
+                        || tx.send((core_start, self.read(core_start))).is_err()
+                    {
+                        break;
+                    }
+                }
+            });
+            for (core_start, flat) in rx.iter() {
+                each(core_start, &flat?)?;
+            }
+            reader.join().map_err(|_| {
+                CwtJobError::Selection("the reading thread stopped unexpectedly".into())
+            })
+        })
+    }
+}
+
+/// Reads every segment `band_power` would read and computes nothing: the host's share of a
+/// band power job, for benchmarks.
+pub fn band_power_reads(rec: &Recording, job: &BandPowerJob) -> Result<usize, CwtJobError> {
+    let fs = rec.signals[job.channels[0]].fs;
+    let n = job
+        .channels
+        .iter()
+        .map(|&c| rec.signals[c].samples)
+        .min()
+        .unwrap_or(0);
+    let axes = Axes::new(&job.params, fs)?;
+    let block = (job.block_s * fs).round() as usize;
+    let largest = axes.scales.last().copied().unwrap_or(0.0) * fs;
+    let seg = Segmentation::new(n, block, largest, job.segment)?;
+    let reader = SegmentReader::new(rec, &job.channels, seg, n)?;
+    let mut count = 0;
+    reader.each(&AtomicBool::new(false), |_, flat| {
+        count += std::hint::black_box(flat).len();
+        Ok(())
+    })?;
+    Ok(count)
+}
+
 /// Streams band power over `rec`: for each segment, `emit(first block index, [channel][scale]
 /// [block] mean power)`. Never holds more than one segment's transform. `progress(done, total)`
 /// is called per segment; `cancel` stops between segments.
@@ -306,90 +424,58 @@ pub fn band_power(
     }
     let largest = axes.scales.last().copied().unwrap_or(0.0) * fs;
     let seg = Segmentation::new(n, block, largest, job.segment)?;
-    // The whole recording's mean per channel, read in pieces (a first, cheap pass).
-    let means: Vec<f64> = job
-        .channels
-        .par_iter()
-        .map(|&c| {
-            let mut sum = 0f64;
-            let mut buf = vec![0f32; 1 << 20];
-            for start in (0..n).step_by(buf.len()) {
-                let len = buf.len().min(n - start);
-                rec.read(c, start, &mut buf[..len])?;
-                sum += buf[..len].iter().map(|&v| v as f64).sum::<f64>();
-            }
-            Ok(sum / n as f64)
-        })
-        .collect::<Result<_, ReadError>>()?;
-    let len = seg.core + 2 * seg.margin;
+    let reader = SegmentReader::new(rec, &job.channels, seg, n)?;
     let dt = 1.0 / fs;
     let plan = match gpu {
         Some(_) => None,
-        None => Some(CwtPlan::new(len, dt, &axes.scales, job.params.omega0)?),
+        None => Some(CwtPlan::new(
+            reader.len,
+            dt,
+            &axes.scales,
+            job.params.omega0,
+        )?),
     };
     let segments = n.div_ceil(seg.core);
     let mut ran_on = (Backend::Cpu, cpu_name());
-    // The next segment is read from the file while this one is transformed.
-    let read_segment = |core_start: usize| -> Result<Vec<Vec<f32>>, ReadError> {
-        let core_len = seg.core.min(n - core_start);
-        let from = core_start.saturating_sub(seg.margin);
-        let to = (core_start + core_len + seg.margin).min(n);
-        let offset = from + seg.margin - core_start;
-        job.channels
-            .par_iter()
-            .zip(&means)
-            .map(|(&c, &mu)| {
-                let mut x = vec![mu as f32; len];
-                rec.read(c, from, &mut x[offset..offset + (to - from)])?;
-                Ok(x)
-            })
-            .collect()
+    let mut done = 0;
+    let mut emit_segment = |core_start: usize, power: &[f64]| {
+        debug_assert_eq!(
+            power.len(),
+            job.channels.len() * axes.scales.len() * seg.core.min(n - core_start).div_ceil(block)
+        );
+        emit(core_start / block, power)?;
+        done += 1;
+        progress(done, segments);
+        Ok::<_, CwtJobError>(())
     };
-    std::thread::scope(|scope| -> Result<(), CwtJobError> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let reader = scope.spawn(move || {
-            for core_start in (0..n).step_by(seg.core) {
-                if cancel.load(Ordering::Relaxed)
-                    || tx.send((core_start, read_segment(core_start))).is_err()
-                {
-                    break;
+    let means = &reader.means;
+    // On the GPU one segment computes while the host uploads the next and reads back the last.
+    let mut pending: Option<(usize, PendingRows)> = None;
+    reader.each(cancel, |core_start, flat| {
+        let core = seg.margin..seg.margin + seg.core.min(n - core_start);
+        match (gpu.as_deref_mut(), &plan) {
+            (Some(kernels), _) => {
+                let sp = kernels.spectra_rows(flat, reader.len, means)?;
+                ran_on = (Backend::Gpu, kernels.context().describe());
+                let omega0 = job.params.omega0;
+                let rows = kernels.block_power_start(&sp, dt, &axes.scales, omega0, core, block);
+                kernels.recycle(sp);
+                if let Some((start, last)) = pending.replace((core_start, rows?)) {
+                    emit_segment(start, &widen(kernels.finish(last)?))?;
                 }
             }
-        });
-        for (k, (core_start, signals)) in rx.iter().enumerate() {
-            let signals = signals?;
-            let core_len = seg.core.min(n - core_start);
-            let blocks = core_len.div_ceil(block);
-            let power: Vec<f64> = match (gpu.as_deref_mut(), &plan) {
-                (Some(kernels), _) => {
-                    let refs: Vec<&[f32]> = signals.iter().map(Vec::as_slice).collect();
-                    let sp = kernels.spectra(&refs, Some(&means))?;
-                    ran_on = (Backend::Gpu, kernels.context().describe());
-                    let range = seg.margin..seg.margin + core_len;
-                    kernels
-                        .block_power(&sp, dt, &axes.scales, job.params.omega0, range, block)?
-                        .into_iter()
-                        .map(f64::from)
-                        .collect()
-                }
-                (None, Some(plan)) => signals
-                    .iter()
-                    .zip(&means)
-                    .flat_map(|(x, &mu)| {
-                        plan.block_power(x, mu, seg.margin..seg.margin + core_len, block)
-                    })
-                    .collect(),
-                (None, None) => unreachable!("a CPU plan is made when there is no GPU"),
-            };
-            debug_assert_eq!(power.len(), job.channels.len() * axes.scales.len() * blocks);
-            emit(core_start / block, &power)?;
-            progress(k + 1, segments);
+            (None, Some(plan)) => {
+                let power: Vec<f64> = (flat.chunks(reader.len).zip(means))
+                    .flat_map(|(x, &mu)| plan.block_power(x, mu, core.clone(), block))
+                    .collect();
+                emit_segment(core_start, &power)?;
+            }
+            (None, None) => unreachable!("a CPU plan is made when there is no GPU"),
         }
-        drop(rx);
-        reader.join().map_err(|_| {
-            CwtJobError::Selection("the reading thread stopped unexpectedly".into())
-        })?;
         Ok(())
     })?;
+    if let (Some(kernels), Some((start, last))) = (gpu, pending) {
+        emit_segment(start, &widen(kernels.finish(last)?))?;
+    }
     Ok((axes, ran_on))
 }

@@ -158,14 +158,37 @@ impl GpuContext {
     /// Maps the whole of `buffer` (MAP_READ or MAP_WRITE, as `mode`) once the work submitted
     /// before is done.
     pub fn map(&self, buffer: &wgpu::Buffer, mode: wgpu::MapMode) -> Result<(), GpuError> {
+        self.map_after(buffer, mode, None)
+    }
+
+    /// Maps `buffer` once `submission` (else everything submitted before) is done: work
+    /// submitted after it may still be running, as when results are read back while the next
+    /// piece computes.
+    pub fn map_after(
+        &self,
+        buffer: &wgpu::Buffer,
+        mode: wgpu::MapMode,
+        submission: Option<wgpu::SubmissionIndex>,
+    ) -> Result<(), GpuError> {
         let (tx, rx) = std::sync::mpsc::channel();
         buffer.slice(..).map_async(mode, move |r| {
             let _ = tx.send(r);
         });
-        self.wait()?;
-        rx.recv()
-            .map_err(|e| GpuError::Poll(e.to_string()))?
-            .map_err(|e| GpuError::Poll(e.to_string()))
+        let poll = wgpu::PollType::Wait {
+            submission_index: submission,
+            timeout: None,
+        };
+        (self.device.poll(poll)).map_err(|e| GpuError::Poll(e.to_string()))?;
+        // wgpu maps a buffer once the last submission that used it is done; should the map
+        // still be pending, everything is waited for.
+        let mapped = match rx.try_recv() {
+            Ok(r) => r,
+            Err(_) => {
+                self.wait()?;
+                rx.recv().map_err(|e| GpuError::Poll(e.to_string()))?
+            }
+        };
+        mapped.map_err(|e| GpuError::Poll(e.to_string()))
     }
 
     /// Copies `bytes` from `offset` of a storage buffer back (both multiples of 4).

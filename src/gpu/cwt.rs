@@ -8,7 +8,8 @@ use eframe::wgpu;
 use eframe::wgpu::util::DeviceExt;
 
 use super::context::{compute_pipeline, entry};
-use super::fft::{FftKernels, grid};
+use super::fft::{FftKernels, TwoPass, grid, with_two_pass};
+use super::upload::UploadRing;
 use super::{GpuContext, GpuError};
 use crate::dsp::cwt::{self, CwtError, PaintSpec, Quantity};
 
@@ -28,6 +29,13 @@ pub struct Spectra {
     pub n: usize,
     pub m: usize,
     buffer: wgpu::Buffer,
+}
+
+/// Rows computed and on their way back to the host (`CwtKernels::finish`).
+pub struct PendingRows {
+    staging: wgpu::Buffer,
+    bytes: u64,
+    submission: wgpu::SubmissionIndex,
 }
 
 /// A scalogram painted on the device: the texture (channels x scales rows, smallest scale of
@@ -105,7 +113,7 @@ impl Tile {
     }
 }
 
-/// What `rows_read_back` computes per row.
+/// What `rows_start` computes per row.
 #[derive(Debug, Clone, Copy)]
 enum RowOutput {
     Magnitude,
@@ -119,9 +127,32 @@ struct Wavelet {
     omega0: f64,
 }
 
+/// The buffers `spectra_rows` reuses.
+#[derive(Clone, Copy)]
+enum Slot {
+    /// The samples as uploaded.
+    Upload,
+    /// Spectra given back by `recycle`.
+    Spectra,
+    /// The forward FFT's other buffer.
+    Scratch,
+}
+
+impl Slot {
+    fn label(self) -> &'static str {
+        match self {
+            Slot::Upload => "cwt samples",
+            Slot::Spectra => "cwt spectra",
+            Slot::Scratch => "cwt spectra scratch",
+        }
+    }
+}
+
 pub struct CwtKernels {
     ctx: GpuContext,
     fft: FftKernels,
+    /// The multiply and inverse FFT in two passes (rows of up to 2^22 values).
+    two_pass: TwoPass,
     load: wgpu::ComputePipeline,
     multiply: wgpu::ComputePipeline,
     magnitude: wgpu::ComputePipeline,
@@ -130,6 +161,10 @@ pub struct CwtKernels {
     block_power: wgpu::ComputePipeline,
     /// Two coefficient buffers reused between runs while big enough.
     work: Option<(u64, wgpu::Buffer, wgpu::Buffer)>,
+    /// Buffers of `spectra_rows` kept for the next call, by `Slot`.
+    buffers: [Option<(u64, wgpu::Buffer)>; 3],
+    /// The samples' way to the device.
+    uploads: UploadRing,
     /// Largest buffer one tile may use; the device's binding limit unless a test lowers it.
     pub max_buffer_bytes: u64,
 }
@@ -139,13 +174,16 @@ impl CwtKernels {
         let dev = &ctx.device;
         let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("cwt"),
-            source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/cwt.wgsl").into()),
+            source: wgpu::ShaderSource::Wgsl(
+                with_two_pass(include_str!("../../shaders/cwt.wgsl")).into(),
+            ),
         });
         let pipeline = |entry_point| compute_pipeline(dev, &module, entry_point);
         let limits = dev.limits();
         CwtKernels {
             ctx: ctx.clone(),
             fft: FftKernels::new(ctx),
+            two_pass: TwoPass::new(dev, &module),
             load: pipeline("load"),
             multiply: pipeline("multiply"),
             magnitude: pipeline("magnitude"),
@@ -153,6 +191,8 @@ impl CwtKernels {
             paint: pipeline("paint"),
             block_power: pipeline("block_power"),
             work: None,
+            buffers: Default::default(),
+            uploads: UploadRing::default(),
             max_buffer_bytes: limits
                 .max_storage_buffer_binding_size
                 .min(limits.max_buffer_size),
@@ -161,6 +201,11 @@ impl CwtKernels {
 
     pub fn context(&self) -> &GpuContext {
         &self.ctx
+    }
+
+    /// The FFTs it runs (tests reach the stage kernels through `two_pass_up_to`).
+    pub fn fft(&mut self) -> &mut FftKernels {
+        &mut self.fft
     }
 
     fn storage(&self, label: &str, bytes: u64, extra: wgpu::BufferUsages) -> wgpu::Buffer {
@@ -226,15 +271,33 @@ impl CwtKernels {
         signals: &[&[f32]],
         means: Option<&[f64]>,
     ) -> Result<Spectra, GpuCwtError> {
-        let channels = signals.len();
         let n = signals.first().map_or(0, |s| s.len());
-        if n < cwt::MIN_SAMPLES {
-            return Err(CwtError::TooShort { n }.into());
-        }
         assert!(
             signals.iter().all(|s| s.len() == n),
             "signals of one length"
         );
+        let means: Vec<f64> = match means {
+            Some(m) => m.to_vec(),
+            None => signals.iter().map(|s| cwt::mean(s)).collect(),
+        };
+        self.spectra_rows(&signals.concat(), n, &means)
+    }
+
+    /// As `spectra`, for signals of `n` samples held one after another in `flat`, one mean
+    /// each: a stream of pieces uploads them without gathering them first. The device buffers
+    /// are reused: the upload's and the FFT's scratch from call to call, the spectra's from
+    /// those given back with `recycle`.
+    pub fn spectra_rows(
+        &mut self,
+        flat: &[f32],
+        n: usize,
+        means: &[f64],
+    ) -> Result<Spectra, GpuCwtError> {
+        let channels = means.len();
+        assert_eq!(flat.len(), channels * n, "channels x n samples");
+        if n < cwt::MIN_SAMPLES {
+            return Err(CwtError::TooShort { n }.into());
+        }
         let m = cwt::padded_len(n);
         let bytes = (channels * m * 8) as u64;
         if bytes > self.max_buffer_bytes {
@@ -246,30 +309,26 @@ impl CwtKernels {
         }
         let ctx = self.ctx.clone();
         let buffer = ctx.guarded(|| {
-            let flat: Vec<f32> = signals.concat();
-            let means: Vec<f32> = match means {
-                Some(m) => m.iter().map(|&v| v as f32).collect(),
-                None => signals.iter().map(|s| cwt::mean(s) as f32).collect(),
-            };
-            let samples = self.init(
-                "cwt samples",
-                bytemuck::cast_slice(&flat),
-                wgpu::BufferUsages::STORAGE,
-            );
+            let means: Vec<f32> = means.iter().map(|&v| v as f32).collect();
+            let upload = wgpu::BufferUsages::COPY_DST;
+            let samples = self.reused(Slot::Upload, (flat.len() * 4) as u64, upload);
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
+            (self.uploads).upload(&ctx, &mut enc, bytemuck::cast_slice(flat), &samples)?;
             let means = self.init(
                 "cwt means",
                 bytemuck::cast_slice(&means),
                 wgpu::BufferUsages::STORAGE,
             );
-            let a = self.storage("cwt spectra", bytes, wgpu::BufferUsages::COPY_SRC);
-            let b = self.storage("cwt spectra b", bytes, wgpu::BufferUsages::empty());
+            let a = self.reused(Slot::Spectra, bytes, wgpu::BufferUsages::empty());
+            let b = self.reused(Slot::Scratch, bytes, wgpu::BufferUsages::empty());
+            // A recycled buffer serves one spectra only.
+            self.buffers[Slot::Spectra as usize] = None;
             let params = Params {
                 n: n as u32,
                 m: m as u32,
                 rows: channels as u32,
                 ..Default::default()
             };
-            let mut enc = ctx.device.create_command_encoder(&Default::default());
             self.dispatch(
                 &mut enc,
                 &self.load,
@@ -279,15 +338,40 @@ impl CwtKernels {
                 (m, channels),
             );
             let in_b = self.fft.encode(&mut enc, &a, &b, m, channels, false);
-            ctx.queue.submit([enc.finish()]);
-            if in_b { b } else { a }
-        })?;
+            self.uploads.submitted(ctx.queue.submit([enc.finish()]));
+            Ok::<_, GpuError>(if in_b {
+                // The stage kernels left the spectra in the scratch buffer: swap the roles.
+                self.buffers[Slot::Scratch as usize] = Some((bytes, a));
+                b
+            } else {
+                a
+            })
+        })??;
         Ok(Spectra {
             channels,
             n,
             m,
             buffer,
         })
+    }
+
+    /// Gives spectra no longer needed back, for the next `spectra_rows` to fill (the GPU's
+    /// queue order keeps work already submitted on them right).
+    pub fn recycle(&mut self, sp: Spectra) {
+        self.buffers[Slot::Spectra as usize] = Some((sp.buffer.size(), sp.buffer));
+    }
+
+    /// The buffer in `slot` when it holds `bytes` exactly, else a new one put there.
+    fn reused(&mut self, slot: Slot, bytes: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
+        let size = bytes.max(4);
+        match &self.buffers[slot as usize] {
+            Some((kept, buffer)) if *kept == size => buffer.clone(),
+            _ => {
+                let buffer = self.storage(slot.label(), bytes, usage);
+                self.buffers[slot as usize] = Some((size, buffer.clone()));
+                buffer
+            }
+        }
     }
 
     /// Tiles of rows that fit one buffer: whole channels when a channel's scales fit.
@@ -394,15 +478,30 @@ impl CwtKernels {
                 omega0: w.omega0 as f32,
                 ..Default::default()
             };
-            self.dispatch(
-                enc,
-                &self.multiply,
-                &params,
-                &[(4, &sp.buffer), (5, &wavelet), (6, &a)],
-                None,
-                (m, tile.rows()),
-            );
-            let in_b = self.fft.encode(enc, &a, &b, m, tile.rows(), true);
+            // The multiply and inverse FFT: two passes, or a pass each and one per stage.
+            let in_b = if self.fft.two_passes(m) {
+                let uniform = self.init(
+                    "cwt params",
+                    bytemuck::bytes_of(&params),
+                    wgpu::BufferUsages::UNIFORM,
+                );
+                let tw = self.fft.twiddles(m).clone();
+                let input = [(0, &uniform), (4, &sp.buffer), (5, &wavelet)];
+                let (shape, keep) = ((m, tile.rows()), sp.n);
+                let dev = &self.ctx.device;
+                (self.two_pass).encode(dev, enc, &tw, &input, (&b, &a), shape, true, keep);
+                false
+            } else {
+                self.dispatch(
+                    enc,
+                    &self.multiply,
+                    &params,
+                    &[(4, &sp.buffer), (5, &wavelet), (6, &a)],
+                    None,
+                    (m, tile.rows()),
+                );
+                self.fft.encode(enc, &a, &b, m, tile.rows(), true)
+            };
             each(self, enc, tile, if in_b { &b } else { &a }, params);
         }
         Ok(())
@@ -417,7 +516,8 @@ impl CwtKernels {
         omega0: f64,
     ) -> Result<Vec<f32>, GpuCwtError> {
         let w = Self::wavelet(dt, scales, omega0)?;
-        self.rows_read_back(sp, &w, sp.n, RowOutput::Magnitude, |_| {})
+        let pending = self.rows_start(sp, &w, sp.n, RowOutput::Magnitude, |_| {})?;
+        self.finish(pending)
     }
 
     /// Mean |W|^2 over blocks of `block` samples of `range`, `[channel][scale][block]` (the
@@ -431,10 +531,25 @@ impl CwtKernels {
         range: std::ops::Range<usize>,
         block: usize,
     ) -> Result<Vec<f32>, GpuCwtError> {
+        let pending = self.block_power_start(sp, dt, scales, omega0, range, block)?;
+        self.finish(pending)
+    }
+
+    /// `block_power` submitted, its values to come from `finish`: the host can prepare the
+    /// next piece while the GPU computes this one.
+    pub fn block_power_start(
+        &mut self,
+        sp: &Spectra,
+        dt: f64,
+        scales: &[f64],
+        omega0: f64,
+        range: std::ops::Range<usize>,
+        block: usize,
+    ) -> Result<PendingRows, GpuCwtError> {
         assert!(block > 0 && range.end <= sp.n);
         let w = Self::wavelet(dt, scales, omega0)?;
         let blocks = range.len().div_ceil(block);
-        self.rows_read_back(sp, &w, blocks, RowOutput::BlockPower, |p| {
+        self.rows_start(sp, &w, blocks, RowOutput::BlockPower, |p| {
             p.first = range.start as u32;
             p.count = range.len() as u32;
             p.block = block as u32;
@@ -442,24 +557,28 @@ impl CwtKernels {
         })
     }
 
-    /// Runs `output` on every tile's coefficients, `width` values a row, gathers the rows into
-    /// `[channel][scale][width]` and reads them back.
-    fn rows_read_back(
+    /// Runs `output` on every tile's coefficients, `width` values a row, and gathers the rows
+    /// into `[channel][scale][width]` in a buffer the host reads (`finish`).
+    fn rows_start(
         &mut self,
         sp: &Spectra,
         w: &Wavelet,
         width: usize,
         output: RowOutput,
         tweak: impl Fn(&mut Params),
-    ) -> Result<Vec<f32>, GpuCwtError> {
+    ) -> Result<PendingRows, GpuCwtError> {
         let s = w.scales.len();
         let row_bytes = (width * 4) as u64;
-        let total = (sp.channels * s) as u64 * row_bytes;
+        let bytes = (sp.channels * s) as u64 * row_bytes;
         let ctx = self.ctx.clone();
-        let out = self.storage("cwt rows", total, copy_both());
-        ctx.guarded(|| -> Result<(), GpuCwtError> {
+        let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("cwt rows"),
+            size: bytes.max(4),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let submission = ctx.guarded(|| -> Result<_, GpuCwtError> {
             let mut enc = ctx.device.create_command_encoder(&Default::default());
-            let mut parts = Vec::new();
             self.run_tiles(&mut enc, sp, w, |k, enc, tile, coeffs, mut params| {
                 tweak(&mut params);
                 let part = k.storage(
@@ -477,15 +596,34 @@ impl CwtKernels {
                 for c in 0..tile.channels {
                     let from = (c * tile.sj) as u64 * row_bytes;
                     let to = ((tile.c0 + c) * s + tile.j0) as u64 * row_bytes;
-                    enc.copy_buffer_to_buffer(&part, from, &out, to, tile.sj as u64 * row_bytes);
+                    let len = tile.sj as u64 * row_bytes;
+                    enc.copy_buffer_to_buffer(&part, from, &staging, to, len);
                 }
-                parts.push(part);
             })?;
-            ctx.queue.submit([enc.finish()]);
-            Ok(())
+            Ok(ctx.queue.submit([enc.finish()]))
         })??;
-        let bytes = ctx.read_back(&out, total)?;
-        Ok(bytemuck::cast_slice::<u8, f32>(&bytes).to_vec())
+        Ok(PendingRows {
+            staging,
+            bytes,
+            submission,
+        })
+    }
+
+    /// The rows of `pending`, once the GPU has computed them (work submitted after them may go
+    /// on meanwhile).
+    pub fn finish(&self, pending: PendingRows) -> Result<Vec<f32>, GpuCwtError> {
+        let PendingRows {
+            staging,
+            bytes,
+            submission,
+        } = pending;
+        let read = wgpu::MapMode::Read;
+        self.ctx.map_after(&staging, read, Some(submission))?;
+        let view = staging
+            .slice(..bytes)
+            .get_mapped_range()
+            .map_err(|e| GpuError::Poll(e.to_string()))?;
+        Ok(bytemuck::cast_slice::<u8, f32>(&view).to_vec())
     }
 
     /// Paints the scalogram of `sp` into a new texture of `spec.width` x (channels x scales)
@@ -635,9 +773,4 @@ impl CwtKernels {
             })
             .collect())
     }
-}
-
-/// An output assembled from tiles by copies and then read back.
-fn copy_both() -> wgpu::BufferUsages {
-    wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST
 }

@@ -1,6 +1,8 @@
-//! Batched complex FFTs on the GPU (shaders/fft.wgsl): Stockham radix-8 stages (one radix-2
-//! or radix-4 stage first when 3 does not divide log2 M), each a pass over global memory,
-//! ping-ponging between two buffers. rustfft is the CPU twin the tests compare with.
+//! Batched complex FFTs on the GPU. Rows of up to 2^22 values take two passes over memory, the
+//! stages of each done in workgroup memory (shaders/fft_pass.wgsl, `TwoPass`); longer rows take
+//! Stockham radix-8 stages (shaders/fft.wgsl; one radix-2 or radix-4 stage first when 3 does
+//! not divide log2 M), each a pass over global memory, ping-ponging between two buffers.
+//! rustfft is the CPU twin the tests compare with.
 
 use std::collections::HashMap;
 
@@ -14,8 +16,98 @@ use super::{GpuContext, GpuError};
 /// Rows per dispatch along y before the z dimension takes over (wgpu's per-dimension limit).
 pub(crate) const MAX_Y: u32 = 65535;
 
+/// Values one workgroup of shaders/fft_pass.wgsl holds (its `TILE`).
+const TILE: usize = 2048;
+
+/// The source of a module that `shaders/fft_pass.wgsl` completes: `source` defines its
+/// `pass_input`.
+pub(crate) fn with_two_pass(source: &str) -> String {
+    format!("{source}\n{}", include_str!("../../shaders/fft_pass.wgsl"))
+}
+
+/// The two dispatches of shaders/fft_pass.wgsl, from a module whose `pass_input` gives pass 1's
+/// values: a buffer's here, the wavelet multiply's in gpu::cwt.
+pub(crate) struct TwoPass {
+    pass1: wgpu::ComputePipeline,
+    pass2: wgpu::ComputePipeline,
+}
+
+impl TwoPass {
+    pub(crate) fn new(device: &wgpu::Device, module: &wgpu::ShaderModule) -> Self {
+        TwoPass {
+            pass1: compute_pipeline(device, module, "pass1"),
+            pass2: compute_pipeline(device, module, "pass2"),
+        }
+    }
+
+    /// Whether rows of `m` values take the two passes: both factors must fit a workgroup.
+    pub(crate) fn fits(m: usize) -> bool {
+        m.is_power_of_two() && m <= TILE * TILE
+    }
+
+    /// (N1, N2): pass 1's and pass 2's lengths, as even as the powers of two allow.
+    fn split(m: usize) -> (usize, usize) {
+        if m <= TILE {
+            return (m, 1);
+        }
+        let levels = m.trailing_zeros();
+        let first = levels.div_ceil(2);
+        (1 << first, 1 << (levels - first))
+    }
+
+    /// Records the FFTs of `rows` rows of `m` values: pass 1 reads them through `pass_input`,
+    /// whose buffers `input` binds, and writes `inter`; pass 2 writes the first `keep` values of
+    /// each row of `out`. `twiddles` is `FftKernels::twiddles(m)`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn encode(
+        &self,
+        device: &wgpu::Device,
+        enc: &mut wgpu::CommandEncoder,
+        twiddles: &wgpu::Buffer,
+        input: &[(u32, &wgpu::Buffer)],
+        (inter, out): (&wgpu::Buffer, &wgpu::Buffer),
+        (m, rows): (usize, usize),
+        inverse: bool,
+        keep: usize,
+    ) {
+        assert!(
+            Self::fits(m),
+            "rows of {m} values are too long for two passes"
+        );
+        let (n1, n2) = Self::split(m);
+        let split = [m, n1, n2, rows, inverse as usize, keep.min(m), 0, 0].map(|v| v as u32);
+        let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("fft split"),
+            contents: bytemuck::cast_slice(&split),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let tiles = (rows * m).div_ceil(TILE).max(1) as u32;
+        let (x, y) = (tiles.min(MAX_Y), tiles.div_ceil(MAX_Y));
+        let mut first: Vec<(u32, &wgpu::Buffer)> =
+            vec![(20, &uniform), (21, twiddles), (22, inter)];
+        first.extend_from_slice(input);
+        let second = [(20, &uniform), (21, twiddles), (23, inter), (24, out)];
+        for (pipeline, buffers) in [(&self.pass1, &first[..]), (&self.pass2, &second[..])] {
+            let entries: Vec<_> = buffers.iter().map(|&(b, buf)| entry(b, buf)).collect();
+            let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("fft pass"),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            });
+            let mut pass = enc.begin_compute_pass(&Default::default());
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, &bind, &[]);
+            pass.dispatch_workgroups(x, y, 1);
+        }
+    }
+}
+
 pub struct FftKernels {
     ctx: GpuContext,
+    two_pass: TwoPass,
+    /// The longest rows that take the two passes (all that fit, unless a test lowers it to
+    /// reach the stage kernels).
+    pub two_pass_up_to: usize,
     radix2: wgpu::ComputePipeline,
     radix4: wgpu::ComputePipeline,
     radix8: wgpu::ComputePipeline,
@@ -38,11 +130,15 @@ impl FftKernels {
         let dev = &ctx.device;
         let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("fft"),
-            source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/fft.wgsl").into()),
+            source: wgpu::ShaderSource::Wgsl(
+                with_two_pass(include_str!("../../shaders/fft.wgsl")).into(),
+            ),
         });
         let pipeline = |entry_point| compute_pipeline(dev, &module, entry_point);
         FftKernels {
             ctx: ctx.clone(),
+            two_pass: TwoPass::new(dev, &module),
+            two_pass_up_to: TILE * TILE,
             radix2: pipeline("radix2"),
             radix4: pipeline("radix4"),
             radix8: pipeline("radix8"),
@@ -50,7 +146,13 @@ impl FftKernels {
         }
     }
 
-    fn twiddles(&mut self, m: usize) -> &wgpu::Buffer {
+    /// Whether rows of `m` values take the two passes (else one pass per stage).
+    pub(crate) fn two_passes(&self, m: usize) -> bool {
+        m <= self.two_pass_up_to && TwoPass::fits(m)
+    }
+
+    /// The table exp(-2 pi i t / M), t < M, made once per M.
+    pub(crate) fn twiddles(&mut self, m: usize) -> &wgpu::Buffer {
         let dev = &self.ctx.device;
         self.twiddles.entry(m).or_insert_with(|| {
             let table: Vec<[f32; 2]> = (0..m)
@@ -79,6 +181,15 @@ impl FftKernels {
         inverse: bool,
     ) -> bool {
         assert!(m.is_power_of_two(), "FFT lengths are powers of two");
+        if self.two_passes(m) {
+            let tw = self.twiddles(m).clone();
+            let buffers = (b, a);
+            let shape = (m, rows);
+            let dev = &self.ctx.device;
+            self.two_pass
+                .encode(dev, enc, &tw, &[(1, a)], buffers, shape, inverse, m);
+            return false;
+        }
         let levels = m.trailing_zeros();
         let mut radices = match levels % 3 {
             1 => vec![2usize],

@@ -65,6 +65,8 @@ struct Interactive {
     width: usize,
     /// Parameter change to finished texture (signals on the device).
     gpu_parameter_change_s: Option<Stats>,
+    /// The host's part of it: recording and submitting the work, before the wait.
+    gpu_parameter_change_host_s: Option<Stats>,
     /// Upload, forward FFTs and the same (a scroll of the window).
     gpu_new_window_s: Option<Stats>,
     /// |W| of every channel and scale on the CPU path.
@@ -87,6 +89,9 @@ struct Batch {
     segments: usize,
     gpu_s: Option<f64>,
     cpu_s: Option<f64>,
+    /// Reading and decoding every segment alone, as the batch does (the host's share; the
+    /// batch overlaps it with the GPU's work).
+    read_s: f64,
     /// Bytes the kernels read and write (multiply, FFT stages, block sums), modelled.
     modelled_bytes: f64,
     gpu_bandwidth_tb_s: Option<f64>,
@@ -143,6 +148,7 @@ pub fn run(args: &CwtBenchArgs) -> anyhow::Result<()> {
     let scales = interactive_params(6.0).scales(dt)?;
 
     let mut change = Vec::new();
+    let mut change_host = Vec::new();
     let mut window = Vec::new();
     if let Some(k) = kernels.as_mut() {
         let sp = k.spectra(&refs, None)?;
@@ -152,11 +158,13 @@ pub fn run(args: &CwtBenchArgs) -> anyhow::Result<()> {
             let sc = interactive_params(omega0).scales(dt)?;
             let t = Instant::now();
             let painted = k.paint(&sp, dt, &sc, omega0, &spec, &lut)?;
+            let host = t.elapsed().as_secs_f64();
             k.context().wait()?;
             let e = t.elapsed().as_secs_f64();
             drop(painted);
             if r >= 2 {
                 change.push(e);
+                change_host.push(host);
             }
         }
         for r in 0..args.repeats + 2 {
@@ -196,6 +204,7 @@ pub fn run(args: &CwtBenchArgs) -> anyhow::Result<()> {
         scales: scales.len(),
         width: spec.width,
         gpu_parameter_change_s: (!change.is_empty()).then(|| Stats::of(change)),
+        gpu_parameter_change_host_s: (!change_host.is_empty()).then(|| Stats::of(change_host)),
         gpu_new_window_s: (!window.is_empty()).then(|| Stats::of(window)),
         cpu_magnitude_s: Stats::of(cpu_mag),
         cpu_image_s: Stats::of(cpu_image),
@@ -272,6 +281,10 @@ fn batch(args: &CwtBenchArgs, kernels: Option<&mut CwtKernels>) -> anyhow::Resul
         eprintln!("batch on the GPU: {s:.3} s");
         gpu_s = Some(s);
     }
+    let t = Instant::now();
+    cwt_job::band_power_reads(&rec, &job)?;
+    let read_s = t.elapsed().as_secs_f64();
+    eprintln!("reading alone: {read_s:.3} s");
     let cpu_s = if args.batch_cpu {
         let s = run(None)?;
         eprintln!("batch on the CPU: {s:.3} s");
@@ -292,6 +305,7 @@ fn batch(args: &CwtBenchArgs, kernels: Option<&mut CwtKernels>) -> anyhow::Resul
         segments,
         gpu_s,
         cpu_s,
+        read_s,
         modelled_bytes,
         gpu_bandwidth_tb_s: gpu_s.map(|s| modelled_bytes / s / 1e12),
         copy_ceiling_tb_s: 2.8,

@@ -1,0 +1,280 @@
+// Batched complex FFTs of rows of M = 2^L <= 2^22 values in two passes over memory, the
+// stages of each pass done in workgroup memory (the four-step FFT of Bailey, 1990). src/gpu/fft.rs
+// drives it (`TwoPass`); rustfft is its CPU twin in the tests. The stage-per-dispatch kernels of
+// fft.wgsl read and write every value once per radix-8 stage (6 passes at M = 2^17); this reads
+// and writes it twice, whatever M.
+//
+// This file is not a module of its own: it is appended to one that defines
+//     fn pass_input(row: u32, k: u32) -> vec2<f32>
+// pass 1's input value k of a row (fft.wgsl reads it from a buffer; cwt.wgsl multiplies a
+// spectrum by the daughter wavelet there, so that the multiply costs no pass of its own).
+// Its bindings start at 20 to stay clear of the including module's.
+//
+// M = N1 N2, input index k = N2 k1 + k2 (k1 < N1, k2 < N2), output index j = j1 + N1 j2:
+//   pass 1: for each column k2, the N1-point DFT over k1 -> Y[k2][j1], times W_M^(k2 j1),
+//           stored as inter[row][j1 N2 + k2];
+//   pass 2: for each j1, the N2-point DFT of inter[row][j1 N2 ..][0..N2] over k2 -> X[j1 + N1 j2].
+// A workgroup holds TILE values: TILE / N1 adjacent columns in pass 1 (their loads and stores
+// are runs of TILE / N1 values), TILE / N2 rows j1 in pass 2 (contiguous loads, stores in
+// runs of TILE / N2). Sequences are numbered across rows (g = row N2 + k2, or row N1 + j1), so
+// rows shorter than a tile share one (N2 = 1 when M <= TILE: pass 2 is then a copy).
+//
+// Inside a tile, Stockham stages as in fft.wgsl (one radix-2 or radix-4 stage first when 3
+// does not divide log2 of the length, then radix 8): each thread reads its 8 values, all wait,
+// each writes its 8, all wait.
+//
+// Layouts:
+//   split      uniform Split
+//   twiddles   vec2<f32> [M]        exp(-2 pi i t / M) (host f64); the inverse uses conjugates
+//   inter_out  vec2<f32> [rows][M]  pass 1's output, pass 2's input (`inter`)
+//   out        vec2<f32> [rows][M]  natural order; only j < keep is written
+//
+// Dispatch: workgroup_size 256; ceil(rows M / TILE) workgroups as (x, y) with x <= 65535,
+// workgroup index x + y * num_workgroups.x (src/gpu/fft.rs `tiles_grid`).
+// No scaling: the inverse is unnormalized, as rustfft's is.
+
+struct Split {
+    m: u32,
+    n1: u32,
+    n2: u32,
+    rows: u32,
+    inverse: u32,
+    keep: u32,
+    pad0: u32,
+    pad1: u32,
+}
+
+const TILE: u32 = 2048u;
+const THREADS: u32 = 256u;
+// Values a thread holds: TILE / THREADS.
+const PER_THREAD: u32 = 8u;
+
+@group(0) @binding(20) var<uniform> split: Split;
+@group(0) @binding(21) var<storage, read> twiddles: array<vec2<f32>>;
+@group(0) @binding(22) var<storage, read_write> inter_out: array<vec2<f32>>;
+@group(0) @binding(23) var<storage, read> inter: array<vec2<f32>>;
+@group(0) @binding(24) var<storage, read_write> out: array<vec2<f32>>;
+
+var<workgroup> tile: array<vec2<f32>, TILE>;
+
+fn tp_cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+
+// exp(-+2 pi i t / M): the table, conjugated for the inverse.
+fn tp_twiddle(t: u32) -> vec2<f32> {
+    let w = twiddles[t];
+    return select(w, vec2<f32>(w.x, -w.y), split.inverse == 1u);
+}
+
+// d times -i (forward) or +i (inverse).
+fn tp_rot(d: vec2<f32>) -> vec2<f32> {
+    return select(vec2<f32>(d.y, -d.x), vec2<f32>(-d.y, d.x), split.inverse == 1u);
+}
+
+fn tp_dft4(a0: vec2<f32>, a1: vec2<f32>, a2: vec2<f32>, a3: vec2<f32>) -> array<vec2<f32>, 4> {
+    let b0 = a0 + a2;
+    let b1 = a0 - a2;
+    let b2 = a1 + a3;
+    let b3 = tp_rot(a1 - a3);
+    return array<vec2<f32>, 4>(b0 + b2, b1 + b3, b0 - b2, b1 - b3);
+}
+
+fn tp_dft8(a: array<vec2<f32>, 8>) -> array<vec2<f32>, 8> {
+    // Even and odd halves, then y_q = E_q + w8^q O_q and y_{q+4} = E_q - w8^q O_q.
+    let e = tp_dft4(a[0], a[2], a[4], a[6]);
+    let o = tp_dft4(a[1], a[3], a[5], a[7]);
+    let h = 0.70710678118654752;
+    let sgn = select(-1.0, 1.0, split.inverse == 1u);
+    let o1 = tp_cmul(o[1], vec2<f32>(h, sgn * h));
+    let o2 = tp_cmul(o[2], vec2<f32>(0.0, sgn));
+    let o3 = tp_cmul(o[3], vec2<f32>(-h, sgn * h));
+    return array<vec2<f32>, 8>(
+        e[0] + o[0], e[1] + o1, e[2] + o2, e[3] + o3,
+        e[0] - o[0], e[1] - o1, e[2] - o2, e[3] - o3,
+    );
+}
+
+// The Stockham stages, one function per radix so that every loop has a constant trip count
+// and the values stay in registers. A stage of radix R with sub-transform length p over the
+// tile's sequences of `len` values: TILE / R butterflies, PER_THREAD / R a thread; butterfly b
+// of sequence s = b / (len / R) takes x[i + r len / R] (i = b mod len / R, k = i mod p), times
+// exp(-+2 pi i r k / (R p)) = twiddles[r k M / (R p)], and writes y[(i - k) R + k + r p].
+struct Butterfly {
+    base: u32,
+    i: u32,
+    k: u32,
+}
+
+// Lengths are powers of two: shifts and masks instead of divisions.
+fn tp_butterfly(b: u32, len: u32, radix: u32, p: u32) -> Butterfly {
+    let t = len / radix;
+    let i = b & (t - 1u);
+    return Butterfly((b >> countTrailingZeros(t)) * len, i, i & (p - 1u));
+}
+
+fn tp_load(f: Butterfly, r: u32, t: u32, step: u32) -> vec2<f32> {
+    let v = tile[f.base + f.i + r * t];
+    if r == 0u || f.k == 0u {
+        return v;
+    }
+    return tp_cmul(v, tp_twiddle(r * f.k * step));
+}
+
+fn tp_stage8(len: u32, p: u32, lid: u32) {
+    let t = len / 8u;
+    let step = split.m / (8u * p);
+    let f = tp_butterfly(lid, len, 8u, p);
+    var x: array<vec2<f32>, 8>;
+    for (var r = 0u; r < 8u; r++) {
+        x[r] = tp_load(f, r, t, step);
+    }
+    workgroupBarrier();
+    let y = tp_dft8(x);
+    let j = f.base + (f.i - f.k) * 8u + f.k;
+    for (var r = 0u; r < 8u; r++) {
+        tile[j + r * p] = y[r];
+    }
+    workgroupBarrier();
+}
+
+fn tp_stage4(len: u32, p: u32, lid: u32) {
+    let t = len / 4u;
+    let step = split.m / (4u * p);
+    var x: array<vec2<f32>, 8>;
+    for (var q = 0u; q < 2u; q++) {
+        let f = tp_butterfly(lid + q * THREADS, len, 4u, p);
+        for (var r = 0u; r < 4u; r++) {
+            x[q * 4u + r] = tp_load(f, r, t, step);
+        }
+    }
+    workgroupBarrier();
+    for (var q = 0u; q < 2u; q++) {
+        let f = tp_butterfly(lid + q * THREADS, len, 4u, p);
+        let o = q * 4u;
+        let y = tp_dft4(x[o], x[o + 1u], x[o + 2u], x[o + 3u]);
+        let j = f.base + (f.i - f.k) * 4u + f.k;
+        for (var r = 0u; r < 4u; r++) {
+            tile[j + r * p] = y[r];
+        }
+    }
+    workgroupBarrier();
+}
+
+fn tp_stage2(len: u32, p: u32, lid: u32) {
+    let t = len / 2u;
+    let step = split.m / (2u * p);
+    var x: array<vec2<f32>, 8>;
+    for (var q = 0u; q < 4u; q++) {
+        let f = tp_butterfly(lid + q * THREADS, len, 2u, p);
+        x[q * 2u] = tp_load(f, 0u, t, step);
+        x[q * 2u + 1u] = tp_load(f, 1u, t, step);
+    }
+    workgroupBarrier();
+    for (var q = 0u; q < 4u; q++) {
+        let f = tp_butterfly(lid + q * THREADS, len, 2u, p);
+        let j = f.base + (f.i - f.k) * 2u + f.k;
+        tile[j] = x[q * 2u] + x[q * 2u + 1u];
+        tile[j + p] = x[q * 2u] - x[q * 2u + 1u];
+    }
+    workgroupBarrier();
+}
+
+// FFTs of the TILE / len sequences of `len` values in the tile, in place.
+fn tp_tile_fft(len: u32, lid: u32) {
+    let levels = countTrailingZeros(len);
+    var p = 1u;
+    if levels % 3u == 1u {
+        tp_stage2(len, p, lid);
+        p = 2u;
+    } else if levels % 3u == 2u {
+        tp_stage4(len, p, lid);
+        p = 4u;
+    }
+    while p < len {
+        tp_stage8(len, p, lid);
+        p *= 8u;
+    }
+}
+
+fn tp_workgroup(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return wid.x + wid.y * nwg.x;
+}
+
+@compute @workgroup_size(256)
+fn pass1(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let n1 = split.n1;
+    let n2 = split.n2;
+    let per = TILE / n1;
+    let per_bits = countTrailingZeros(per);
+    let n2_bits = countTrailingZeros(n2);
+    let g0 = tp_workgroup(wid, nwg) * per;
+    let total = split.rows * n2;
+    // Adjacent threads take adjacent columns: runs of `per` values in memory.
+    for (var q = 0u; q < PER_THREAD; q++) {
+        let e = lid + q * THREADS;
+        let s = e & (per - 1u);
+        let k1 = e >> per_bits;
+        let g = g0 + s;
+        var v = vec2<f32>(0.0, 0.0);
+        if g < total {
+            v = pass_input(g >> n2_bits, n2 * k1 + (g & (n2 - 1u)));
+        }
+        tile[s * n1 + k1] = v;
+    }
+    workgroupBarrier();
+    tp_tile_fft(n1, lid);
+    for (var q = 0u; q < PER_THREAD; q++) {
+        let e = lid + q * THREADS;
+        let s = e & (per - 1u);
+        let j1 = e >> per_bits;
+        let g = g0 + s;
+        if g < total {
+            let row = g >> n2_bits;
+            let k2 = g & (n2 - 1u);
+            // k2 j1 < M: no reduction needed.
+            let v = tp_cmul(tile[s * n1 + j1], tp_twiddle(k2 * j1));
+            inter_out[row * split.m + j1 * n2 + k2] = v;
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn pass2(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let n1 = split.n1;
+    let n2 = split.n2;
+    let per = TILE / n2;
+    let per_bits = countTrailingZeros(per);
+    let n1_bits = countTrailingZeros(n1);
+    let g0 = tp_workgroup(wid, nwg) * per;
+    let total = split.rows * n1;
+    // Sequence g = row N1 + j1 starts at g N2: the tile is one contiguous stretch.
+    for (var q = 0u; q < PER_THREAD; q++) {
+        let e = lid + q * THREADS;
+        var v = vec2<f32>(0.0, 0.0);
+        if g0 + (e >> countTrailingZeros(n2)) < total {
+            v = inter[g0 * n2 + e];
+        }
+        tile[e] = v;
+    }
+    workgroupBarrier();
+    tp_tile_fft(n2, lid);
+    for (var q = 0u; q < PER_THREAD; q++) {
+        let e = lid + q * THREADS;
+        let s = e & (per - 1u);
+        let j2 = e >> per_bits;
+        let g = g0 + s;
+        let j = (g & (n1 - 1u)) + n1 * j2;
+        if g < total && j < split.keep {
+            out[(g >> n1_bits) * split.m + j] = tile[s * n2 + j2];
+        }
+    }
+}
