@@ -27,7 +27,7 @@
 //   split      uniform Split
 //   twiddles   vec2<f32> [M]        exp(-2 pi i t / M) (host f64); the inverse uses conjugates
 //   inter_out  vec2<f32> [rows][M]  pass 1's output, pass 2's input (`inter`)
-//   out        vec2<f32> [rows][M]  natural order; only j < keep is written
+//   out        vec2<f32> [rows][M]  natural order; only keep_from <= j < keep_to is written
 //
 // Dispatch: workgroup_size 256; ceil(rows M / TILE) workgroups as (x, y) with x <= 65535,
 // workgroup index x + y * num_workgroups.x (src/gpu/fft.rs `tiles_grid`).
@@ -39,9 +39,10 @@ struct Split {
     n2: u32,
     rows: u32,
     inverse: u32,
-    keep: u32,
-    pad0: u32,
-    pad1: u32,
+    // Pass 2 writes out[row][j] for keep_from <= j < keep_to only.
+    keep_from: u32,
+    keep_to: u32,
+    pad: u32,
 }
 
 const TILE: u32 = 2048u;
@@ -273,7 +274,7 @@ fn pass2(
         let j2 = e >> per_bits;
         let g = g0 + s;
         let j = (g & (n1 - 1u)) + n1 * j2;
-        if g < total && j < split.keep {
+        if g < total && j >= split.keep_from && j < split.keep_to {
             out[(g >> n1_bits) * split.m + j] = tile[s * n2 + j2];
         }
     }

@@ -56,8 +56,9 @@ impl TwoPass {
     }
 
     /// Records the FFTs of `rows` rows of `m` values: pass 1 reads them through `pass_input`,
-    /// whose buffers `input` binds, and writes `inter`; pass 2 writes the first `keep` values of
-    /// each row of `out`. `twiddles` is `FftKernels::twiddles(m)`.
+    /// whose buffers `input` binds, and writes `inter`; pass 2 writes the values `keep` of each
+    /// row of `out` (what is read next: the rest is not worth its bandwidth). `twiddles` is
+    /// `FftKernels::twiddles(m)`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn encode(
         &self,
@@ -68,14 +69,15 @@ impl TwoPass {
         (inter, out): (&wgpu::Buffer, &wgpu::Buffer),
         (m, rows): (usize, usize),
         inverse: bool,
-        keep: usize,
+        keep: std::ops::Range<usize>,
     ) {
         assert!(
             Self::fits(m),
             "rows of {m} values are too long for two passes"
         );
         let (n1, n2) = Self::split(m);
-        let split = [m, n1, n2, rows, inverse as usize, keep.min(m), 0, 0].map(|v| v as u32);
+        let (from, to) = (keep.start, keep.end.min(m));
+        let split = [m, n1, n2, rows, inverse as usize, from, to, 0].map(|v| v as u32);
         let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("fft split"),
             contents: bytemuck::cast_slice(&split),
@@ -187,7 +189,7 @@ impl FftKernels {
             let shape = (m, rows);
             let dev = &self.ctx.device;
             self.two_pass
-                .encode(dev, enc, &tw, &[(1, a)], buffers, shape, inverse, m);
+                .encode(dev, enc, &tw, &[(1, a)], buffers, shape, inverse, 0..m);
             return false;
         }
         let levels = m.trailing_zeros();
