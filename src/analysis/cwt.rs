@@ -275,6 +275,9 @@ fn widen(v: Vec<f32>) -> Vec<f64> {
 struct SegmentReader<'a> {
     rec: &'a Recording,
     channels: &'a [usize],
+    /// The channels' sampling rate, and samples a block.
+    fs: f64,
+    block: usize,
     seg: Segmentation,
     n: usize,
     /// Samples a segment holds per channel: its core and both margins.
@@ -284,13 +287,40 @@ struct SegmentReader<'a> {
 }
 
 impl<'a> SegmentReader<'a> {
-    /// Reads the whole recording once for its means (a first, cheap pass).
-    fn new(
-        rec: &'a Recording,
-        channels: &'a [usize],
-        seg: Segmentation,
-        n: usize,
-    ) -> Result<Self, ReadError> {
+    /// The segments of `job` over `rec`, checked, with the scales; reads the whole recording
+    /// once for its means (a first, cheap pass).
+    fn for_job(rec: &'a Recording, job: &'a BandPowerJob) -> Result<(Self, Axes), CwtJobError> {
+        let first = *job
+            .channels
+            .first()
+            .ok_or_else(|| CwtJobError::Selection("no channels are selected".into()))?;
+        let fs = rec.signals[first].fs;
+        if let Some(&c) = job.channels.iter().find(|&&c| rec.signals[c].fs != fs) {
+            return Err(CwtJobError::Selection(format!(
+                "channels must share one sampling rate: {} has {} Hz, {} has {} Hz",
+                rec.signals[first].label, fs, rec.signals[c].label, rec.signals[c].fs
+            )));
+        }
+        let n = job
+            .channels
+            .iter()
+            .map(|&c| rec.signals[c].samples)
+            .min()
+            .unwrap_or(0);
+        let axes = Axes::new(&job.params, fs)?;
+        let block = (job.block_s * fs).round() as usize;
+        if !(job.block_s.is_finite() && block >= 1) {
+            return Err(CwtJobError::Selection(format!(
+                "blocks of {} s hold no sample at {fs} Hz",
+                job.block_s
+            )));
+        }
+        if n < cwt::MIN_SAMPLES {
+            return Err(CwtError::TooShort { n }.into());
+        }
+        let largest = axes.scales.last().copied().unwrap_or(0.0) * fs;
+        let seg = Segmentation::new(n, block, largest, job.segment)?;
+        let channels = &job.channels;
         let means = channels
             .par_iter()
             .map(|&c| {
@@ -304,14 +334,17 @@ impl<'a> SegmentReader<'a> {
                 Ok(sum / n as f64)
             })
             .collect::<Result<_, ReadError>>()?;
-        Ok(SegmentReader {
+        let reader = SegmentReader {
             rec,
             channels,
+            fs,
+            block,
             seg,
             n,
             len: seg.core + 2 * seg.margin,
             means,
-        })
+        };
+        Ok((reader, axes))
     }
 
     /// The segment whose core starts at `core_start`.
@@ -363,18 +396,7 @@ impl<'a> SegmentReader<'a> {
 /// Reads every segment `band_power` would read and computes nothing: the host's share of a
 /// band power job, for benchmarks.
 pub fn band_power_reads(rec: &Recording, job: &BandPowerJob) -> Result<usize, CwtJobError> {
-    let fs = rec.signals[job.channels[0]].fs;
-    let n = job
-        .channels
-        .iter()
-        .map(|&c| rec.signals[c].samples)
-        .min()
-        .unwrap_or(0);
-    let axes = Axes::new(&job.params, fs)?;
-    let block = (job.block_s * fs).round() as usize;
-    let largest = axes.scales.last().copied().unwrap_or(0.0) * fs;
-    let seg = Segmentation::new(n, block, largest, job.segment)?;
-    let reader = SegmentReader::new(rec, &job.channels, seg, n)?;
+    let (reader, _) = SegmentReader::for_job(rec, job)?;
     let mut count = 0;
     reader.each(&AtomicBool::new(false), |_, flat| {
         count += std::hint::black_box(flat).len();
@@ -394,37 +416,8 @@ pub fn band_power(
     mut progress: impl FnMut(usize, usize),
     mut emit: impl FnMut(usize, &[f64]) -> Result<(), CwtJobError>,
 ) -> Result<(Axes, RanOn), CwtJobError> {
-    let first = *job
-        .channels
-        .first()
-        .ok_or_else(|| CwtJobError::Selection("no channels are selected".into()))?;
-    let fs = rec.signals[first].fs;
-    if let Some(&c) = job.channels.iter().find(|&&c| rec.signals[c].fs != fs) {
-        return Err(CwtJobError::Selection(format!(
-            "channels must share one sampling rate: {} has {} Hz, {} has {} Hz",
-            rec.signals[first].label, fs, rec.signals[c].label, rec.signals[c].fs
-        )));
-    }
-    let n = job
-        .channels
-        .iter()
-        .map(|&c| rec.signals[c].samples)
-        .min()
-        .unwrap_or(0);
-    let axes = Axes::new(&job.params, fs)?;
-    let block = (job.block_s * fs).round() as usize;
-    if !(job.block_s.is_finite() && block >= 1) {
-        return Err(CwtJobError::Selection(format!(
-            "blocks of {} s hold no sample at {fs} Hz",
-            job.block_s
-        )));
-    }
-    if n < cwt::MIN_SAMPLES {
-        return Err(CwtError::TooShort { n }.into());
-    }
-    let largest = axes.scales.last().copied().unwrap_or(0.0) * fs;
-    let seg = Segmentation::new(n, block, largest, job.segment)?;
-    let reader = SegmentReader::new(rec, &job.channels, seg, n)?;
+    let (reader, axes) = SegmentReader::for_job(rec, job)?;
+    let (fs, block, seg, n) = (reader.fs, reader.block, reader.seg, reader.n);
     let dt = 1.0 / fs;
     let plan = match gpu {
         Some(_) => None,

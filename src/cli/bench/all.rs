@@ -268,7 +268,7 @@ pub fn summary(dir: &Path) -> Vec<Row> {
         ),
         Row {
             ceiling: at(&cwt, "batch.modelled_bytes").map(|b| b / 2.8e12),
-            ceiling_is: "its 8 passes over memory at the 2.8 TB/s copy rate",
+            ceiling_is: "its traffic (two FFT passes, block sums) at the 2.8 TB/s copy rate",
             ..row(
                 "Morlet batch, 64 ch x 1 h x 1600 Hz x 40 scales -> band power",
                 at(&cwt, "batch.gpu_s"),

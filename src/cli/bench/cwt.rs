@@ -92,7 +92,7 @@ struct Batch {
     /// Reading and decoding every segment alone, as the batch does (the host's share; the
     /// batch overlaps it with the GPU's work).
     read_s: f64,
-    /// Bytes the kernels read and write (multiply, FFT stages, block sums), modelled.
+    /// Bytes the kernels read and write (the two FFT passes, block sums), modelled.
     modelled_bytes: f64,
     gpu_bandwidth_tb_s: Option<f64>,
     /// The device's copy ceiling (../shared/DESIGN.md).
@@ -250,11 +250,12 @@ fn batch(args: &CwtBenchArgs, kernels: Option<&mut CwtKernels>) -> anyhow::Resul
     let n = rec.signals[0].samples;
     let seg = Segmentation::new(n, fs, scales[scales.len() - 1] * fs as f64, 0)?;
     let segments = n.div_ceil(seg.core);
-    // Per complex element of a segment's rows: the multiply reads 8 and writes 8 bytes, each
-    // FFT stage (radix 8, see gpu::fft) reads and writes 16, the block sums read 8.
-    let levels = seg.m.trailing_zeros() as f64;
-    let stages = (levels / 3.0).ceil();
-    let per_element = 8.0 + 8.0 + 16.0 * stages + 8.0;
+    // Per complex element of a segment's rows (gpu::fft::TwoPass, the multiply fused into its
+    // first pass): pass 1 writes 8 bytes, pass 2 reads 8 and writes 8 for the samples the
+    // block sums read (the segment's core), which read them again. The spectrum pass 1 reads
+    // stays in the cache across a channel's scales and is not counted.
+    let core = seg.core as f64 / seg.m as f64;
+    let per_element = 8.0 + 8.0 + 8.0 * core + 8.0 * core;
     let modelled_bytes = segments as f64 * (channels * scales.len() * seg.m) as f64 * per_element;
     let run = |k: Option<&mut CwtKernels>| -> anyhow::Result<f64> {
         let t = Instant::now();
