@@ -96,8 +96,8 @@ fn tp_dft8(a: array<vec2<f32>, 8>) -> array<vec2<f32>, 8> {
     );
 }
 
-// The Stockham stages, one function per radix so that every loop has a constant trip count
-// and the values stay in registers. A stage of radix R with sub-transform length p over the
+// The Stockham stages, one function per radix, written out: no private array is indexed by a
+// loop variable, which the driver may leave in local memory (as hermite.wgsl found). A stage of radix R with sub-transform length p over the
 // tile's sequences of `len` values: TILE / R butterflies, PER_THREAD / R a thread; butterfly b
 // of sequence s = b / (len / R) takes x[i + r len / R] (i = b mod len / R, k = i mod p), times
 // exp(-+2 pi i r k / (R p)) = twiddles[r k M / (R p)], and writes y[(i - k) R + k + r p].
@@ -126,58 +126,77 @@ fn tp_stage8(len: u32, p: u32, lid: u32) {
     let t = len / 8u;
     let step = split.m / (8u * p);
     let f = tp_butterfly(lid, len, 8u, p);
-    var x: array<vec2<f32>, 8>;
-    for (var r = 0u; r < 8u; r++) {
-        x[r] = tp_load(f, r, t, step);
-    }
+    let x = array<vec2<f32>, 8>(
+        tp_load(f, 0u, t, step),
+        tp_load(f, 1u, t, step),
+        tp_load(f, 2u, t, step),
+        tp_load(f, 3u, t, step),
+        tp_load(f, 4u, t, step),
+        tp_load(f, 5u, t, step),
+        tp_load(f, 6u, t, step),
+        tp_load(f, 7u, t, step),
+    );
     workgroupBarrier();
     let y = tp_dft8(x);
     let j = f.base + (f.i - f.k) * 8u + f.k;
-    for (var r = 0u; r < 8u; r++) {
-        tile[j + r * p] = y[r];
-    }
+    tile[j] = y[0];
+    tile[j + p] = y[1];
+    tile[j + 2u * p] = y[2];
+    tile[j + 3u * p] = y[3];
+    tile[j + 4u * p] = y[4];
+    tile[j + 5u * p] = y[5];
+    tile[j + 6u * p] = y[6];
+    tile[j + 7u * p] = y[7];
     workgroupBarrier();
+}
+
+fn tp_store4(f: Butterfly, p: u32, y: array<vec2<f32>, 4>) {
+    let j = f.base + (f.i - f.k) * 4u + f.k;
+    tile[j] = y[0];
+    tile[j + p] = y[1];
+    tile[j + 2u * p] = y[2];
+    tile[j + 3u * p] = y[3];
 }
 
 fn tp_stage4(len: u32, p: u32, lid: u32) {
     let t = len / 4u;
     let step = split.m / (4u * p);
-    var x: array<vec2<f32>, 8>;
-    for (var q = 0u; q < 2u; q++) {
-        let f = tp_butterfly(lid + q * THREADS, len, 4u, p);
-        for (var r = 0u; r < 4u; r++) {
-            x[q * 4u + r] = tp_load(f, r, t, step);
-        }
-    }
+    let f = tp_butterfly(lid, len, 4u, p);
+    let g = tp_butterfly(lid + THREADS, len, 4u, p);
+    let y = tp_dft4(tp_load(f, 0u, t, step), tp_load(f, 1u, t, step), tp_load(f, 2u, t, step), tp_load(f, 3u, t, step));
+    let z = tp_dft4(tp_load(g, 0u, t, step), tp_load(g, 1u, t, step), tp_load(g, 2u, t, step), tp_load(g, 3u, t, step));
     workgroupBarrier();
-    for (var q = 0u; q < 2u; q++) {
-        let f = tp_butterfly(lid + q * THREADS, len, 4u, p);
-        let o = q * 4u;
-        let y = tp_dft4(x[o], x[o + 1u], x[o + 2u], x[o + 3u]);
-        let j = f.base + (f.i - f.k) * 4u + f.k;
-        for (var r = 0u; r < 4u; r++) {
-            tile[j + r * p] = y[r];
-        }
-    }
+    tp_store4(f, p, y);
+    tp_store4(g, p, z);
     workgroupBarrier();
+}
+
+fn tp_store2(f: Butterfly, p: u32, y: vec4<f32>) {
+    let j = f.base + (f.i - f.k) * 2u + f.k;
+    tile[j] = y.xy + y.zw;
+    tile[j + p] = y.xy - y.zw;
+}
+
+fn tp_pair(f: Butterfly, t: u32, step: u32) -> vec4<f32> {
+    return vec4<f32>(tp_load(f, 0u, t, step), tp_load(f, 1u, t, step));
 }
 
 fn tp_stage2(len: u32, p: u32, lid: u32) {
     let t = len / 2u;
     let step = split.m / (2u * p);
-    var x: array<vec2<f32>, 8>;
-    for (var q = 0u; q < 4u; q++) {
-        let f = tp_butterfly(lid + q * THREADS, len, 2u, p);
-        x[q * 2u] = tp_load(f, 0u, t, step);
-        x[q * 2u + 1u] = tp_load(f, 1u, t, step);
-    }
+    let f0 = tp_butterfly(lid, len, 2u, p);
+    let f1 = tp_butterfly(lid + THREADS, len, 2u, p);
+    let f2 = tp_butterfly(lid + 2u * THREADS, len, 2u, p);
+    let f3 = tp_butterfly(lid + 3u * THREADS, len, 2u, p);
+    let x0 = tp_pair(f0, t, step);
+    let x1 = tp_pair(f1, t, step);
+    let x2 = tp_pair(f2, t, step);
+    let x3 = tp_pair(f3, t, step);
     workgroupBarrier();
-    for (var q = 0u; q < 4u; q++) {
-        let f = tp_butterfly(lid + q * THREADS, len, 2u, p);
-        let j = f.base + (f.i - f.k) * 2u + f.k;
-        tile[j] = x[q * 2u] + x[q * 2u + 1u];
-        tile[j + p] = x[q * 2u] - x[q * 2u + 1u];
-    }
+    tp_store2(f0, p, x0);
+    tp_store2(f1, p, x1);
+    tp_store2(f2, p, x2);
+    tp_store2(f3, p, x3);
     workgroupBarrier();
 }
 
