@@ -381,6 +381,15 @@ fn gpu_texture_matches_the_cpu_image() {
     let params = CwtParams::default();
     let scales = params.scales(1.0 / fs).unwrap();
     let plan = CwtPlan::new(n, 1.0 / fs, &scales, params.omega0).unwrap();
+    fn worst_step(a: &[[u8; 4]], b: &[[u8; 4]]) -> i32 {
+        (a.iter().zip(b))
+            .map(|(g, c)| (g[0] as i32 - c[0] as i32).abs())
+            .max()
+            .unwrap()
+    }
+    // Each image is checked again after the next is painted: a canvas an image holds is not
+    // reused, and one let go is (the third image paints where the first did).
+    let mut last: Option<(ede::gpu::cwt::Painted, Vec<[u8; 4]>)> = None;
     for (quantity, per_scale, per_trace) in [
         (Quantity::Power, false, true),
         (Quantity::Magnitude, true, false),
@@ -401,14 +410,15 @@ fn gpu_texture_matches_the_cpu_image() {
             .paint(&sp, 1.0 / fs, &scales, params.omega0, &spec, &lut)
             .unwrap();
         assert_eq!((painted.width, painted.height), (width, 2 * scales.len()));
-        let gpu = k.read_texture(&painted).unwrap();
-        let worst = gpu
-            .iter()
-            .zip(&cpu)
-            .map(|(g, c)| (g[0] as i32 - c[0] as i32).abs())
-            .max()
-            .unwrap();
+        let worst = worst_step(&k.read_texture(&painted).unwrap(), &cpu);
         assert!(worst <= 1, "{quantity:?}: colours differ by {worst} steps");
+        if let Some((before, before_cpu)) = &last {
+            let worst = worst_step(&k.read_texture(before).unwrap(), before_cpu);
+            assert!(
+                worst <= 1,
+                "the image before {quantity:?} changed by {worst} steps"
+            );
+        }
         let (x, row) = (123, scales.len() + 5);
         let v = painted.value_at(k.context(), x, row).unwrap();
         let want = values[row * width + x];
@@ -428,5 +438,6 @@ fn gpu_texture_matches_the_cpu_image() {
                 "tops {gpu_tops:?} vs {tops:?}"
             );
         }
+        last = Some((painted, cpu));
     }
 }
