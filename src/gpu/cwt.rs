@@ -11,7 +11,6 @@ use eframe::wgpu::util::DeviceExt;
 
 use super::context::{compute_pipeline, entry};
 use super::fft::{FftKernels, TwoPass, grid, with_two_pass};
-use super::upload::UploadRing;
 use super::{GpuContext, GpuError};
 use crate::dsp::cwt::{self, CwtError, PaintSpec, Quantity};
 
@@ -184,8 +183,6 @@ pub struct CwtKernels {
     work: Option<(u64, wgpu::Buffer, wgpu::Buffer)>,
     /// Buffers of `spectra_rows` kept for the next call, by `Slot`.
     buffers: [Option<(u64, wgpu::Buffer)>; 3],
-    /// The samples' way to the device.
-    uploads: UploadRing,
     /// Textures and values of painted images, reused (`canvas`).
     canvases: Vec<Canvas>,
     /// Largest buffer one tile may use; the device's binding limit unless a test lowers it.
@@ -215,7 +212,6 @@ impl CwtKernels {
             block_power: pipeline("block_power"),
             work: None,
             buffers: Default::default(),
-            uploads: UploadRing::default(),
             canvases: Vec::new(),
             max_buffer_bytes: limits
                 .max_storage_buffer_binding_size
@@ -336,8 +332,8 @@ impl CwtKernels {
             let means: Vec<f32> = means.iter().map(|&v| v as f32).collect();
             let upload = wgpu::BufferUsages::COPY_DST;
             let samples = self.reused(Slot::Upload, (flat.len() * 4) as u64, upload);
-            let mut enc = ctx.device.create_command_encoder(&Default::default());
-            (self.uploads).upload(&ctx, &mut enc, bytemuck::cast_slice(flat), &samples)?;
+            ctx.queue
+                .write_buffer(&samples, 0, bytemuck::cast_slice(flat));
             let means = self.init(
                 "cwt means",
                 bytemuck::cast_slice(&means),
@@ -353,6 +349,7 @@ impl CwtKernels {
                 rows: channels as u32,
                 ..Default::default()
             };
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
             self.dispatch(
                 &mut enc,
                 &self.load,
@@ -362,15 +359,15 @@ impl CwtKernels {
                 (m, channels),
             );
             let in_b = self.fft.encode(&mut enc, &a, &b, m, channels, false);
-            self.uploads.submitted(ctx.queue.submit([enc.finish()]));
-            Ok::<_, GpuError>(if in_b {
+            ctx.queue.submit([enc.finish()]);
+            if in_b {
                 // The stage kernels left the spectra in the scratch buffer: swap the roles.
                 self.buffers[Slot::Scratch as usize] = Some((bytes, a));
                 b
             } else {
                 a
-            })
-        })??;
+            }
+        })?;
         Ok(Spectra {
             channels,
             n,

@@ -6,7 +6,6 @@ pub mod fft;
 pub mod hermite;
 pub mod ica;
 pub mod saxpy;
-pub mod upload;
 
 pub use context::{GpuContext, GpuError};
 pub mod xapen;
