@@ -166,35 +166,47 @@ fn shown(q: f32) -> f32 {
     return 10.0 * log2(max(q, 1e-30)) * 0.30102999566;
 }
 
+// The largest mean power a workgroup of `columns` saw (all of one row, so of one channel):
+// one global atomicMax a workgroup instead of one a pixel. Zero at the start, as WGSL gives
+// workgroup variables.
+var<workgroup> row_top: atomic<u32>;
+
 @compute @workgroup_size(256)
 fn columns(
     @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
     let row = row_index(wid, nwg);
     let x = gid.x;
-    if row >= params.rows || x >= params.width {
+    if row >= params.rows {
         return;
     }
-    // Samples floor(x N / width) .. floor((x + 1) N / width), without overflowing u32.
-    let per = params.n / params.width;
-    let rest = params.n % params.width;
-    let a = x * per + (x * rest) / params.width;
-    let b = (x + 1u) * per + ((x + 1u) * rest) / params.width;
-    var sum = 0.0;
-    for (var i = a; i < b; i++) {
-        let w = coeffs[row * params.m + i];
-        sum += dot(w, w);
+    if x < params.width {
+        // Samples floor(x N / width) .. floor((x + 1) N / width), without overflowing u32.
+        let per = params.n / params.width;
+        let rest = params.n % params.width;
+        let a = x * per + (x * rest) / params.width;
+        let b = (x + 1u) * per + ((x + 1u) * rest) / params.width;
+        var sum = 0.0;
+        for (var i = a; i < b; i++) {
+            let w = coeffs[row * params.m + i];
+            sum += dot(w, w);
+        }
+        let s = scale_of(row);
+        var q = sum / f32(max(b - a, 1u));
+        if params.per_scale == 1u {
+            q = q / scales[s];
+        }
+        let image_row = channel_of(row) * params.scales + s;
+        values_out[image_row * params.width + x] = shown(q);
+        atomicMax(&row_top, bitcast<u32>(q));
     }
-    let s = scale_of(row);
-    var q = sum / f32(max(b - a, 1u));
-    if params.per_scale == 1u {
-        q = q / scales[s];
+    workgroupBarrier();
+    if lid == 0u {
+        atomicMax(&qmax[channel_of(row)], atomicLoad(&row_top));
     }
-    let image_row = channel_of(row) * params.scales + s;
-    values_out[image_row * params.width + x] = shown(q);
-    atomicMax(&qmax[channel_of(row)], bitcast<u32>(q));
 }
 
 @compute @workgroup_size(256)
