@@ -25,7 +25,6 @@
 //
 // Layouts:
 //   split      uniform Split
-//   twiddles   vec2<f32> [M]        exp(-2 pi i t / M) (host f64); the inverse uses conjugates
 //   inter_out  vec2<f32> [rows][M]  pass 1's output, pass 2's input (`inter`)
 //   out        vec2<f32> [rows][M]  natural order; only keep_from <= j < keep_to is written
 //
@@ -51,7 +50,6 @@ const THREADS: u32 = 256u;
 const PER_THREAD: u32 = 8u;
 
 @group(0) @binding(20) var<uniform> split: Split;
-@group(0) @binding(21) var<storage, read> twiddles: array<vec2<f32>>;
 @group(0) @binding(22) var<storage, read_write> inter_out: array<vec2<f32>>;
 @group(0) @binding(23) var<storage, read> inter: array<vec2<f32>>;
 @group(0) @binding(24) var<storage, read_write> out: array<vec2<f32>>;
@@ -62,10 +60,15 @@ fn tp_cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
 
-// exp(-+2 pi i t / M): the table, conjugated for the inverse.
+// exp(-+2 pi i t / M), computed rather than loaded: once the stages were written out, the
+// scattered loads from a table of M values took a fifth of the scalogram batch. The angle is
+// reduced to [-pi, pi] exactly (t / M and its rounding are exact in f32), where the hardware's
+// sin and cos are within about 1e-6.
 fn tp_twiddle(t: u32) -> vec2<f32> {
-    let w = twiddles[t];
-    return select(w, vec2<f32>(w.x, -w.y), split.inverse == 1u);
+    let u = f32(t) / f32(split.m);
+    let a = 6.283185307179586 * (u - round(u));
+    let sgn = select(-1.0, 1.0, split.inverse == 1u);
+    return vec2<f32>(cos(a), sgn * sin(a));
 }
 
 // d times -i (forward) or +i (inverse).
@@ -101,7 +104,7 @@ fn tp_dft8(a: array<vec2<f32>, 8>) -> array<vec2<f32>, 8> {
 // them out took the scalogram batch from 0.87-0.89 s to 0.77 s). A stage of radix R with
 // sub-transform length p over the tile's sequences of `len` values: TILE / R butterflies,
 // PER_THREAD / R a thread; butterfly b of sequence s = b / (len / R) takes x[i + r len / R]
-// (i = b mod len / R, k = i mod p), times exp(-+2 pi i r k / (R p)) = twiddles[r k M / (R p)],
+// (i = b mod len / R, k = i mod p), times exp(-+2 pi i r k / (R p)) = tp_twiddle(r k M / (R p)),
 // and writes y[(i - k) R + k + r p].
 struct Butterfly {
     base: u32,

@@ -508,11 +508,10 @@ impl CwtKernels {
                     bytemuck::bytes_of(&params),
                     wgpu::BufferUsages::UNIFORM,
                 );
-                let tw = self.fft.twiddles(m).clone();
                 let input = [(0, &uniform), (4, &sp.buffer), (5, &wavelet)];
                 let (shape, keep) = ((m, tile.rows()), keep.clone());
                 let dev = &self.ctx.device;
-                (self.two_pass).encode(dev, enc, &tw, &input, (&b, &a), shape, true, keep);
+                (self.two_pass).encode(dev, enc, &input, (&b, &a), shape, true, keep);
                 false
             } else {
                 self.dispatch(

@@ -57,14 +57,12 @@ impl TwoPass {
 
     /// Records the FFTs of `rows` rows of `m` values: pass 1 reads them through `pass_input`,
     /// whose buffers `input` binds, and writes `inter`; pass 2 writes the values `keep` of each
-    /// row of `out` (what is read next: the rest is not worth its bandwidth). `twiddles` is
-    /// `FftKernels::twiddles(m)`.
+    /// row of `out` (what is read next: the rest is not worth its bandwidth).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn encode(
         &self,
         device: &wgpu::Device,
         enc: &mut wgpu::CommandEncoder,
-        twiddles: &wgpu::Buffer,
         input: &[(u32, &wgpu::Buffer)],
         (inter, out): (&wgpu::Buffer, &wgpu::Buffer),
         (m, rows): (usize, usize),
@@ -85,10 +83,9 @@ impl TwoPass {
         });
         let tiles = (rows * m).div_ceil(TILE).max(1) as u32;
         let (x, y) = (tiles.min(MAX_Y), tiles.div_ceil(MAX_Y));
-        let mut first: Vec<(u32, &wgpu::Buffer)> =
-            vec![(20, &uniform), (21, twiddles), (22, inter)];
+        let mut first: Vec<(u32, &wgpu::Buffer)> = vec![(20, &uniform), (22, inter)];
         first.extend_from_slice(input);
-        let second = [(20, &uniform), (21, twiddles), (23, inter), (24, out)];
+        let second = [(20, &uniform), (23, inter), (24, out)];
         for (pipeline, buffers) in [(&self.pass1, &first[..]), (&self.pass2, &second[..])] {
             let entries: Vec<_> = buffers.iter().map(|&(b, buf)| entry(b, buf)).collect();
             let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -153,8 +150,8 @@ impl FftKernels {
         m <= self.two_pass_up_to && TwoPass::fits(m)
     }
 
-    /// The table exp(-2 pi i t / M), t < M, made once per M.
-    pub(crate) fn twiddles(&mut self, m: usize) -> &wgpu::Buffer {
+    /// The stage kernels' table exp(-2 pi i t / M), t < M, made once per M.
+    fn twiddles(&mut self, m: usize) -> &wgpu::Buffer {
         let dev = &self.ctx.device;
         self.twiddles.entry(m).or_insert_with(|| {
             let table: Vec<[f32; 2]> = (0..m)
@@ -184,12 +181,9 @@ impl FftKernels {
     ) -> bool {
         assert!(m.is_power_of_two(), "FFT lengths are powers of two");
         if self.two_passes(m) {
-            let tw = self.twiddles(m).clone();
-            let buffers = (b, a);
-            let shape = (m, rows);
+            let (buffers, shape) = ((b, a), (m, rows));
             let dev = &self.ctx.device;
-            self.two_pass
-                .encode(dev, enc, &tw, &[(1, a)], buffers, shape, inverse, 0..m);
+            (self.two_pass).encode(dev, enc, &[(1, a)], buffers, shape, inverse, 0..m);
             return false;
         }
         let levels = m.trailing_zeros();
