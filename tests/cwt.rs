@@ -318,6 +318,8 @@ fn streamed_band_power_equals_the_whole_transform() {
         };
         let mut got = vec![vec![f64::NAN; s * blocks]; 2];
         let mut segments = 0;
+        // Segments come in order (the GPU's are read back one behind).
+        let mut next_block = 0;
         band_power(
             &rec,
             &job,
@@ -325,7 +327,9 @@ fn streamed_band_power_equals_the_whole_transform() {
             &AtomicBool::new(false),
             |_, _| segments += 1,
             |first, power| {
+                assert_eq!(first, next_block, "segments in order");
                 let k = power.len() / (2 * s);
+                next_block += k;
                 for c in 0..2 {
                     for j in 0..s {
                         for b in 0..k {
