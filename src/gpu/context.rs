@@ -191,6 +191,24 @@ impl GpuContext {
         mapped.map_err(|e| GpuError::Poll(e.to_string()))
     }
 
+    /// The first `bytes` of `staging` (MAP_READ) once `submission` (else everything submitted
+    /// before) is done.
+    pub fn read_mapped(
+        &self,
+        staging: &wgpu::Buffer,
+        bytes: u64,
+        submission: Option<wgpu::SubmissionIndex>,
+    ) -> Result<Vec<u8>, GpuError> {
+        self.map_after(staging, wgpu::MapMode::Read, submission)?;
+        let data = staging
+            .slice(..bytes)
+            .get_mapped_range()
+            .map_err(|e| GpuError::Poll(e.to_string()))?
+            .to_vec();
+        staging.unmap();
+        Ok(data)
+    }
+
     /// Copies `bytes` from `offset` of a storage buffer back (both multiples of 4).
     pub fn read_back_range(
         &self,
@@ -207,14 +225,7 @@ impl GpuContext {
         let mut enc = self.device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(src, offset, &staging, 0, bytes);
         self.queue.submit([enc.finish()]);
-        self.map(&staging, wgpu::MapMode::Read)?;
-        let data = staging
-            .slice(..)
-            .get_mapped_range()
-            .map_err(|e| GpuError::Poll(e.to_string()))?
-            .to_vec();
-        staging.unmap();
-        Ok(data)
+        self.read_mapped(&staging, bytes, None)
     }
 }
 

@@ -147,7 +147,7 @@ struct Wavelet {
     omega0: f64,
 }
 
-/// The buffers `spectra_rows` reuses.
+/// The buffers reused from call to call (`CwtKernels::reused`).
 #[derive(Clone, Copy)]
 enum Slot {
     /// The samples as uploaded.
@@ -156,6 +156,9 @@ enum Slot {
     Spectra,
     /// The forward FFT's other buffer.
     Scratch,
+    /// The inverse FFTs' two buffers; the coefficients end in one of them.
+    CoefficientsA,
+    CoefficientsB,
 }
 
 impl Slot {
@@ -164,6 +167,8 @@ impl Slot {
             Slot::Upload => "cwt samples",
             Slot::Spectra => "cwt spectra",
             Slot::Scratch => "cwt spectra scratch",
+            Slot::CoefficientsA => "cwt coefficients a",
+            Slot::CoefficientsB => "cwt coefficients b",
         }
     }
 }
@@ -179,10 +184,8 @@ pub struct CwtKernels {
     columns: wgpu::ComputePipeline,
     paint: wgpu::ComputePipeline,
     block_power: wgpu::ComputePipeline,
-    /// Two coefficient buffers reused between runs while big enough.
-    work: Option<(u64, wgpu::Buffer, wgpu::Buffer)>,
-    /// Buffers of `spectra_rows` kept for the next call, by `Slot`.
-    buffers: [Option<(u64, wgpu::Buffer)>; 3],
+    /// Buffers kept for the next call while big enough, by `Slot`.
+    buffers: [Option<wgpu::Buffer>; 5],
     /// Textures and values of painted images, reused (`canvas`).
     canvases: Vec<Canvas>,
     /// Largest buffer one tile may use; the device's binding limit unless a test lowers it.
@@ -210,7 +213,6 @@ impl CwtKernels {
             columns: pipeline("columns"),
             paint: pipeline("paint"),
             block_power: pipeline("block_power"),
-            work: None,
             buffers: Default::default(),
             canvases: Vec::new(),
             max_buffer_bytes: limits
@@ -362,7 +364,7 @@ impl CwtKernels {
             ctx.queue.submit([enc.finish()]);
             if in_b {
                 // The stage kernels left the spectra in the scratch buffer: swap the roles.
-                self.buffers[Slot::Scratch as usize] = Some((bytes, a));
+                self.buffers[Slot::Scratch as usize] = Some(a);
                 b
             } else {
                 a
@@ -379,17 +381,17 @@ impl CwtKernels {
     /// Gives spectra no longer needed back, for the next `spectra_rows` to fill (the GPU's
     /// queue order keeps work already submitted on them right).
     pub fn recycle(&mut self, sp: Spectra) {
-        self.buffers[Slot::Spectra as usize] = Some((sp.buffer.size(), sp.buffer));
+        self.buffers[Slot::Spectra as usize] = Some(sp.buffer);
     }
 
-    /// The buffer in `slot` when it holds `bytes` exactly, else a new one put there.
+    /// The buffer in `slot` when it holds at least `bytes`, else a new one put there. (The
+    /// GPU's queue order keeps work already submitted on a reused buffer right.)
     fn reused(&mut self, slot: Slot, bytes: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
-        let size = bytes.max(4);
         match &self.buffers[slot as usize] {
-            Some((kept, buffer)) if *kept == size => buffer.clone(),
+            Some(buffer) if buffer.size() >= bytes => buffer.clone(),
             _ => {
                 let buffer = self.storage(slot.label(), bytes, usage);
-                self.buffers[slot as usize] = Some((size, buffer.clone()));
+                self.buffers[slot as usize] = Some(buffer.clone());
                 buffer
             }
         }
@@ -428,17 +430,6 @@ impl CwtKernels {
             }
         }
         Ok(tiles)
-    }
-
-    fn work(&mut self, bytes: u64) -> (wgpu::Buffer, wgpu::Buffer) {
-        if self.work.as_ref().is_none_or(|(size, _, _)| *size < bytes) {
-            let usage = wgpu::BufferUsages::empty();
-            let a = self.storage("cwt coefficients a", bytes, usage);
-            let b = self.storage("cwt coefficients b", bytes, usage);
-            self.work = Some((bytes, a, b));
-        }
-        let (_, a, b) = self.work.as_ref().expect("just made");
-        (a.clone(), b.clone())
     }
 
     fn wavelet(dt: f64, scales: &[f64], omega0: f64) -> Result<Wavelet, CwtError> {
@@ -487,7 +478,9 @@ impl CwtKernels {
         );
         let tiles = self.tiles(sp.channels, s, m)?;
         let most = tiles.iter().map(Tile::rows).max().unwrap_or(0);
-        let (a, b) = self.work((most * m * 8) as u64);
+        let bytes = (most * m * 8) as u64;
+        let a = self.reused(Slot::CoefficientsA, bytes, wgpu::BufferUsages::empty());
+        let b = self.reused(Slot::CoefficientsB, bytes, wgpu::BufferUsages::empty());
         for tile in tiles {
             let params = Params {
                 n: sp.n as u32,
@@ -648,13 +641,8 @@ impl CwtKernels {
             bytes,
             submission,
         } = pending;
-        let read = wgpu::MapMode::Read;
-        self.ctx.map_after(&staging, read, Some(submission))?;
-        let view = staging
-            .slice(..bytes)
-            .get_mapped_range()
-            .map_err(|e| GpuError::Poll(e.to_string()))?;
-        Ok(bytemuck::cast_slice::<u8, f32>(&view).to_vec())
+        let data = self.ctx.read_mapped(&staging, bytes, Some(submission))?;
+        Ok(bytemuck::cast_slice::<u8, f32>(&data).to_vec())
     }
 
     /// Paints the scalogram of `sp` into a new texture of `spec.width` x (channels x scales)
