@@ -1,25 +1,36 @@
 // Hermite beat fits (issue 7; Gil et al. 2016): the paper's kernel_phi is `basis` (+ `gram`),
 // its kernel_Hermite is `fit` + `select`. Definitions: src/dsp/hermite.rs.
 //
-// The host (gpu/hermite.rs, `unrolled`) prepends `const N4: u32 = ...;` and, unrolled over
-// the N4 vec4s that hold a beat's coefficients (N <= 4 N4, functions n >= N are zero):
+// Parity. The window's samples sit symmetrically about its centre, t_{L-1-k} = -t_k, and
+// phi_n(-t) = (-1)^n phi_n(t). Pair each signal sample right of the centre, x_a = x(t_j), with
+// its mirror x_b = x(-t_j), j = 0..h, and let u_j = (x_a + x_b) / 2, w_j = (x_a - x_b) / 2.
+// Then an even function's coefficient is 2 sum_j u_j b_n(t_j), an odd one's 2 sum_j w_j b_n(t_j),
+// and with E_j = u_j - sum_{n even} c_n b_n(t_j), O_j = w_j - sum_{n odd} c_n b_n(t_j) the two
+// residuals are x_a - y_a = E_j + O_j and x_b - y_b = E_j - O_j, so their squares sum to
+// 2 (E_j^2 + O_j^2). The padding's G_pad[i][j] is zero unless i and j have the same parity.
+// The fit is two independent problems of half the size: half the multiply-adds of the
+// definition, the same sums (no cancellation a Gram identity would bring).
+//
+// The host (gpu/hermite.rs, `unrolled`) prepends the constants NE4 and NO4 (vec4s of even and
+// of odd coefficients), N4 = NE4 + NO4 and BEATS (beats per thread of `fit`, at most 8), and,
+// unrolled over the coefficient registers:
 //   struct Coef { q0: vec4<f32>, ... }       one beat's coefficients, in registers
-//   fn coefficients(beat, s) -> Coef         c_n = sum over the signal samples of x_k b_n(t_k)
-//   fn mse_at(beat, s) -> f32                the residual sample by sample over the signal
-//                                            part, plus c^T G_pad c for the padding
-//   fn write_coefficients(o, c)              c into fits[o ..]
+//   fn coefficients(beat, s) -> Coef         both parities' coefficients
+//   fn mse_many(first, stride, s) -> Many    the MSEs of BEATS beats at once (lanes of lo,
+//                                            then hi), each basis vec4 loaded once for all
+//   fn write_coefficients(o, c)              c into fits[o + n], n < order
 // (Loops over an array of vec4 were left in local memory by the driver at N = 30: 10x slower.)
+// Coefficient layout: vec4 q < NE4 holds n = 2 (4 q + lane), q >= NE4 holds
+// n = 2 (4 (q - NE4) + lane) + 1; functions n >= order are zero.
 //
 // Bindings (one group; each entry point uses some):
 //   0 uniform Params
 //   1 sigma:   [S] f32, seconds
-//   2 basis:   [S][L][N4] vec4: b_n(t_k) = sqrt(dt) phi_n(t_k, sigma_s), n = 4 q + lane
+//   2 basis:   [S][L][N4] vec4: b_n(t_k) = sqrt(dt) phi_n(t_k, sigma_s), in the layout above
 //   3 gram:    [S][4 N4][N4] vec4: G_pad[i][j] over the padding samples k < h, k >= 3h
-//   4 x:       [2h][beats] f32, the beats' signal samples, beat-minor (coalesced reads)
+//   4 x:       [2][h][beats] f32: u_j then w_j of each beat, beat-minor (coalesced reads)
 //   5 partial: [groups][beats] (best MSE, bitcast sigma index) over each group of sigmas
-//   6 fits:    [beats][2 + 4 N4] f32: MSE, bitcast sigma index, coefficients
-// The host also prepends `const BEATS: u32` (beats per thread of `fit`, at most 4) and
-//   fn mse_many(first, stride, s) -> vec4<f32>   mse_at of BEATS beats at once
+//   6 fits:    [beats] MSE, [beats] bitcast sigma index, [beats][order] coefficients by n
 // Dispatch: basis (L, S); gram (4 N4 N4, S); fit (ceil(beats / BEATS), groups);
 // select (beats, 1).
 // Workgroups of 256 along x.
@@ -69,25 +80,26 @@ fn basis_fn(@builtin(global_invocation_id) id: vec3<u32>) {
     var prev = 0.0;
     var cur = PI_POW_MINUS_QUARTER;
     let base = (s * p.len + k) * N4;
-    for (var q = 0u; q < N4; q++) {
-        var v = vec4<f32>(0.0);
-        for (var lane = 0u; lane < 4u; lane++) {
-            let n = q * 4u + lane;
-            if (n > 0u) {
-                let next = sqrt(2.0 / f32(n)) * u * cur - sqrt(f32(n - 1u) / f32(n)) * prev;
-                prev = cur;
-                cur = next;
-            }
+    // Every slot is written, zeros past the order, so that a buffer of another order's
+    // values could be reused.
+    for (var n = 0u; n < 8u * max(NE4, NO4); n++) {
+        if (n > 0u && n < p.order) {
+            let next = sqrt(2.0 / f32(n)) * u * cur - sqrt(f32(n - 1u) / f32(n)) * prev;
+            prev = cur;
+            cur = next;
             if (abs(cur) > BIG) {
                 cur = cur / BIG;
                 prev = prev / BIG;
                 log_scale = log_scale + LN_BIG;
             }
-            if (n < p.order) {
-                v[lane] = scale * cur * exp(log_scale);
-            }
         }
-        basis[base + q] = v;
+        let v = select(0.0, scale * cur * exp(log_scale), n < p.order);
+        let i = n / 2u;
+        if (n % 2u == 0u && i < 4u * NE4) {
+            basis[base + i / 4u][i % 4u] = v;
+        } else if (n % 2u == 1u && i < 4u * NO4) {
+            basis[base + NE4 + i / 4u][i % 4u] = v;
+        }
     }
 }
 
@@ -116,6 +128,7 @@ fn gram_fn(@builtin(global_invocation_id) id: vec3<u32>) {
 
 // A thread fits BEATS beats, first + j * stride (stride = ceil(beats / BEATS)), so that each
 // basis load feeds all of them and neighbouring threads still read neighbouring beats.
+// Beats 0-3 of a thread are the lanes of `lo`, 4-7 those of `hi`.
 @compute @workgroup_size(256)
 fn fit(@builtin(global_invocation_id) id: vec3<u32>) {
     let first = id.x;
@@ -124,20 +137,33 @@ fn fit(@builtin(global_invocation_id) id: vec3<u32>) {
     if (first >= stride || g >= p.groups) {
         return;
     }
-    var best = vec4<f32>(3.4e38);
-    var best_s = vec4<u32>(0u);
+    var best_lo = vec4<f32>(3.4e38);
+    var best_hi = vec4<f32>(3.4e38);
+    var s_lo = vec4<u32>(0u);
+    var s_hi = vec4<u32>(0u);
     let s_end = min((g + 1u) * p.group, p.sigmas);
     // Ascending sigma and a strict comparison: a tie keeps the smaller sigma.
     for (var s = g * p.group; s < s_end; s++) {
         let m = mse_many(first, stride, s);
-        let better = m < best;
-        best = select(best, m, better);
-        best_s = select(best_s, vec4<u32>(s), better);
+        let lo = m.lo < best_lo;
+        best_lo = select(best_lo, m.lo, lo);
+        s_lo = select(s_lo, vec4<u32>(s), lo);
+        if (BEATS > 4u) {
+            let hi = m.hi < best_hi;
+            best_hi = select(best_hi, m.hi, hi);
+            s_hi = select(s_hi, vec4<u32>(s), hi);
+        }
     }
     for (var j = 0u; j < BEATS; j++) {
         let beat = first + j * stride;
         if (beat < p.beats) {
-            partial[g * p.beats + beat] = vec2<f32>(best[j], bitcast<f32>(best_s[j]));
+            var v: vec2<f32>;
+            if (j < 4u) {
+                v = vec2<f32>(best_lo[j], bitcast<f32>(s_lo[j]));
+            } else {
+                v = vec2<f32>(best_hi[j - 4u], bitcast<f32>(s_hi[j - 4u]));
+            }
+            partial[g * p.beats + beat] = v;
         }
     }
 }
@@ -157,8 +183,7 @@ fn select_best(@builtin(global_invocation_id) id: vec3<u32>) {
             best_s = bitcast<u32>(v.y);
         }
     }
-    let o = beat * (2u + 4u * N4);
-    fits[o] = best;
-    fits[o + 1u] = bitcast<f32>(best_s);
-    write_coefficients(o + 2u, coefficients(beat, best_s));
+    fits[beat] = best;
+    fits[p.beats + beat] = bitcast<f32>(best_s);
+    write_coefficients(2u * p.beats + beat * p.order, coefficients(beat, best_s));
 }

@@ -207,21 +207,24 @@ fn gpu_fit_matches_the_reference() {
         let w = BeatWindow::new(fs).unwrap().width();
         let beats = random_beats(&mut rng, 50, w);
         // Every number of beats per thread (50 beats: the last thread's are partly past the
-        // end at 3 and 4).
-        for per_thread in 1..=4 {
+        // end from 3 on).
+        for per_thread in 1..=8 {
             gpu.beats_per_thread = per_thread;
             assert_gpu_matches(fs, &params, &beats, &mut gpu);
         }
     }
-    // Chunks: a binding limit that holds only a few beats splits the upload.
+    // Chunks: a binding limit that holds only a few beats splits the upload (9 beats a
+    // chunk, results read back once; then 4 a chunk, read back after 6 chunks and at the end).
     let params = HermiteParams {
         order: 10,
         sigmas: 20,
         ..Default::default()
     };
     let beats = random_beats(&mut rng, 37, 72);
-    gpu.max_buffer_bytes = 8 * 4 * (72 + 16);
-    assert_gpu_matches(360.0, &params, &beats, &mut gpu);
+    for chunk in [9, 4] {
+        gpu.max_buffer_bytes = chunk * 4 * (72 + 4);
+        assert_gpu_matches(360.0, &params, &beats, &mut gpu);
+    }
 }
 
 fn record_100() -> Option<ede::recording::Recording> {

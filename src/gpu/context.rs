@@ -199,14 +199,29 @@ impl GpuContext {
         bytes: u64,
         submission: Option<wgpu::SubmissionIndex>,
     ) -> Result<Vec<u8>, GpuError> {
+        self.with_mapped(staging, bytes, submission, |data| data.to_vec())
+    }
+
+    /// `read` of the first `bytes` of `staging` (MAP_READ), mapped once `submission` (else
+    /// everything submitted before) is done: results are copied once, straight to where they
+    /// go.
+    pub fn with_mapped<T>(
+        &self,
+        staging: &wgpu::Buffer,
+        bytes: u64,
+        submission: Option<wgpu::SubmissionIndex>,
+        read: impl FnOnce(&[u8]) -> T,
+    ) -> Result<T, GpuError> {
         self.map_after(staging, wgpu::MapMode::Read, submission)?;
-        let data = staging
-            .slice(..bytes)
-            .get_mapped_range()
-            .map_err(|e| GpuError::Poll(e.to_string()))?
-            .to_vec();
+        let out = {
+            let view = staging
+                .slice(..bytes.max(4))
+                .get_mapped_range()
+                .map_err(|e| GpuError::Poll(e.to_string()))?;
+            read(&view[..bytes as usize])
+        };
         staging.unmap();
-        Ok(data)
+        Ok(out)
     }
 
     /// Copies `bytes` from `offset` of a storage buffer back (both multiples of 4).

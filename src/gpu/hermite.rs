@@ -46,7 +46,8 @@ struct Params {
 const TARGET_THREADS: usize = 1 << 20;
 
 /// Beats per `fit` thread. On the H100 at N = 30 (1e5 beats, 100 sigmas, whole call with
-/// readback): 1 -> 18.2 ms, 2 -> 14.2, 3 -> 13.5, 4 -> 11.5 (docs/BENCHMARKS.md).
+/// readback): 1 -> 18.2 ms, 2 -> 14.2, 3 -> 13.5, 4 -> 11.5 before the parity split; after it,
+/// the fit kernel alone: 2 -> 4.1 ms, 4 -> 4.3, 8 -> 9.9 (docs/BENCHMARKS.md).
 const BEATS_PER_THREAD: usize = 4;
 
 /// Beats on the device, `[2h][beats]` per chunk.
@@ -65,13 +66,15 @@ struct Pipelines {
 
 pub struct HermiteKernels {
     ctx: GpuContext,
-    /// Pipelines by N4 (coefficient vec4s per beat) and beats per thread, built when first
-    /// needed.
-    pipelines: HashMap<(usize, usize), Pipelines>,
-    /// Beats one `fit` thread fits at once (1 to 4; tests try each).
+    /// Pipelines by even and odd coefficient vec4s per beat and beats per thread, built when
+    /// first needed.
+    pipelines: HashMap<(usize, usize, usize), Pipelines>,
+    /// Beats one `fit` thread fits at once (1 to 8; tests try each).
     pub beats_per_thread: usize,
     /// Largest buffer a chunk may use; the device's binding limit unless a test lowers it.
     pub max_buffer_bytes: u64,
+    /// Buffers kept between fits, by `Slot`.
+    buffers: [Option<wgpu::Buffer>; Slot::COUNT],
 }
 
 impl HermiteKernels {
@@ -84,6 +87,7 @@ impl HermiteKernels {
             max_buffer_bytes: limits
                 .max_storage_buffer_binding_size
                 .min(limits.max_buffer_size),
+            buffers: Default::default(),
         }
     }
 
@@ -91,29 +95,34 @@ impl HermiteKernels {
         &self.ctx
     }
 
-    fn pipelines(&mut self, n4: usize) -> &Pipelines {
+    fn pipelines(&mut self, order: usize) -> &Pipelines {
         let dev = &self.ctx.device;
-        let per_thread = self.beats_per_thread.clamp(1, 4);
-        self.pipelines.entry((n4, per_thread)).or_insert_with(|| {
-            let source = format!(
-                "{}\n{}",
-                unrolled(n4, per_thread),
-                include_str!("../../shaders/hermite.wgsl")
-            );
-            let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some("hermite"),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            });
-            Pipelines {
-                basis: compute_pipeline(dev, &module, "basis_fn"),
-                gram: compute_pipeline(dev, &module, "gram_fn"),
-                fit: compute_pipeline(dev, &module, "fit"),
-                select: compute_pipeline(dev, &module, "select_best"),
-            }
-        })
+        let per_thread = self.beats_per_thread.clamp(1, 8);
+        let (ne4, no4) = parity_vec4s(order);
+        self.pipelines
+            .entry((ne4, no4, per_thread))
+            .or_insert_with(|| {
+                let source = format!(
+                    "{}\n{}",
+                    unrolled(ne4, no4, per_thread),
+                    include_str!("../../shaders/hermite.wgsl")
+                );
+                let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some("hermite"),
+                    source: wgpu::ShaderSource::Wgsl(source.into()),
+                });
+                Pipelines {
+                    basis: compute_pipeline(dev, &module, "basis_fn"),
+                    gram: compute_pipeline(dev, &module, "gram_fn"),
+                    fit: compute_pipeline(dev, &module, "fit"),
+                    select: compute_pipeline(dev, &module, "select_best"),
+                }
+            })
     }
 
-    /// Uploads `beats` (`[beat][width]`), beat-minor, in chunks that fit a binding.
+    /// Uploads `beats` (`[beat][width]`, width = 2h) in chunks that fit a binding, as the
+    /// shader reads them: beat-minor, each sample right of the centre paired with its mirror
+    /// (u_j = (x_a + x_b) / 2, then w_j = (x_a - x_b) / 2).
     pub fn upload(&self, beats: &[f32], width: usize) -> Result<GpuBeats, GpuError> {
         let count = beats.len() / width.max(1);
         // Per beat: its samples, and at worst 2 floats per sigma group and 2 + 4 N4 results.
@@ -125,10 +134,14 @@ impl HermiteKernels {
                 .step_by(chunk)
                 .map(|first| {
                     let n = chunk.min(count - first);
-                    let mut t = vec![0f32; n * width];
+                    let h = width / 2;
+                    let mut t = vec![0f32; n * 2 * h];
                     for b in 0..n {
-                        for k in 0..width {
-                            t[k * n + b] = beats[(first + b) * width + k];
+                        let beat = &beats[(first + b) * width..][..width];
+                        for j in 0..h {
+                            let (xa, xb) = (beat[h + j], beat[h - 1 - j]);
+                            t[j * n + b] = 0.5 * (xa + xb);
+                            t[(h + j) * n + b] = 0.5 * (xa - xb);
                         }
                     }
                     let buf = ctx
@@ -149,6 +162,24 @@ impl HermiteKernels {
         })
     }
 
+    /// A buffer of at least `bytes` kept in `slot` for the next call (sizes only grow).
+    fn reused(&mut self, slot: Slot, bytes: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
+        let bytes = bytes.max(4);
+        match &self.buffers[slot as usize] {
+            Some(buffer) if buffer.size() >= bytes && buffer.usage() == usage => buffer.clone(),
+            _ => {
+                let buffer = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(slot.label()),
+                    size: bytes,
+                    usage,
+                    mapped_at_creation: false,
+                });
+                self.buffers[slot as usize] = Some(buffer.clone());
+                buffer
+            }
+        }
+    }
+
     /// The best sigma, MSE and coefficients of every uploaded beat.
     pub fn fit(
         &mut self,
@@ -165,52 +196,65 @@ impl HermiteKernels {
             });
         }
         let order = params.order;
-        let n4 = order.div_ceil(4);
+        let (ne4, no4) = parity_vec4s(order);
+        let n4 = ne4 + no4;
         let s = sigmas.len();
         let l = window.len();
+        let per_thread = self.beats_per_thread.clamp(1, 8);
+        // Each chunk's fits: [n] MSE, [n] sigma index, [n][order] coefficients, the layout of
+        // `Fits`, so that reading them back is three copies.
+        let result_bytes = |n: usize| (n * (2 + order) * 4) as u64;
+        let largest = beats.chunks.iter().map(|c| c.1).max().unwrap_or(0);
+        let groups_for = |n: usize| {
+            let groups = TARGET_THREADS.div_ceil(n.div_ceil(per_thread)).clamp(1, s);
+            // Equal groups: the last may be short, never empty.
+            let group = s.div_ceil(groups);
+            (group, s.div_ceil(group))
+        };
+        let storage = wgpu::BufferUsages::STORAGE;
+        let copy_dst = wgpu::BufferUsages::COPY_DST;
         let ctx = self.ctx.clone();
-        let storage = |label, bytes: usize, extra| {
-            ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: (bytes as u64).max(4),
-                usage: wgpu::BufferUsages::STORAGE | extra,
-                mapped_at_creation: false,
-            })
-        };
-        let per_thread = self.beats_per_thread.clamp(1, 4);
-        let pipes = self.pipelines(n4);
-        let mut out = Fits {
-            order,
-            ..Default::default()
-        };
-        let results = ctx.guarded(|| -> Result<Vec<Vec<u8>>, GpuError> {
+        let (sigma_buf, basis, gram, partial, fits, staging) = ctx.guarded(|| {
+            (
+                self.reused(Slot::Sigmas, (s * 4) as u64, storage | copy_dst),
+                self.reused(Slot::Basis, (s * l * n4 * 16) as u64, storage),
+                self.reused(Slot::Gram, (s * 4 * n4 * n4 * 16) as u64, storage),
+                self.reused(
+                    Slot::Partial,
+                    (beats.chunks.iter())
+                        .map(|c| (groups_for(c.1).1 * c.1 * 8) as u64)
+                        .max()
+                        .unwrap_or(0),
+                    storage,
+                ),
+                self.reused(
+                    Slot::Fits,
+                    result_bytes(largest),
+                    storage | wgpu::BufferUsages::COPY_SRC,
+                ),
+                self.reused(
+                    Slot::Staging,
+                    result_bytes(beats.beats)
+                        .min(self.max_buffer_bytes)
+                        .max(result_bytes(largest)),
+                    wgpu::BufferUsages::MAP_READ | copy_dst,
+                ),
+            )
+        })?;
+        let pipes = self.pipelines(order);
+        let out = ctx.guarded(|| -> Result<Fits, GpuError> {
             let sigma_f32: Vec<f32> = sigmas.iter().map(|&v| v as f32).collect();
-            let sigma_buf = ctx
-                .device
-                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("hermite sigmas"),
-                    contents: bytemuck::cast_slice(&sigma_f32),
-                    usage: wgpu::BufferUsages::STORAGE,
-                });
-            let basis = storage(
-                "hermite basis",
-                s * l * n4 * 16,
-                wgpu::BufferUsages::empty(),
-            );
-            let gram = storage(
-                "hermite gram",
-                s * 4 * n4 * n4 * 16,
-                wgpu::BufferUsages::empty(),
-            );
+            ctx.queue
+                .write_buffer(&sigma_buf, 0, bytemuck::cast_slice(&sigma_f32));
             let mut enc = ctx.device.create_command_encoder(&Default::default());
-            let params_for = |chunk: usize, groups: usize| Params {
+            let params_for = |chunk: usize, (group, groups): (usize, usize)| Params {
                 beats: chunk as u32,
                 width: window.width() as u32,
                 half: window.half as u32,
                 len: l as u32,
                 sigmas: s as u32,
                 order: order as u32,
-                group: s.div_ceil(groups) as u32,
+                group: group as u32,
                 groups: groups as u32,
                 fs: fs as f32,
                 stride: chunk.div_ceil(per_thread) as u32,
@@ -241,7 +285,7 @@ impl HermiteKernels {
                 let (x, y, z) = grid(shape.0, shape.1);
                 pass.dispatch_workgroups(x, y, z);
             };
-            let p0 = params_for(0, 1);
+            let p0 = params_for(0, (s, 1));
             run(
                 &mut enc,
                 &pipes.basis,
@@ -256,33 +300,51 @@ impl HermiteKernels {
                 &[(2, &basis), (3, &gram)],
                 (4 * n4 * n4, s),
             );
-            let mut pending = Vec::new();
+            // The chunks share `partial` and `fits`: each chunk's fits are copied out before
+            // the next chunk's passes (wgpu orders the passes and copies of one encoder). The
+            // staging buffer holds as many chunks as fit in it; when full, it is read back.
+            let mut out = Fits {
+                order,
+                mse: Vec::with_capacity(beats.beats),
+                sigma_index: Vec::with_capacity(beats.beats),
+                coefficients: Vec::with_capacity(beats.beats * order),
+            };
+            let mut read = |enc: wgpu::CommandEncoder, chunks: &[usize]| {
+                let submission = ctx.queue.submit([enc.finish()]);
+                let bytes = chunks.iter().map(|&n| result_bytes(n)).sum();
+                ctx.with_mapped(&staging, bytes, Some(submission), |mut bytes| {
+                    for &n in chunks {
+                        let (mse, rest) = bytes.split_at(n * 4);
+                        let (sigma, rest) = rest.split_at(n * 4);
+                        let (coefficients, rest) = rest.split_at(n * order * 4);
+                        out.mse.extend_from_slice(bytemuck::cast_slice(mse));
+                        out.sigma_index
+                            .extend_from_slice(bytemuck::cast_slice(sigma));
+                        (out.coefficients).extend_from_slice(bytemuck::cast_slice(coefficients));
+                        bytes = rest;
+                    }
+                })
+            };
+            let mut held = Vec::new();
+            let mut offset = 0;
             for (x, n) in &beats.chunks {
                 let n = *n;
-                let groups = TARGET_THREADS.div_ceil(n.div_ceil(per_thread)).clamp(1, s);
-                let params = params_for(n, groups);
-                // Equal groups: the last may be short, never empty.
-                let groups = s.div_ceil(params.group as usize);
-                let params = Params {
-                    groups: groups as u32,
-                    ..params
-                };
-                let partial = storage(
-                    "hermite partial",
-                    groups * n * 8,
-                    wgpu::BufferUsages::empty(),
-                );
-                let fits = storage(
-                    "hermite fits",
-                    n * (2 + 4 * n4) * 4,
-                    wgpu::BufferUsages::COPY_SRC,
-                );
+                if offset + result_bytes(n) > staging.size() {
+                    let full = std::mem::replace(
+                        &mut enc,
+                        ctx.device.create_command_encoder(&Default::default()),
+                    );
+                    read(full, &held)?;
+                    held.clear();
+                    offset = 0;
+                }
+                let params = params_for(n, groups_for(n));
                 run(
                     &mut enc,
                     &pipes.fit,
                     params,
                     &[(2, &basis), (3, &gram), (4, x), (5, &partial)],
-                    (n.div_ceil(per_thread), groups),
+                    (n.div_ceil(per_thread), params.groups as usize),
                 );
                 run(
                     &mut enc,
@@ -291,180 +353,286 @@ impl HermiteKernels {
                     &[(2, &basis), (4, x), (5, &partial), (6, &fits)],
                     (n, 1),
                 );
-                pending.push((fits, n));
+                enc.copy_buffer_to_buffer(&fits, 0, &staging, offset, result_bytes(n));
+                offset += result_bytes(n);
+                held.push(n);
             }
-            ctx.queue.submit([enc.finish()]);
-            pending
-                .iter()
-                .map(|(fits, n)| ctx.read_back(fits, (n * (2 + 4 * n4) * 4) as u64))
-                .collect()
+            read(enc, &held)?;
+            Ok(out)
         })??;
-        let stride = 2 + 4 * n4;
-        for bytes in results {
-            let v: &[f32] = bytemuck::cast_slice(&bytes);
-            for row in v.chunks_exact(stride) {
-                out.mse.push(row[0]);
-                out.sigma_index.push(row[1].to_bits());
-                out.coefficients.extend_from_slice(&row[2..2 + order]);
-            }
-        }
         Ok(out)
     }
 }
 
-/// The shader's per-beat functions for coefficients held in `n4` vec4 registers, unrolled
-/// (see the header of shaders/hermite.wgsl), and `mse_many`: the MSEs of `BEATS` beats at one
-/// sigma, each basis vec4 loaded once for all of them (4 x BEATS FMAs per load instead of 4).
-fn unrolled(n4: usize, beats: usize) -> String {
-    let qs = |f: &dyn Fn(usize) -> String, sep: &str| (0..n4).map(f).collect::<Vec<_>>().join(sep);
-    let js =
-        |f: &dyn Fn(usize) -> String, sep: &str| (0..beats).map(f).collect::<Vec<_>>().join(sep);
-    let fields = qs(&|q| format!("q{q}: vec4<f32>"), ", ");
-    let accumulate = qs(
-        &|q| format!("        c.q{q} = fma(xk, basis[b + {q}u], c.q{q});"),
-        "\n",
-    );
-    let reconstruct = qs(&|q| format!("fma(c.q{q}, basis[b + {q}u], "), "");
-    let close = ")".repeat(n4);
-    let pad_rows = (0..4 * n4)
-        .map(|i| {
-            let row = qs(
-                &|q| format!("dot(gram[g0 + {}u], c.q{q})", i * n4 + q),
-                " + ",
-            );
-            let lane = ["x", "y", "z", "w"][i % 4];
-            format!("    acc = fma(c.q{}.{lane}, {row}, acc);", i / 4)
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    let write = qs(
-        &|q| {
-            (0..4)
-                .map(|lane| {
-                    let comp = ["x", "y", "z", "w"][lane];
-                    format!("    fits[o + {}u] = c.q{q}.{comp};", 4 * q + lane)
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
+/// The buffers `fit` keeps for the next call.
+#[derive(Clone, Copy)]
+enum Slot {
+    Sigmas,
+    Basis,
+    Gram,
+    /// Each group of sigmas' best, per beat.
+    Partial,
+    /// A chunk's results.
+    Fits,
+    /// All chunks' results, read back.
+    Staging,
+}
+
+impl Slot {
+    const COUNT: usize = 6;
+
+    fn label(self) -> &'static str {
+        match self {
+            Slot::Sigmas => "hermite sigmas",
+            Slot::Basis => "hermite basis",
+            Slot::Gram => "hermite gram",
+            Slot::Partial => "hermite partial",
+            Slot::Fits => "hermite fits",
+            Slot::Staging => "hermite fits read back",
+        }
+    }
+}
+
+/// Even and odd coefficient vec4s for `order` functions (shaders/hermite.wgsl's parity).
+fn parity_vec4s(order: usize) -> (usize, usize) {
+    (order.div_ceil(2).div_ceil(4), (order / 2).div_ceil(4))
+}
+
+const LANES: [&str; 4] = ["x", "y", "z", "w"];
+
+/// The shader's per-beat functions for coefficients held in `ne4 + no4` vec4 registers,
+/// unrolled (see the header of shaders/hermite.wgsl): `coefficients`, `write_coefficients` and
+/// `mse_many`, the MSEs of `beats` beats at one sigma, each basis vec4 loaded once for all of
+/// them (4 x `beats` FMAs per load instead of 4). Each parity is its own block, so only its
+/// coefficients are live at a time.
+fn unrolled(ne4: usize, no4: usize, beats: usize) -> String {
+    let n4 = ne4 + no4;
+    let join = |r: std::ops::Range<usize>, f: &dyn Fn(usize) -> String, sep: &str| {
+        r.map(f).collect::<Vec<_>>().join(sep)
+    };
+    // The vec4s of a parity, its plane of x and the offset of its first vec4.
+    let parities = [(0..ne4, "0u"), (ne4..n4, "p.half * p.beats")];
+    let fields = join(0..n4, &|q| format!("q{q}: vec4<f32>"), ", ");
+    // Sum over the half window of (plane value) x (basis vec4) into `acc(j, q)` for beats
+    // `js`, then doubled (u and w are half sums).
+    let accumulate = |qs: std::ops::Range<usize>,
+                      plane: &str,
+                      js: std::ops::Range<usize>,
+                      index: &dyn Fn(usize) -> String,
+                      acc: &dyn Fn(usize, usize) -> String| {
+        let zero = join(
+            js.clone(),
+            &|j| {
+                join(
+                    qs.clone(),
+                    &|q| format!("    var {} = vec4<f32>(0.0);", acc(j, q)),
+                    "\n",
+                )
+            },
+            "\n",
+        );
+        let xs = join(
+            js.clone(),
+            &|j| format!("        let x{j} = x[row + {}];", index(j)),
+            "\n",
+        );
+        let fmas = join(
+            qs.clone(),
+            &|q| {
+                format!(
+                    "        let v{q} = basis[b + {q}u];\n{}",
+                    join(
+                        js.clone(),
+                        &|j| format!("        {0} = fma(vec4<f32>(x{j}), v{q}, {0});", acc(j, q)),
+                        "\n"
+                    )
+                )
+            },
+            "\n",
+        );
+        let double = join(
+            js.clone(),
+            &|j| {
+                join(
+                    qs.clone(),
+                    &|q| format!("    {0} = 2.0 * {0};", acc(j, q)),
+                    "\n",
+                )
+            },
+            "\n",
+        );
+        format!(
+            "{zero}
+    for (var j = 0u; j < p.half; j++) {{
+        let b = b0 + j * N4;
+        let row = {plane} + j * p.beats;
+{xs}
+{fmas}
+    }}
+{double}"
+        )
+    };
+    let coefficients = join(
+        0..2,
+        &|par| {
+            let (qs, plane) = parities[par].clone();
+            if qs.is_empty() {
+                return String::new();
+            }
+            let body = accumulate(qs.clone(), plane, 0..1, &|_| "beat".into(), &|_, q| {
+                format!("c{q}")
+            });
+            let store = join(qs, &|q| format!("    c.q{q} = c{q};"), "\n");
+            format!("    {{\n{body}\n{store}\n    }}")
         },
         "\n",
     );
-    // mse_many: c{j}_{q} are beat j's coefficient vec4s.
-    // Beat j of a thread is first + j * stride, clamped to the last beat (its result unused).
-    let many_index = js(
+    let write = join(
+        0..n4,
+        &|q| {
+            join(
+                0..4,
+                &|lane| {
+                    let n = if q < ne4 {
+                        2 * (4 * q + lane)
+                    } else {
+                        2 * (4 * (q - ne4) + lane) + 1
+                    };
+                    format!(
+                        "    if ({n}u < p.order) {{ fits[o + {n}u] = c.q{q}.{}; }}",
+                        LANES[lane]
+                    )
+                },
+                "\n",
+            )
+        },
+        "\n",
+    );
+    // mse_many: c{j}_{q} are beat j's coefficient vec4s; a{j} its residual sum, t{j} its
+    // padding term. Beat j of a thread is first + j * stride, clamped to the last beat (its
+    // result unused).
+    let many_index = join(
+        0..beats,
         &|j| format!("    let i{j} = min(first + {j}u * stride, p.beats - 1u);"),
         "\n",
     );
-    let many_zero = js(
-        &|j| qs(&|q| format!("    var c{j}_{q} = vec4<f32>(0.0);"), "\n"),
+    let many_decl = join(
+        0..beats,
+        &|j| format!("    var a{j} = 0.0;\n    var t{j} = 0.0;"),
         "\n",
     );
-    let many_x = js(&|j| format!("        let x{j} = x[row + i{j}];"), "\n");
-    let many_acc = qs(
-        &|q| {
-            format!(
-                "        let v{q} = basis[b + {q}u];\n{}",
-                js(
-                    &|j| format!("        c{j}_{q} = fma(vec4<f32>(x{j}), v{q}, c{j}_{q});"),
-                    "\n"
-                )
-            )
-        },
-        "\n",
-    );
-    let many_loads = qs(&|q| format!("        let v{q} = basis[b + {q}u];"), "\n");
-    let many_resid = js(
-        &|j| {
-            let y = qs(&|q| format!("fma(c{j}_{q}, v{q}, "), "");
-            format!(
-                "        let y{j} = {y}vec4<f32>(0.0){close};\n        \
-                 let r{j} = x{j} - (y{j}.x + y{j}.y + y{j}.z + y{j}.w);\n        \
-                 a{j} = fma(r{j}, r{j}, a{j});"
-            )
-        },
-        "\n",
-    );
-    let many_pad = (0..4 * n4)
-        .map(|i| {
-            let g = qs(
-                &|q| format!("        let gr{q} = gram[g0 + {}u];", i * n4 + q),
+    let many = join(
+        0..2,
+        &|par| {
+            let (qs, plane) = parities[par].clone();
+            let coef = accumulate(
+                qs.clone(),
+                plane,
+                0..beats,
+                &|j| format!("i{j}"),
+                &|j, q| format!("c{j}_{q}"),
+            );
+            let xs = join(
+                0..beats,
+                &|j| format!("        let x{j} = x[row + i{j}];"),
                 "\n",
             );
-            let lane = ["x", "y", "z", "w"][i % 4];
-            let per_beat = js(
+            let loads = join(
+                qs.clone(),
+                &|q| format!("        let v{q} = basis[b + {q}u];"),
+                "\n",
+            );
+            let close = ")".repeat(qs.len());
+            let resid = join(
+                0..beats,
                 &|j| {
-                    let row = qs(&|q| format!("dot(gr{q}, c{j}_{q})"), " + ");
-                    format!("        a{j} = fma(c{j}_{}.{lane}, {row}, a{j});", i / 4)
+                    let y = join(qs.clone(), &|q| format!("fma(c{j}_{q}, v{q}, "), "");
+                    format!(
+                        "        let y{j} = {y}vec4<f32>(0.0){close};\n        \
+                         let r{j} = x{j} - (y{j}.x + y{j}.y + y{j}.z + y{j}.w);\n        \
+                         a{j} = fma(r{j}, r{j}, a{j});"
+                    )
                 },
                 "\n",
             );
-            format!("    {{\n{g}\n{per_beat}\n    }}")
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    let many_decl = js(&|j| format!("    var a{j} = 0.0;"), "\n");
-    let many_ret = (0..4)
-        .map(|j| {
-            if j < beats {
-                format!("a{j}")
-            } else {
-                "0.0".into()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+            // sum over rows i and columns of this parity of c_i G_pad[i][.] c.
+            let pad = join(
+                4 * qs.start..4 * qs.end,
+                &|i| {
+                    let g = join(
+                        qs.clone(),
+                        &|q| format!("        let gr{q} = gram[g0 + {}u];", i * n4 + q),
+                        "\n",
+                    );
+                    let per_beat = join(
+                        0..beats,
+                        &|j| {
+                            let row = join(qs.clone(), &|q| format!("dot(gr{q}, c{j}_{q})"), " + ");
+                            format!(
+                                "        t{j} = fma(c{j}_{}.{}, {row}, t{j});",
+                                i / 4,
+                                LANES[i % 4]
+                            )
+                        },
+                        "\n",
+                    );
+                    format!("    {{\n{g}\n{per_beat}\n    }}")
+                },
+                "\n",
+            );
+            format!(
+                "    {{
+{coef}
+    for (var j = 0u; j < p.half; j++) {{
+        let b = b0 + j * N4;
+        let row = {plane} + j * p.beats;
+{xs}
+{loads}
+{resid}
+    }}
+{pad}
+    }}"
+            )
+        },
+        "\n",
+    );
+    let many_ret = |lanes: std::ops::Range<usize>| {
+        let lanes = join(
+            lanes,
+            &|j| {
+                if j < beats {
+                    format!("2.0 * a{j} + t{j}")
+                } else {
+                    "0.0".into()
+                }
+            },
+            ", ",
+        );
+        format!("vec4<f32>({lanes})")
+    };
+    let (lo, hi) = (many_ret(0..4), many_ret(4..8));
     format!(
-        "const N4: u32 = {n4}u;
+        "const NE4: u32 = {ne4}u;
+const NO4: u32 = {no4}u;
+const N4: u32 = {n4}u;
 const BEATS: u32 = {beats}u;
 struct Coef {{ {fields} }}
+struct Many {{ lo: vec4<f32>, hi: vec4<f32> }}
 
 fn coefficients(beat: u32, s: u32) -> Coef {{
     var c: Coef;
-    let b0 = (s * p.len + p.half) * N4;
-    for (var k = 0u; k < p.width; k++) {{
-        let xk = vec4<f32>(x[k * p.beats + beat]);
-        let b = b0 + k * N4;
-{accumulate}
-    }}
+    let b0 = (s * p.len + 2u * p.half) * N4;
+{coefficients}
     return c;
 }}
 
-fn mse_at(beat: u32, s: u32) -> f32 {{
-    let c = coefficients(beat, s);
-    var acc = 0.0;
-    let b0 = (s * p.len + p.half) * N4;
-    for (var k = 0u; k < p.width; k++) {{
-        let b = b0 + k * N4;
-        let y = {reconstruct}vec4<f32>(0.0){close};
-        let r = x[k * p.beats + beat] - (y.x + y.y + y.z + y.w);
-        acc = fma(r, r, acc);
-    }}
-    let g0 = s * 4u * N4 * N4;
-{pad_rows}
-    return acc;
-}}
-
-fn mse_many(first: u32, stride: u32, s: u32) -> vec4<f32> {{
+fn mse_many(first: u32, stride: u32, s: u32) -> Many {{
 {many_index}
-{many_zero}
-    let b0 = (s * p.len + p.half) * N4;
-    for (var k = 0u; k < p.width; k++) {{
-        let b = b0 + k * N4;
-        let row = k * p.beats;
-{many_x}
-{many_acc}
-    }}
 {many_decl}
-    for (var k = 0u; k < p.width; k++) {{
-        let b = b0 + k * N4;
-        let row = k * p.beats;
-{many_x}
-{many_loads}
-{many_resid}
-    }}
+    let b0 = (s * p.len + 2u * p.half) * N4;
     let g0 = s * 4u * N4 * N4;
-{many_pad}
-    return vec4<f32>({many_ret});
+{many}
+    return Many({lo}, {hi});
 }}
 
 fn write_coefficients(o: u32, c: Coef) {{
