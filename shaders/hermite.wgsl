@@ -14,11 +14,8 @@
 // The host (gpu/hermite.rs, `unrolled`) prepends the constants NE4 and NO4 (vec4s of even and
 // of odd coefficients), N4 = NE4 + NO4 and BEATS (beats per thread of `fit`, at most 8), and,
 // unrolled over the coefficient registers:
-//   struct Coef { q0: vec4<f32>, ... }       one beat's coefficients, in registers
-//   fn coefficients(beat, s) -> Coef         both parities' coefficients
 //   fn mse_many(first, stride, s) -> Many    the MSEs of BEATS beats at once (lanes of lo,
 //                                            then hi), each basis vec4 loaded once for all
-//   fn write_coefficients(o, c)              c into fits[o + n], n < order
 // (Loops over an array of vec4 were left in local memory by the driver at N = 30: 10x slower.)
 // Coefficient layout: vec4 q < NE4 holds n = 2 (4 q + lane), q >= NE4 holds
 // n = 2 (4 (q - NE4) + lane) + 1; functions n >= order are zero.
@@ -26,13 +23,14 @@
 // Bindings (one group; each entry point uses some):
 //   0 uniform Params
 //   1 sigma:   [S] f32, seconds
-//   2 basis:   [S][L][N4] vec4: b_n(t_k) = sqrt(dt) phi_n(t_k, sigma_s), in the layout above
+//   2 basis:   [S][2h][N4] vec4: b_n(t_k) = sqrt(dt) phi_n(t_k, sigma_s), k = 2h..4h (the
+//              right half of the window), in the layout above
 //   3 gram:    [S][4 N4][N4] vec4: G_pad[i][j] over the padding samples k < h, k >= 3h
 //   4 x:       [2][h][beats] f32: u_j then w_j of each beat, beat-minor (coalesced reads)
 //   5 partial: [groups][beats] (best MSE, bitcast sigma index) over each group of sigmas
 //   6 fits:    [beats] MSE, [beats] bitcast sigma index, [beats][order] coefficients by n
-// Dispatch: basis (L, S); gram (4 N4 N4, S); fit (ceil(beats / BEATS), groups);
-// select (beats, 1).
+// Dispatch: basis (2h, S); gram (4 N4 N4, S); fit (ceil(beats / BEATS), groups);
+// select (SEL beats threads, as workgroups over x and y).
 // Workgroups of 256 along x.
 
 struct Params {
@@ -65,21 +63,24 @@ const LN_BIG: f32 = 41.44653167389282;
 
 // One sample k of every function for sigma s, by the normalized recurrence with the Gaussian
 // applied last (as dsp::hermite::hermite_functions).
+// Samples k = 2h + id.x, the right half of the window: the signal's mirror pairs and the
+// padding's (see the parity note above) need no others.
 @compute @workgroup_size(256)
 fn basis_fn(@builtin(global_invocation_id) id: vec3<u32>) {
-    let k = id.x;
     let s = id.y;
-    if (k >= p.len || s >= p.sigmas) {
+    if (id.x >= 2u * p.half || s >= p.sigmas) {
         return;
     }
+    let k = 2u * p.half + id.x;
     let sg = sigma[s];
     let t = (f32(k) - 0.5 * f32(p.len - 1u)) / p.fs;
     let u = t / sg;
     let scale = inverseSqrt(p.fs * sg);
     var log_scale = -0.5 * u * u;
+    var gauss = exp(log_scale);
     var prev = 0.0;
     var cur = PI_POW_MINUS_QUARTER;
-    let base = (s * p.len + k) * N4;
+    let base = (s * 2u * p.half + id.x) * N4;
     // Every slot is written, zeros past the order, so that a buffer of another order's
     // values could be reused.
     for (var n = 0u; n < 8u * max(NE4, NO4); n++) {
@@ -91,9 +92,10 @@ fn basis_fn(@builtin(global_invocation_id) id: vec3<u32>) {
                 cur = cur / BIG;
                 prev = prev / BIG;
                 log_scale = log_scale + LN_BIG;
+                gauss = exp(log_scale);
             }
         }
-        let v = select(0.0, scale * cur * exp(log_scale), n < p.order);
+        let v = select(0.0, scale * cur * gauss, n < p.order);
         let i = n / 2u;
         if (n % 2u == 0u && i < 4u * NE4) {
             basis[base + i / 4u][i % 4u] = v;
@@ -103,10 +105,8 @@ fn basis_fn(@builtin(global_invocation_id) id: vec3<u32>) {
     }
 }
 
-fn is_pad(k: u32) -> bool {
-    return k < p.half || k >= p.half + p.width;
-}
-
+// G_pad[i][q]: zero unless i and q have the same parity, then twice the sum over the right
+// padding, k = 3h..4h (its mirror adds the same).
 @compute @workgroup_size(256)
 fn gram_fn(@builtin(global_invocation_id) id: vec3<u32>) {
     let row = id.x;
@@ -117,13 +117,13 @@ fn gram_fn(@builtin(global_invocation_id) id: vec3<u32>) {
     let i = row / N4;
     let q = row % N4;
     var acc = vec4<f32>(0.0);
-    for (var k = 0u; k < p.len; k++) {
-        if (is_pad(k)) {
-            let b = (s * p.len + k) * N4;
+    if ((i / 4u < NE4) == (q < NE4)) {
+        for (var k = p.half; k < 2u * p.half; k++) {
+            let b = (s * 2u * p.half + k) * N4;
             acc = fma(vec4<f32>(basis[b + i / 4u][i % 4u]), basis[b + q], acc);
         }
     }
-    gram[(s * 4u * N4 + i) * N4 + q] = acc;
+    gram[(s * 4u * N4 + i) * N4 + q] = 2.0 * acc;
 }
 
 // A thread fits BEATS beats, first + j * stride (stride = ceil(beats / BEATS)), so that each
@@ -168,22 +168,77 @@ fn fit(@builtin(global_invocation_id) id: vec3<u32>) {
     }
 }
 
+// Beat `beat`'s coefficient vec4 q at sigma s (the parity's plane of x, doubled).
+fn coefficient_vec(beat: u32, s: u32, q: u32) -> vec4<f32> {
+    let plane = select(p.half * p.beats, 0u, q < NE4);
+    let b0 = s * 2u * p.half * N4 + q;
+    var c = vec4<f32>(0.0);
+    for (var j = 0u; j < p.half; j++) {
+        c = fma(vec4<f32>(x[plane + j * p.beats + beat]), basis[b0 + j * N4], c);
+    }
+    return 2.0 * c;
+}
+
+// SEL threads a beat, 256 / SEL beats a workgroup (linear over the grid's x and y): each
+// thread takes every SEL-th group of sigmas, the beat's best is reduced in workgroup memory
+// (the smaller sigma wins a tie, as in `fit`), then the threads share its coefficient vec4s.
+const SEL: u32 = 8u;
+var<workgroup> sel_mse: array<f32, 256>;
+var<workgroup> sel_s: array<u32, 256>;
+
 @compute @workgroup_size(256)
-fn select_best(@builtin(global_invocation_id) id: vec3<u32>) {
-    let beat = id.x;
+fn select_best(
+    @builtin(local_invocation_index) li: u32,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let t = li % SEL;
+    let beat = (wg.x + wg.y * nwg.x) * (256u / SEL) + li / SEL;
+    var best = 3.4e38;
+    var best_s = 0xffffffffu;
+    if (beat < p.beats) {
+        for (var g = t; g < p.groups; g += SEL) {
+            let v = partial[g * p.beats + beat];
+            let s = bitcast<u32>(v.y);
+            if (v.x < best || (v.x == best && s < best_s)) {
+                best = v.x;
+                best_s = s;
+            }
+        }
+    }
+    sel_mse[li] = best;
+    sel_s[li] = best_s;
+    workgroupBarrier();
+    for (var w = SEL / 2u; w > 0u; w /= 2u) {
+        if (t < w) {
+            let m = sel_mse[li + w];
+            let s = sel_s[li + w];
+            if (m < sel_mse[li] || (m == sel_mse[li] && s < sel_s[li])) {
+                sel_mse[li] = m;
+                sel_s[li] = s;
+            }
+        }
+        workgroupBarrier();
+    }
     if (beat >= p.beats) {
         return;
     }
-    var best = 3.4e38;
-    var best_s = 0u;
-    for (var g = 0u; g < p.groups; g++) {
-        let v = partial[g * p.beats + beat];
-        if (v.x < best) {
-            best = v.x;
-            best_s = bitcast<u32>(v.y);
+    let head = li - t;
+    let bs = sel_s[head];
+    if (t == 0u) {
+        fits[beat] = sel_mse[head];
+        fits[p.beats + beat] = bitcast<f32>(bs);
+    }
+    let o = 2u * p.beats + beat * p.order;
+    for (var q = t; q < N4; q += SEL) {
+        let c = coefficient_vec(beat, bs, q);
+        let even = q < NE4;
+        for (var lane = 0u; lane < 4u; lane++) {
+            let i = 4u * select(q - NE4, q, even) + lane;
+            let n = select(2u * i + 1u, 2u * i, even);
+            if (n < p.order) {
+                fits[o + n] = c[lane];
+            }
         }
     }
-    fits[beat] = best;
-    fits[p.beats + beat] = bitcast<f32>(best_s);
-    write_coefficients(2u * p.beats + beat * p.order, coefficients(beat, best_s));
 }

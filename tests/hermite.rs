@@ -213,6 +213,23 @@ fn gpu_fit_matches_the_reference() {
             assert_gpu_matches(fs, &params, &beats, &mut gpu);
         }
     }
+    // A flat beat fits every sigma equally (MSE 0): a tie across all groups of sigmas keeps
+    // the smallest sigma, as the reference does.
+    let params = HermiteParams {
+        order: 10,
+        ..Default::default()
+    };
+    let mut beats = random_beats(&mut rng, 3, 72);
+    beats[72..144].fill(0.0);
+    for per_thread in [1, 4] {
+        gpu.beats_per_thread = per_thread;
+        let fits = gpu
+            .fit(&gpu.upload(&beats, 72).unwrap(), 360.0, &params)
+            .unwrap();
+        assert_eq!((fits.sigma_index[1], fits.mse[1]), (0, 0.0));
+        assert!(fits.coefficients_of(1).iter().all(|&c| c == 0.0));
+        assert_eq!(hermite::reference(360.0, &params, &beats[72..144]).0, 0);
+    }
     // Chunks: a binding limit that holds only a few beats splits the upload (9 beats a
     // chunk, results read back once; then 4 a chunk, read back after 6 chunks and at the end).
     let params = HermiteParams {

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use eframe::wgpu;
 use eframe::wgpu::util::DeviceExt;
+use rayon::prelude::*;
 
 use super::context::{compute_pipeline, entry};
 use super::fft::grid;
@@ -45,9 +46,16 @@ struct Params {
 /// beats get more, smaller groups of sigmas.
 const TARGET_THREADS: usize = 1 << 20;
 
+/// Coefficients from which the results are copied out of the mapped buffer on every core (new
+/// pages for the vector: at N = 30, 1e5 beats took 1.7 ms on one core, 0.5 ms on 16; 2,272
+/// beats 27 us on one, 0.14 ms once rayon's threads had to wake).
+const PARALLEL_COPY: usize = 1 << 20;
+
 /// Beats per `fit` thread. On the H100 at N = 30 (1e5 beats, 100 sigmas, whole call with
-/// readback): 1 -> 18.2 ms, 2 -> 14.2, 3 -> 13.5, 4 -> 11.5 before the parity split; after it,
-/// the fit kernel alone: 2 -> 4.1 ms, 4 -> 4.3, 8 -> 9.9 (docs/BENCHMARKS.md).
+/// readback): 1 -> 18.2 ms, 2 -> 14.2, 3 -> 13.5, 4 -> 11.5 before the parity split. After it,
+/// the fit pass alone (timestamp queries): 1 -> 4.18 ms, 2 -> 3.52, 4 -> 3.60, 8 -> about 9
+/// (registers spill); for record 100's 2,272 beats 110, 102 and 133 us at N = 30 but 49, 51
+/// and 44 us at N = 6 (docs/BENCHMARKS.md).
 const BEATS_PER_THREAD: usize = 4;
 
 /// Beats on the device, `[2h][beats]` per chunk.
@@ -217,7 +225,7 @@ impl HermiteKernels {
         let (sigma_buf, basis, gram, partial, fits, staging) = ctx.guarded(|| {
             (
                 self.reused(Slot::Sigmas, (s * 4) as u64, storage | copy_dst),
-                self.reused(Slot::Basis, (s * l * n4 * 16) as u64, storage),
+                self.reused(Slot::Basis, (s * l / 2 * n4 * 16) as u64, storage),
                 self.reused(Slot::Gram, (s * 4 * n4 * n4 * 16) as u64, storage),
                 self.reused(
                     Slot::Partial,
@@ -291,7 +299,7 @@ impl HermiteKernels {
                 &pipes.basis,
                 p0,
                 &[(1, &sigma_buf), (2, &basis)],
-                (l, s),
+                (l / 2, s),
             );
             run(
                 &mut enc,
@@ -320,7 +328,12 @@ impl HermiteKernels {
                         out.mse.extend_from_slice(bytemuck::cast_slice(mse));
                         out.sigma_index
                             .extend_from_slice(bytemuck::cast_slice(sigma));
-                        (out.coefficients).extend_from_slice(bytemuck::cast_slice(coefficients));
+                        let coefficients: &[f32] = bytemuck::cast_slice(coefficients);
+                        if coefficients.len() < PARALLEL_COPY {
+                            out.coefficients.extend_from_slice(coefficients);
+                        } else {
+                            (out.coefficients).par_extend(coefficients.par_iter().copied());
+                        }
                         bytes = rest;
                     }
                 })
@@ -351,7 +364,7 @@ impl HermiteKernels {
                     &pipes.select,
                     params,
                     &[(2, &basis), (4, x), (5, &partial), (6, &fits)],
-                    (n, 1),
+                    select_shape(n),
                 );
                 enc.copy_buffer_to_buffer(&fits, 0, &staging, offset, result_bytes(n));
                 offset += result_bytes(n);
@@ -393,6 +406,17 @@ impl Slot {
     }
 }
 
+/// Threads of `select_best` per beat (SEL in the shader).
+const SELECT_THREADS: usize = 8;
+
+/// `select_best`'s grid for `beats` beats, as (threads along x, rows): its workgroups are
+/// counted over x and then y.
+fn select_shape(beats: usize) -> (usize, usize) {
+    let groups = (beats * SELECT_THREADS).div_ceil(256).max(1);
+    let x = groups.min(1 << 15);
+    (x * 256, groups.div_ceil(x))
+}
+
 /// Even and odd coefficient vec4s for `order` functions (shaders/hermite.wgsl's parity).
 fn parity_vec4s(order: usize) -> (usize, usize) {
     (order.div_ceil(2).div_ceil(4), (order / 2).div_ceil(4))
@@ -400,203 +424,104 @@ fn parity_vec4s(order: usize) -> (usize, usize) {
 
 const LANES: [&str; 4] = ["x", "y", "z", "w"];
 
-/// The shader's per-beat functions for coefficients held in `ne4 + no4` vec4 registers,
-/// unrolled (see the header of shaders/hermite.wgsl): `coefficients`, `write_coefficients` and
-/// `mse_many`, the MSEs of `beats` beats at one sigma, each basis vec4 loaded once for all of
-/// them (4 x `beats` FMAs per load instead of 4). Each parity is its own block, so only its
-/// coefficients are live at a time.
+/// The shader's `mse_many` for `beats` beats a thread and `ne4 + no4` coefficient vec4s,
+/// unrolled over the coefficient registers (see the header of shaders/hermite.wgsl): the MSEs
+/// of the beats at one sigma, each basis vec4 loaded once for all of them (4 x `beats` FMAs
+/// per load instead of 4). Each parity is a block of its own, so only its coefficients are
+/// live at a time. c{j}_{q} are beat j's coefficient vec4s, a{j} its residual sum, t{j} its
+/// padding term; beat j of a thread is first + j * stride, clamped to the last beat (its
+/// result unused).
 fn unrolled(ne4: usize, no4: usize, beats: usize) -> String {
     let n4 = ne4 + no4;
     let join = |r: std::ops::Range<usize>, f: &dyn Fn(usize) -> String, sep: &str| {
         r.map(f).collect::<Vec<_>>().join(sep)
     };
-    // The vec4s of a parity, its plane of x and the offset of its first vec4.
-    let parities = [(0..ne4, "0u"), (ne4..n4, "p.half * p.beats")];
-    let fields = join(0..n4, &|q| format!("q{q}: vec4<f32>"), ", ");
-    // Sum over the half window of (plane value) x (basis vec4) into `acc(j, q)` for beats
-    // `js`, then doubled (u and w are half sums).
-    let accumulate = |qs: std::ops::Range<usize>,
-                      plane: &str,
-                      js: std::ops::Range<usize>,
-                      index: &dyn Fn(usize) -> String,
-                      acc: &dyn Fn(usize, usize) -> String| {
-        let zero = join(
-            js.clone(),
-            &|j| {
-                join(
-                    qs.clone(),
-                    &|q| format!("    var {} = vec4<f32>(0.0);", acc(j, q)),
-                    "\n",
-                )
-            },
-            "\n",
-        );
-        let xs = join(
-            js.clone(),
-            &|j| format!("        let x{j} = x[row + {}];", index(j)),
-            "\n",
-        );
-        let fmas = join(
-            qs.clone(),
-            &|q| {
-                format!(
-                    "        let v{q} = basis[b + {q}u];\n{}",
-                    join(
-                        js.clone(),
-                        &|j| format!("        {0} = fma(vec4<f32>(x{j}), v{q}, {0});", acc(j, q)),
-                        "\n"
-                    )
-                )
-            },
-            "\n",
-        );
-        let double = join(
-            js.clone(),
-            &|j| {
-                join(
-                    qs.clone(),
-                    &|q| format!("    {0} = 2.0 * {0};", acc(j, q)),
-                    "\n",
-                )
-            },
-            "\n",
-        );
-        format!(
-            "{zero}
-    for (var j = 0u; j < p.half; j++) {{
-        let b = b0 + j * N4;
-        let row = {plane} + j * p.beats;
-{xs}
-{fmas}
-    }}
-{double}"
-        )
-    };
-    let coefficients = join(
-        0..2,
-        &|par| {
-            let (qs, plane) = parities[par].clone();
-            if qs.is_empty() {
-                return String::new();
-            }
-            let body = accumulate(qs.clone(), plane, 0..1, &|_| "beat".into(), &|_, q| {
-                format!("c{q}")
-            });
-            let store = join(qs, &|q| format!("    c.q{q} = c{q};"), "\n");
-            format!("    {{\n{body}\n{store}\n    }}")
-        },
-        "\n",
-    );
-    let write = join(
-        0..n4,
-        &|q| {
-            join(
-                0..4,
-                &|lane| {
-                    let n = if q < ne4 {
-                        2 * (4 * q + lane)
-                    } else {
-                        2 * (4 * (q - ne4) + lane) + 1
-                    };
-                    format!(
-                        "    if ({n}u < p.order) {{ fits[o + {n}u] = c.q{q}.{}; }}",
-                        LANES[lane]
-                    )
-                },
-                "\n",
-            )
-        },
-        "\n",
-    );
-    // mse_many: c{j}_{q} are beat j's coefficient vec4s; a{j} its residual sum, t{j} its
-    // padding term. Beat j of a thread is first + j * stride, clamped to the last beat (its
-    // result unused).
-    let many_index = join(
+    let index = join(
         0..beats,
         &|j| format!("    let i{j} = min(first + {j}u * stride, p.beats - 1u);"),
         "\n",
     );
-    let many_decl = join(
+    let decl = join(
         0..beats,
         &|j| format!("    var a{j} = 0.0;\n    var t{j} = 0.0;"),
         "\n",
     );
-    let many = join(
-        0..2,
-        &|par| {
-            let (qs, plane) = parities[par].clone();
-            let coef = accumulate(
-                qs.clone(),
-                plane,
-                0..beats,
-                &|j| format!("i{j}"),
-                &|j, q| format!("c{j}_{q}"),
-            );
-            let xs = join(
-                0..beats,
-                &|j| format!("        let x{j} = x[row + i{j}];"),
-                "\n",
-            );
-            let loads = join(
-                qs.clone(),
-                &|q| format!("        let v{q} = basis[b + {q}u];"),
-                "\n",
-            );
-            let close = ")".repeat(qs.len());
-            let resid = join(
-                0..beats,
-                &|j| {
-                    let y = join(qs.clone(), &|q| format!("fma(c{j}_{q}, v{q}, "), "");
-                    format!(
-                        "        let y{j} = {y}vec4<f32>(0.0){close};\n        \
-                         let r{j} = x{j} - (y{j}.x + y{j}.y + y{j}.z + y{j}.w);\n        \
-                         a{j} = fma(r{j}, r{j}, a{j});"
-                    )
-                },
-                "\n",
-            );
-            // sum over rows i and columns of this parity of c_i G_pad[i][.] c.
-            let pad = join(
-                4 * qs.start..4 * qs.end,
-                &|i| {
-                    let g = join(
-                        qs.clone(),
-                        &|q| format!("        let gr{q} = gram[g0 + {}u];", i * n4 + q),
-                        "\n",
-                    );
-                    let per_beat = join(
-                        0..beats,
-                        &|j| {
-                            let row = join(qs.clone(), &|q| format!("dot(gr{q}, c{j}_{q})"), " + ");
-                            format!(
-                                "        t{j} = fma(c{j}_{}.{}, {row}, t{j});",
-                                i / 4,
-                                LANES[i % 4]
-                            )
-                        },
-                        "\n",
-                    );
-                    format!("    {{\n{g}\n{per_beat}\n    }}")
-                },
-                "\n",
-            );
+    let xs = join(
+        0..beats,
+        &|j| format!("        let x{j} = x[row + i{j}];"),
+        "\n",
+    );
+    // A parity's vec4s and its plane of x.
+    let parity = |qs: std::ops::Range<usize>, plane: &str| {
+        let per_q = |f: &dyn Fn(usize) -> String| join(qs.clone(), f, "\n");
+        let per_jq =
+            |f: &dyn Fn(usize, usize) -> String| join(0..beats, &|j| per_q(&|q| f(j, q)), "\n");
+        let loads = per_q(&|q| format!("        let v{q} = basis[b + {q}u];"));
+        let zero = per_jq(&|j, q| format!("    var c{j}_{q} = vec4<f32>(0.0);"));
+        let fmas =
+            per_jq(&|j, q| format!("        c{j}_{q} = fma(vec4<f32>(x{j}), v{q}, c{j}_{q});"));
+        // u and w are half sums.
+        let double = per_jq(&|j, q| format!("    c{j}_{q} = 2.0 * c{j}_{q};"));
+        let close = ")".repeat(qs.len());
+        let resid = join(
+            0..beats,
+            &|j| {
+                let y = join(qs.clone(), &|q| format!("fma(c{j}_{q}, v{q}, "), "");
+                format!(
+                    "        let y{j} = {y}vec4<f32>(0.0){close};\n        \
+                     let r{j} = x{j} - (y{j}.x + y{j}.y + y{j}.z + y{j}.w);\n        \
+                     a{j} = fma(r{j}, r{j}, a{j});"
+                )
+            },
+            "\n",
+        );
+        // The sum over this parity's rows i and columns of c_i G_pad[i][.] c.
+        let pad = join(
+            4 * qs.start..4 * qs.end,
+            &|i| {
+                let g = per_q(&|q| format!("        let gr{q} = gram[g0 + {}u];", i * n4 + q));
+                let per_beat = join(
+                    0..beats,
+                    &|j| {
+                        let row = join(qs.clone(), &|q| format!("dot(gr{q}, c{j}_{q})"), " + ");
+                        format!(
+                            "        t{j} = fma(c{j}_{}.{}, {row}, t{j});",
+                            i / 4,
+                            LANES[i % 4]
+                        )
+                    },
+                    "\n",
+                );
+                format!("    {{\n{g}\n{per_beat}\n    }}")
+            },
+            "\n",
+        );
+        let j_loop = |body: &str| {
             format!(
-                "    {{
-{coef}
-    for (var j = 0u; j < p.half; j++) {{
+                "    for (var j = 0u; j < p.half; j++) {{
         let b = b0 + j * N4;
         let row = {plane} + j * p.beats;
 {xs}
 {loads}
-{resid}
-    }}
-{pad}
+{body}
     }}"
             )
-        },
-        "\n",
-    );
-    let many_ret = |lanes: std::ops::Range<usize>| {
+        };
+        let coef_loop = j_loop(&fmas);
+        let resid_loop = j_loop(&resid);
+        format!(
+            "    {{
+{zero}
+{coef_loop}
+{double}
+{resid_loop}
+{pad}
+    }}"
+        )
+    };
+    let even = parity(0..ne4, "0u");
+    let odd = parity(ne4..n4, "p.half * p.beats");
+    let ret = |lanes: std::ops::Range<usize>| {
         let lanes = join(
             lanes,
             &|j| {
@@ -610,33 +535,22 @@ fn unrolled(ne4: usize, no4: usize, beats: usize) -> String {
         );
         format!("vec4<f32>({lanes})")
     };
-    let (lo, hi) = (many_ret(0..4), many_ret(4..8));
+    let (lo, hi) = (ret(0..4), ret(4..8));
     format!(
         "const NE4: u32 = {ne4}u;
 const NO4: u32 = {no4}u;
 const N4: u32 = {n4}u;
 const BEATS: u32 = {beats}u;
-struct Coef {{ {fields} }}
 struct Many {{ lo: vec4<f32>, hi: vec4<f32> }}
 
-fn coefficients(beat: u32, s: u32) -> Coef {{
-    var c: Coef;
-    let b0 = (s * p.len + 2u * p.half) * N4;
-{coefficients}
-    return c;
-}}
-
 fn mse_many(first: u32, stride: u32, s: u32) -> Many {{
-{many_index}
-{many_decl}
-    let b0 = (s * p.len + 2u * p.half) * N4;
+{index}
+{decl}
+    let b0 = s * 2u * p.half * N4;
     let g0 = s * 4u * N4 * N4;
-{many}
+{even}
+{odd}
     return Many({lo}, {hi});
-}}
-
-fn write_coefficients(o: u32, c: Coef) {{
-{write}
 }}
 "
     )
