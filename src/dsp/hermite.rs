@@ -219,14 +219,27 @@ impl Fits {
 }
 
 /// The sampled basis for one rate, order and sigma grid: built once, used for every beat.
+///
+/// Parity (as shaders/hermite.wgsl): the window is symmetric about its centre and
+/// phi_n(-t) = (-1)^n phi_n(t), so with u_j = (x_a + x_b) / 2 and w_j = (x_a - x_b) / 2 over the
+/// pairs of mirrored signal samples (x_a right of the centre), the even functions fit u and the
+/// odd ones w over h samples each, and the signal's squared residual is twice the sum of the
+/// two halves'. G_pad is zero across parities. Half the multiply-adds of the definition.
 pub struct Basis {
     pub window: BeatWindow,
     pub order: usize,
     pub sigmas: Vec<f64>,
-    /// `[k][s * order + n]` over the 2h signal samples: the coefficients of a block of beats
-    /// for every sigma are one product with it.
+    /// The even functions n = 2e, then the odd ones n = 2e + 1.
+    parities: [Parity; 2],
+}
+
+/// One parity's functions: `count` of them.
+struct Parity {
+    count: usize,
+    /// `[j][s * count + e]` over the h signal samples right of the centre: the coefficients of
+    /// a block of beats for every sigma are one product with it.
     inner: Vec<f32>,
-    /// `[s][i][j]`: G_pad, the basis' Gram matrix over the 2h padding samples.
+    /// `[s][a][b]`: G_pad between this parity's functions, over the 2h padding samples.
     pad_gram: Vec<f32>,
 }
 
@@ -238,37 +251,46 @@ impl Basis {
         let window = BeatWindow::new(fs)?;
         let sigmas = params.sigma_grid()?;
         let (order, h, w, l) = (params.order, window.half, window.width(), window.len());
-        let sn = sigmas.len() * order;
         let times = window.times(fs);
         let per_sigma: Vec<Vec<f64>> = sigmas
             .par_iter()
             .map(|&s| sampled_basis(&times, fs, s, order))
             .collect();
-        let mut inner = vec![0f32; w * sn];
-        let mut pad_gram = vec![0f32; sigmas.len() * order * order];
-        for (s, b) in per_sigma.iter().enumerate() {
-            for n in 0..order {
-                for k in 0..w {
-                    inner[k * sn + s * order + n] = normal_f32(b[n * l + h + k]);
+        let pad = |k: usize| k < h || k >= h + w;
+        let parities = [0, 1].map(|parity| {
+            let count = (order + 1 - parity) / 2;
+            let sn = sigmas.len() * count;
+            let mut inner = vec![0f32; h * sn];
+            let mut pad_gram = vec![0f32; sigmas.len() * count * count];
+            for (s, b) in per_sigma.iter().enumerate() {
+                for e in 0..count {
+                    let n = 2 * e + parity;
+                    for j in 0..h {
+                        inner[j * sn + s * count + e] = normal_f32(b[n * l + 2 * h + j]);
+                    }
+                }
+                for a in 0..count {
+                    for c in 0..count {
+                        let (i, j) = (2 * a + parity, 2 * c + parity);
+                        let g: f64 = (0..l)
+                            .filter(|&k| pad(k))
+                            .map(|k| b[i * l + k] * b[j * l + k])
+                            .sum();
+                        pad_gram[(s * count + a) * count + c] = normal_f32(g);
+                    }
                 }
             }
-            let pad = |k: usize| k < h || k >= h + w;
-            for i in 0..order {
-                for j in 0..order {
-                    let g: f64 = (0..l)
-                        .filter(|&k| pad(k))
-                        .map(|k| b[i * l + k] * b[j * l + k])
-                        .sum();
-                    pad_gram[(s * order + i) * order + j] = normal_f32(g);
-                }
+            Parity {
+                count,
+                inner,
+                pad_gram,
             }
-        }
+        });
         Ok(Basis {
             window,
             order,
             sigmas,
-            inner,
-            pad_gram,
+            parities,
         })
     }
 
@@ -300,100 +322,126 @@ impl Basis {
     }
 
     fn fit_block(&self, x: &[f32]) -> Fits {
-        let (order, w) = (self.order, self.window.width());
+        let (order, h) = (self.order, self.window.half);
+        let w = 2 * h;
         let nb = x.len() / w;
-        let sn = self.sigmas.len() * order;
-        // C = X B: [beat][s * order + n] for every sigma at once.
-        let mut c = vec![0f32; nb * sn];
-        // SAFETY (all `sgemm` calls): every pointer and stride below addresses inside the
-        // slice it comes from, for the m x k, k x n and m x n shapes given.
-        unsafe {
-            matrixmultiply::sgemm(
-                nb,
-                w,
-                sn,
-                1.0,
-                x.as_ptr(),
-                w as isize,
-                1,
-                self.inner.as_ptr(),
-                sn as isize,
-                1,
-                0.0,
-                c.as_mut_ptr(),
-                sn as isize,
-                1,
-            );
-        }
-        let mut best = vec![(f32::INFINITY, 0u32); nb];
-        let mut resid = vec![0f32; nb * w];
-        let mut cg = vec![0f32; nb * order];
-        for s in 0..self.sigmas.len() {
-            resid.copy_from_slice(x);
-            let cs = unsafe { c.as_ptr().add(s * order) };
-            // R = X - C_s B_s^T over the signal samples.
-            unsafe {
-                matrixmultiply::sgemm(
-                    nb,
-                    order,
-                    w,
-                    -1.0,
-                    cs,
-                    sn as isize,
-                    1,
-                    self.inner.as_ptr().add(s * order),
-                    1,
-                    sn as isize,
-                    1.0,
-                    resid.as_mut_ptr(),
-                    w as isize,
-                    1,
-                );
-            }
-            // C_s G_pad, for the padding's share c^T G_pad c.
-            let gram = &self.pad_gram[s * order * order..(s + 1) * order * order];
-            unsafe {
-                matrixmultiply::sgemm(
-                    nb,
-                    order,
-                    order,
-                    1.0,
-                    cs,
-                    sn as isize,
-                    1,
-                    gram.as_ptr(),
-                    order as isize,
-                    1,
-                    0.0,
-                    cg.as_mut_ptr(),
-                    order as isize,
-                    1,
-                );
-            }
-            for (i, b) in best.iter_mut().enumerate() {
-                let r = &resid[i * w..(i + 1) * w];
-                let ci = &c[i * sn + s * order..i * sn + (s + 1) * order];
-                let mse = dot(r, r) + dot(&cg[i * order..(i + 1) * order], ci);
-                // Strictly less: a tie keeps the smaller sigma.
-                if mse < b.0 {
-                    *b = (mse, s as u32);
-                }
-            }
-        }
+        let sigmas = self.sigmas.len();
+        // u and w of each beat, `[beat][j]`.
+        let halves: [Vec<f32>; 2] = [1.0, -1.0].map(|sign| {
+            x.chunks_exact(w)
+                .flat_map(|beat| (0..h).map(move |j| 0.5 * (beat[h + j] + sign * beat[h - 1 - j])))
+                .collect()
+        });
+        // mse[i * sigmas + s], both parities' shares summed.
+        let mut mse = vec![0f32; nb * sigmas];
+        let coefficients: Vec<Vec<f32>> = (self.parities.iter().zip(&halves))
+            .map(|(par, half)| par.fit(half, nb, h, sigmas, &mut mse))
+            .collect();
         let mut fits = Fits {
             order,
             sigma_index: Vec::with_capacity(nb),
             mse: Vec::with_capacity(nb),
             coefficients: Vec::with_capacity(nb * order),
         };
-        for (i, &(mse, s)) in best.iter().enumerate() {
-            let s = s as usize;
+        for (i, per_sigma) in mse.chunks_exact(sigmas).enumerate() {
+            // Strictly less: a tie keeps the smaller sigma.
+            let (s, best) =
+                (per_sigma.iter().enumerate()).fold((0, f32::INFINITY), |b, (s, &m)| {
+                    if m < b.1 { (s, m) } else { b }
+                });
             fits.sigma_index.push(s as u32);
-            fits.mse.push(mse);
-            fits.coefficients
-                .extend_from_slice(&c[i * sn + s * order..i * sn + (s + 1) * order]);
+            fits.mse.push(best);
+            fits.coefficients.extend((0..order).map(|n| {
+                let (par, c) = (&self.parities[n % 2], &coefficients[n % 2]);
+                c[(i * sigmas + s) * par.count + n / 2]
+            }));
         }
         fits
+    }
+}
+
+impl Parity {
+    /// This parity's coefficients of `nb` beats for every sigma (`[beat][s * count + e]`),
+    /// its share of each MSE added to `mse[beat * sigmas + s]`. `half` is u or w, `[beat][h]`.
+    fn fit(&self, half: &[f32], nb: usize, h: usize, sigmas: usize, mse: &mut [f32]) -> Vec<f32> {
+        let count = self.count;
+        let sn = sigmas * count;
+        // C = 2 U B: [beat][s * count + e] for every sigma at once (u, w are half sums).
+        let mut c = vec![0f32; nb * sn];
+        let mut resid = vec![0f32; nb * h];
+        let mut cg = vec![0f32; nb * count];
+        if count > 0 {
+            // SAFETY: each pointer and stride addresses inside the slice it comes from, for
+            // the nb x h, h x sn and nb x sn shapes given.
+            unsafe {
+                matrixmultiply::sgemm(
+                    nb,
+                    h,
+                    sn,
+                    2.0,
+                    half.as_ptr(),
+                    h as isize,
+                    1,
+                    self.inner.as_ptr(),
+                    sn as isize,
+                    1,
+                    0.0,
+                    c.as_mut_ptr(),
+                    sn as isize,
+                    1,
+                );
+            }
+        }
+        for s in 0..sigmas {
+            resid.copy_from_slice(half);
+            if count > 0 {
+                let cs = &c[s * count..];
+                // SAFETY (both): C_s is nb x count with row stride sn, B_s^T count x h (the
+                // transposed view of inner's columns s * count ..), G_pad count x count.
+                unsafe {
+                    // R = U - C_s B_s^T over the half window.
+                    matrixmultiply::sgemm(
+                        nb,
+                        count,
+                        h,
+                        -1.0,
+                        cs.as_ptr(),
+                        sn as isize,
+                        1,
+                        self.inner.as_ptr().add(s * count),
+                        1,
+                        sn as isize,
+                        1.0,
+                        resid.as_mut_ptr(),
+                        h as isize,
+                        1,
+                    );
+                    // C_s G_pad, for the padding's share c^T G_pad c.
+                    matrixmultiply::sgemm(
+                        nb,
+                        count,
+                        count,
+                        1.0,
+                        cs.as_ptr(),
+                        sn as isize,
+                        1,
+                        self.pad_gram.as_ptr().add(s * count * count),
+                        count as isize,
+                        1,
+                        0.0,
+                        cg.as_mut_ptr(),
+                        count as isize,
+                        1,
+                    );
+                }
+            }
+            for i in 0..nb {
+                let r = &resid[i * h..(i + 1) * h];
+                let ci = &c[i * sn + s * count..i * sn + (s + 1) * count];
+                mse[i * sigmas + s] += 2.0 * dot(r, r) + dot(&cg[i * count..(i + 1) * count], ci);
+            }
+        }
+        c
     }
 }
 
