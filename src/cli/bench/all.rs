@@ -287,7 +287,7 @@ pub fn summary(dir: &Path) -> Vec<Row> {
         Row {
             paper: at(&hermite, "throughput[order=30].paper_gpu_s"),
             ceiling: fp32_ceiling_s,
-            ceiling_is: "the fit's flops at 29 TFLOP/s",
+            ceiling_is: "the definition's flops at 29 TFLOP/s; the parity split computes half",
             ..row(
                 "Hermite, 1e5 beats, N = 30, S = 100",
                 at(&hermite, "throughput[order=30].gpu_fit_s.median"),

@@ -78,8 +78,9 @@ struct Report {
 #[derive(Debug, Serialize)]
 struct Throughput {
     order: usize,
-    /// Flops of the fit as computed (coefficients, reconstruction of the signal part, padding
-    /// quadratic form) for all beats and sigmas.
+    /// Flops of the definition's fit (coefficients, reconstruction of the signal part, padding
+    /// quadratic form) for all beats and sigmas. The even/odd split (dsp::hermite::Basis)
+    /// computes half of them, so `gpu_tflops` is an effective rate.
     flops: f64,
     gpu_upload_s: Option<f64>,
     gpu_fit_s: Option<Stats>,
