@@ -43,3 +43,35 @@ fn refused_work_is_an_error() {
     assert!(r.is_err());
     ctx.self_test().unwrap();
 }
+
+/// A profiled device times each compute pass, reads the times once and starts over.
+#[test]
+fn passes_are_timed_on_a_profiled_device() {
+    let Ok(ctx) = GpuContext::headless_profiled() else {
+        return;
+    };
+    if !ctx
+        .device
+        .features()
+        .contains(eframe::wgpu::Features::TIMESTAMP_QUERY)
+    {
+        eprintln!("note: {} writes no timestamps; skipped", ctx.describe());
+        return;
+    }
+    let x = vec![1.0f32; 1 << 20];
+    saxpy::saxpy(&ctx, 2.0, &x, &x).unwrap();
+    saxpy::saxpy(&ctx, 3.0, &x, &x).unwrap();
+    let times = ctx.pass_times().unwrap();
+    assert_eq!(
+        times.iter().map(|t| t.0).collect::<Vec<_>>(),
+        ["saxpy", "saxpy"]
+    );
+    assert!(times.iter().all(|t| t.1 > 0.0 && t.1 < 1e6), "{times:?}");
+    assert!(ctx.pass_times().unwrap().is_empty());
+    // An unprofiled device reports nothing.
+    let plain = GpuContext::headless().unwrap();
+    if std::env::var_os("EDE_GPU_PROFILE").is_none() {
+        saxpy::saxpy(&plain, 2.0, &x, &x).unwrap();
+        assert!(plain.pass_times().unwrap().is_empty());
+    }
+}

@@ -28,6 +28,8 @@ pub struct GpuContext {
     pub adapter_info: wgpu::AdapterInfo,
     /// The renderer drawing the window with this device (the GUI only; none headless).
     pub renderer: Option<EguiRenderer>,
+    /// Timestamps around each compute pass (`EDE_GPU_PROFILE`, headless only).
+    pub(crate) profiler: Option<std::sync::Arc<super::profile::PassProfiler>>,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -42,8 +44,18 @@ impl GpuContext {
     /// adapters of the primary backends, software ones left out, in the order the system lists
     /// them, so that jobs side by side on a host of several GPUs each take their own (on two
     /// H200s of one host, 0 and 1 ran on the two GPUs). `WGPU_BACKEND` and the other wgpu
-    /// environment variables are honoured.
+    /// environment variables are honoured. With `EDE_GPU_PROFILE` set, compute passes are
+    /// timed (`pass_times`).
     pub fn headless() -> Result<Self, GpuError> {
+        Self::open_headless(std::env::var_os("EDE_GPU_PROFILE").is_some())
+    }
+
+    /// `headless`, with compute passes timed where the adapter can write timestamps.
+    pub fn headless_profiled() -> Result<Self, GpuError> {
+        Self::open_headless(true)
+    }
+
+    fn open_headless(profile: bool) -> Result<Self, GpuError> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = match chosen_adapter()? {
@@ -78,14 +90,17 @@ impl GpuContext {
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("ede headless"),
             required_limits: limits,
+            required_features: super::profile::PassProfiler::feature(&adapter, profile),
             ..Default::default()
         }))
         .map_err(|e| GpuError::Device(e.to_string()))?;
+        let profiler = super::profile::PassProfiler::new(&device).map(std::sync::Arc::new);
         Ok(Self {
             device,
             queue,
             adapter_info: adapter.get_info(),
             renderer: None,
+            profiler,
         })
     }
 
@@ -96,6 +111,7 @@ impl GpuContext {
             queue: rs.queue.clone(),
             adapter_info: rs.adapter.get_info(),
             renderer: Some(rs.renderer.clone()),
+            profiler: None,
         }
     }
 

@@ -279,7 +279,7 @@ impl CwtKernels {
                 layout: &pipeline.get_bind_group_layout(0),
                 entries: &entries,
             });
-        let mut pass = enc.begin_compute_pass(&Default::default());
+        let mut pass = self.ctx.pass(enc, "cwt");
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &bind, &[]);
         let (x, y, z) = grid(threads, rows);
@@ -503,8 +503,7 @@ impl CwtKernels {
                 );
                 let input = [(0, &uniform), (4, &sp.buffer), (5, &wavelet)];
                 let (shape, keep) = ((m, tile.rows()), keep.clone());
-                let dev = &self.ctx.device;
-                (self.two_pass).encode(dev, enc, &input, (&b, &a), shape, true, keep);
+                (self.two_pass).encode(&self.ctx, enc, &input, (&b, &a), shape, true, keep);
                 false
             } else {
                 self.dispatch(

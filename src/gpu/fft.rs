@@ -61,7 +61,7 @@ impl TwoPass {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn encode(
         &self,
-        device: &wgpu::Device,
+        ctx: &GpuContext,
         enc: &mut wgpu::CommandEncoder,
         input: &[(u32, &wgpu::Buffer)],
         (inter, out): (&wgpu::Buffer, &wgpu::Buffer),
@@ -76,6 +76,7 @@ impl TwoPass {
         let (n1, n2) = Self::split(m);
         let (from, to) = (keep.start, keep.end.min(m));
         let split = [m, n1, n2, rows, inverse as usize, from, to, 0].map(|v| v as u32);
+        let device = &ctx.device;
         let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("fft split"),
             contents: bytemuck::cast_slice(&split),
@@ -86,14 +87,18 @@ impl TwoPass {
         let mut first: Vec<(u32, &wgpu::Buffer)> = vec![(20, &uniform), (22, inter)];
         first.extend_from_slice(input);
         let second = [(20, &uniform), (23, inter), (24, out)];
-        for (pipeline, buffers) in [(&self.pass1, &first[..]), (&self.pass2, &second[..])] {
+        let passes = [
+            (&self.pass1, &first[..], "fft pass 1"),
+            (&self.pass2, &second[..], "fft pass 2"),
+        ];
+        for (pipeline, buffers, label) in passes {
             let entries: Vec<_> = buffers.iter().map(|&(b, buf)| entry(b, buf)).collect();
             let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("fft pass"),
                 layout: &pipeline.get_bind_group_layout(0),
                 entries: &entries,
             });
-            let mut pass = enc.begin_compute_pass(&Default::default());
+            let mut pass = ctx.pass(enc, label);
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &bind, &[]);
             pass.dispatch_workgroups(x, y, 1);
@@ -182,8 +187,7 @@ impl FftKernels {
         assert!(m.is_power_of_two(), "FFT lengths are powers of two");
         if self.two_passes(m) {
             let (buffers, shape) = ((b, a), (m, rows));
-            let dev = &self.ctx.device;
-            (self.two_pass).encode(dev, enc, &[(1, a)], buffers, shape, inverse, 0..m);
+            (self.two_pass).encode(&self.ctx, enc, &[(1, a)], buffers, shape, inverse, 0..m);
             return false;
         }
         let levels = m.trailing_zeros();
@@ -220,7 +224,7 @@ impl FftKernels {
                     entry(3, &tw),
                 ],
             });
-            let mut pass = enc.begin_compute_pass(&Default::default());
+            let mut pass = self.ctx.pass(enc, "fft stage");
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &bind, &[]);
             let (x, y, z) = grid(m / radix, rows);

@@ -269,7 +269,7 @@ impl HermiteKernels {
                 pad: [0; 2],
             };
             let run = |enc: &mut wgpu::CommandEncoder,
-                       pipeline: &wgpu::ComputePipeline,
+                       (pipeline, label): (&wgpu::ComputePipeline, &'static str),
                        params: Params,
                        buffers: &[(u32, &wgpu::Buffer)],
                        shape: (usize, usize)| {
@@ -287,7 +287,7 @@ impl HermiteKernels {
                     layout: &pipeline.get_bind_group_layout(0),
                     entries: &entries,
                 });
-                let mut pass = enc.begin_compute_pass(&Default::default());
+                let mut pass = ctx.pass(enc, label);
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, &bind, &[]);
                 let (x, y, z) = grid(shape.0, shape.1);
@@ -296,14 +296,14 @@ impl HermiteKernels {
             let p0 = params_for(0, (s, 1));
             run(
                 &mut enc,
-                &pipes.basis,
+                (&pipes.basis, "hermite basis"),
                 p0,
                 &[(1, &sigma_buf), (2, &basis)],
                 (l / 2, s),
             );
             run(
                 &mut enc,
-                &pipes.gram,
+                (&pipes.gram, "hermite gram"),
                 p0,
                 &[(2, &basis), (3, &gram)],
                 (4 * n4 * n4, s),
@@ -354,14 +354,14 @@ impl HermiteKernels {
                 let params = params_for(n, groups_for(n));
                 run(
                     &mut enc,
-                    &pipes.fit,
+                    (&pipes.fit, "hermite fit"),
                     params,
                     &[(2, &basis), (3, &gram), (4, x), (5, &partial)],
                     (n.div_ceil(per_thread), params.groups as usize),
                 );
                 run(
                     &mut enc,
-                    &pipes.select,
+                    (&pipes.select, "hermite select"),
                     params,
                     &[(2, &basis), (4, x), (5, &partial), (6, &fits)],
                     select_shape(n),

@@ -316,7 +316,7 @@ impl<'a> GpuFastIca<'a> {
         while done < p.max_iter {
             let batch = ITERATIONS_PER_SUBMIT.min(p.max_iter - done);
             let mut enc = dev.create_command_encoder(&Default::default());
-            let mut pass = enc.begin_compute_pass(&Default::default());
+            let mut pass = self.ctx.pass(&mut enc, "fastica iterations");
             let mut run =
                 |pipe: &wgpu::ComputePipeline, g: &wgpu::BindGroup, d: (u32, u32, u32)| {
                     pass.set_pipeline(pipe);

@@ -5,6 +5,7 @@ pub mod cwt;
 pub mod fft;
 pub mod hermite;
 pub mod ica;
+mod profile;
 pub mod saxpy;
 
 pub use context::{GpuContext, GpuError};

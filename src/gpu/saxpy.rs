@@ -46,7 +46,7 @@ pub fn saxpy(ctx: &GpuContext, a: f32, x: &[f32], b: &[f32]) -> Result<Vec<f32>,
     });
     let mut enc = dev.create_command_encoder(&Default::default());
     {
-        let mut pass = enc.begin_compute_pass(&Default::default());
+        let mut pass = ctx.pass(&mut enc, "saxpy");
         pass.set_pipeline(&pipeline);
         pass.set_bind_group(0, &bind, &[]);
         pass.dispatch_workgroups(n.div_ceil(64).max(1), 1, 1);

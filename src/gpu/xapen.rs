@@ -308,7 +308,7 @@ impl XapenKernels {
         let mut enc = self.ctx.device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(&prep.staging, 0, &prep.x, 0, x.len() as u64);
         {
-            let mut pass = enc.begin_compute_pass(&Default::default());
+            let mut pass = self.ctx.pass(&mut enc, "xapen prepare");
             pass.set_bind_group(0, &prep.bind, &[]);
             pass.set_pipeline(&sort.0);
             pass.dispatch_workgroups(sort.1, b as u32, e as u32);
@@ -420,7 +420,7 @@ impl XapenKernels {
             enc.clear_buffer(&prep.acc, 0, None);
         }
         {
-            let mut pass = enc.begin_compute_pass(&Default::default());
+            let mut pass = self.ctx.pass(&mut enc, "xapen count");
             pass.set_bind_group(0, &prep.bind, &[]);
             pass.set_pipeline(&count);
             let b = prep.channels as u32;

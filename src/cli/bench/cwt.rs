@@ -162,6 +162,12 @@ pub fn run(args: &CwtBenchArgs) -> anyhow::Result<()> {
             k.context().wait()?;
             let e = t.elapsed().as_secs_f64();
             drop(painted);
+            // With EDE_GPU_PROFILE, the last recompute's passes on stderr.
+            if r == args.repeats + 1 {
+                k.context().report_pass_times("Morlet recompute")?;
+            } else {
+                k.context().pass_times()?;
+            }
             if r >= 2 {
                 change.push(e);
                 change_host.push(host);
@@ -174,6 +180,12 @@ pub fn run(args: &CwtBenchArgs) -> anyhow::Result<()> {
             k.context().wait()?;
             let e = t.elapsed().as_secs_f64();
             drop(painted);
+            // With EDE_GPU_PROFILE, the last new window's passes on stderr.
+            if r == args.repeats + 1 {
+                k.context().report_pass_times("Morlet new window")?;
+            } else {
+                k.context().pass_times()?;
+            }
             if r >= 2 {
                 window.push(e);
             }

@@ -21,7 +21,7 @@ use crate::cli::write_json;
 use crate::dsp::hermite::{Basis, HermiteParams};
 use crate::dsp::qrs::{self, BeatMatch};
 use crate::gpu::GpuContext;
-use crate::gpu::hermite::HermiteKernels;
+use crate::gpu::hermite::{GpuBeats, HermiteKernels};
 use crate::recording::{OpenOptions, Recording};
 
 /// The paper's Table 3 (Test B, about 1e5 beats, S about 100), seconds: (N, CPU, GPU).
@@ -127,6 +127,19 @@ fn flops(beats: usize, sigmas: usize, width: usize, order: usize) -> f64 {
     (beats * sigmas) as f64 * (4.0 * (width * order) as f64 + 2.0 * (order * order) as f64)
 }
 
+/// With `EDE_GPU_PROFILE`: each pass's GPU time in one more fit, on stderr.
+fn profile(
+    k: &mut HermiteKernels,
+    beats: &GpuBeats,
+    fs: f64,
+    params: &HermiteParams,
+    what: &str,
+) -> anyhow::Result<()> {
+    k.context().pass_times()?;
+    k.fit(beats, fs, params)?;
+    Ok(k.context().report_pass_times(what)?)
+}
+
 pub fn run(args: &HermiteBenchArgs) -> anyhow::Result<()> {
     let gpu = if args.no_gpu {
         None
@@ -182,6 +195,13 @@ pub fn run(args: &HermiteBenchArgs) -> anyhow::Result<()> {
                 Box::new(|| Ok(k.fit(&up, fs, &params).map(drop)?)),
                 args.repeats,
             )?);
+            profile(
+                k,
+                &up,
+                fs,
+                &params,
+                &format!("N = {order}, {} beats", args.beats),
+            )?;
         }
         let cpu_fit_s = (args.cpu_beats > 0)
             .then(|| {
@@ -208,10 +228,14 @@ pub fn run(args: &HermiteBenchArgs) -> anyhow::Result<()> {
             paper_gpu_s,
         });
         let gpu_refit_s = match (kernels.as_mut(), &small) {
-            (Some(k), Some(up)) => Some(timed(
-                Box::new(|| Ok(k.fit(up, fs, &params).map(drop)?)),
-                args.repeats * 5,
-            )?),
+            (Some(k), Some(up)) => {
+                let refit = timed(
+                    Box::new(|| Ok(k.fit(up, fs, &params).map(drop)?)),
+                    args.repeats * 5,
+                )?;
+                profile(k, up, fs, &params, &format!("N = {order}, refit"))?;
+                Some(refit)
+            }
             _ => None,
         };
         let cpu_refit_s = timed(
