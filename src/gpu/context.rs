@@ -229,15 +229,11 @@ impl GpuContext {
         read: impl FnOnce(&[u8]) -> T,
     ) -> Result<T, GpuError> {
         self.map_after(staging, wgpu::MapMode::Read, submission)?;
-        let out = {
-            let view = staging
-                .slice(..bytes.max(4))
-                .get_mapped_range()
-                .map_err(|e| GpuError::Poll(e.to_string()))?;
-            read(&view[..bytes as usize])
-        };
+        let out = (staging.slice(..bytes.max(4)).get_mapped_range())
+            .map(|view| read(&view[..bytes as usize]));
+        // Unmapped whatever happened, so that the buffer can be used again.
         staging.unmap();
-        Ok(out)
+        out.map_err(|e| GpuError::Poll(e.to_string()))
     }
 
     /// Copies `bytes` from `offset` of a storage buffer back (both multiples of 4).

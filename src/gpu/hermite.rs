@@ -58,7 +58,7 @@ const PARALLEL_COPY: usize = 1 << 20;
 /// and 44 us at N = 6 (docs/BENCHMARKS.md).
 const BEATS_PER_THREAD: usize = 4;
 
-/// Beats on the device, `[2h][beats]` per chunk.
+/// Beats on the device, `[2][h][beats]` per chunk (u then w, see `upload`).
 pub struct GpuBeats {
     pub width: usize,
     pub beats: usize,
