@@ -270,6 +270,33 @@ impl GpuContext {
         out.map_err(|e| GpuError::Poll(e.to_string()))
     }
 
+    /// The buffer `kept` holds when it has at least `bytes` and `usage`, else a new one, kept
+    /// there for the next call (sizes only grow). Kernels keep their large buffers this way:
+    /// allocating and first touching them cost more than their work in interactive
+    /// recomputes. (The queue's order keeps work already submitted on a reused buffer right.)
+    pub(crate) fn kept_buffer(
+        &self,
+        kept: &mut Option<wgpu::Buffer>,
+        label: &str,
+        bytes: u64,
+        usage: wgpu::BufferUsages,
+    ) -> wgpu::Buffer {
+        let bytes = bytes.max(4);
+        match kept {
+            Some(buffer) if buffer.size() >= bytes && buffer.usage().contains(usage) => {
+                buffer.clone()
+            }
+            _ => kept
+                .insert(self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size: bytes,
+                    usage,
+                    mapped_at_creation: false,
+                }))
+                .clone(),
+        }
+    }
+
     /// Copies `bytes` from `offset` of a storage buffer back (both multiples of 4).
     pub fn read_back_range(
         &self,

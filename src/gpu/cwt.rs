@@ -384,17 +384,11 @@ impl CwtKernels {
         self.buffers[Slot::Spectra as usize] = Some(sp.buffer);
     }
 
-    /// The buffer in `slot` when it holds at least `bytes`, else a new one put there. (The
-    /// GPU's queue order keeps work already submitted on a reused buffer right.)
+    /// The storage buffer kept in `slot`, with `usage` besides (`GpuContext::kept_buffer`).
     fn reused(&mut self, slot: Slot, bytes: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
-        match &self.buffers[slot as usize] {
-            Some(buffer) if buffer.size() >= bytes => buffer.clone(),
-            _ => {
-                let buffer = self.storage(slot.label(), bytes, usage);
-                self.buffers[slot as usize] = Some(buffer.clone());
-                buffer
-            }
-        }
+        let kept = &mut self.buffers[slot as usize];
+        let usage = wgpu::BufferUsages::STORAGE | usage;
+        self.ctx.kept_buffer(kept, slot.label(), bytes, usage)
     }
 
     /// Tiles of rows that fit one buffer: whole channels when a channel's scales fit.

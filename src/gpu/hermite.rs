@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use super::context::{compute_pipeline, entry};
 use super::fft::grid;
 use super::{GpuContext, GpuError};
-use crate::dsp::hermite::{BeatWindow, Fits, HermiteError, HermiteParams};
+use crate::dsp::hermite::{BeatWindow, Fits, HermiteError, HermiteParams, MAX_ORDER};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GpuHermiteError {
@@ -133,8 +133,8 @@ impl HermiteKernels {
     /// (u_j = (x_a + x_b) / 2, then w_j = (x_a - x_b) / 2).
     pub fn upload(&self, beats: &[f32], width: usize) -> Result<GpuBeats, GpuError> {
         let count = beats.len() / width.max(1);
-        // Per beat: its samples, and at worst 2 floats per sigma group and 2 + 4 N4 results.
-        let per_beat = (width.max(2 + 4 * 16) * 4 + 16) as u64;
+        // Per beat: its samples, and at worst 2 floats per sigma group and 2 + order results.
+        let per_beat = (width.max(2 + MAX_ORDER) * 4 + 16) as u64;
         let chunk = ((self.max_buffer_bytes / per_beat) as usize).clamp(1, 1 << 22);
         let ctx = &self.ctx;
         let chunks = ctx.guarded(|| {
@@ -170,22 +170,10 @@ impl HermiteKernels {
         })
     }
 
-    /// A buffer of at least `bytes` kept in `slot` for the next call (sizes only grow).
+    /// The buffer kept in `slot` (`GpuContext::kept_buffer`).
     fn reused(&mut self, slot: Slot, bytes: u64, usage: wgpu::BufferUsages) -> wgpu::Buffer {
-        let bytes = bytes.max(4);
-        match &self.buffers[slot as usize] {
-            Some(buffer) if buffer.size() >= bytes && buffer.usage() == usage => buffer.clone(),
-            _ => {
-                let buffer = self.ctx.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(slot.label()),
-                    size: bytes,
-                    usage,
-                    mapped_at_creation: false,
-                });
-                self.buffers[slot as usize] = Some(buffer.clone());
-                buffer
-            }
-        }
+        let kept = &mut self.buffers[slot as usize];
+        self.ctx.kept_buffer(kept, slot.label(), bytes, usage)
     }
 
     /// The best sigma, MSE and coefficients of every uploaded beat.

@@ -68,6 +68,11 @@ impl PassProfiler {
 }
 
 impl GpuContext {
+    /// Whether compute passes are timed.
+    pub fn profiling(&self) -> bool {
+        self.profiler.is_some()
+    }
+
     /// A compute pass named `label`, timed when profiling.
     pub fn pass<'e>(
         &self,

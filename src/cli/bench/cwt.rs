@@ -162,12 +162,6 @@ pub fn run(args: &CwtBenchArgs) -> anyhow::Result<()> {
             k.context().wait()?;
             let e = t.elapsed().as_secs_f64();
             drop(painted);
-            // With EDE_GPU_PROFILE, the last recompute's passes on stderr.
-            if r == args.repeats + 1 {
-                k.context().report_pass_times("Morlet recompute")?;
-            } else {
-                k.context().pass_times()?;
-            }
             if r >= 2 {
                 change.push(e);
                 change_host.push(host);
@@ -180,16 +174,22 @@ pub fn run(args: &CwtBenchArgs) -> anyhow::Result<()> {
             k.context().wait()?;
             let e = t.elapsed().as_secs_f64();
             drop(painted);
-            // With EDE_GPU_PROFILE, the last new window's passes on stderr.
-            if r == args.repeats + 1 {
-                k.context().report_pass_times("Morlet new window")?;
-            } else {
-                k.context().pass_times()?;
-            }
             if r >= 2 {
                 window.push(e);
             }
         }
+        // With EDE_GPU_PROFILE: the passes of one more recompute and of one more new window.
+        let ctx = k.context().clone();
+        super::profile_one(&ctx, || {
+            let sc = interactive_params(6.5).scales(dt)?;
+            drop(k.paint(&sp, dt, &sc, 6.5, &spec, &lut)?);
+            Ok("Morlet recompute".into())
+        })?;
+        super::profile_one(&ctx, || {
+            let sp = k.spectra(&refs, None)?;
+            drop(k.paint(&sp, dt, &scales, 6.0, &spec, &lut)?);
+            Ok("Morlet new window".into())
+        })?;
     }
     let plan = CwtPlan::new(n, dt, &scales, 6.0)?;
     let mut cpu_mag = Vec::new();

@@ -133,11 +133,13 @@ fn profile(
     beats: &GpuBeats,
     fs: f64,
     params: &HermiteParams,
-    what: &str,
+    what: String,
 ) -> anyhow::Result<()> {
-    k.context().pass_times()?;
-    k.fit(beats, fs, params)?;
-    Ok(k.context().report_pass_times(what)?)
+    let ctx = k.context().clone();
+    super::profile_one(&ctx, || {
+        k.fit(beats, fs, params)?;
+        Ok(what)
+    })
 }
 
 pub fn run(args: &HermiteBenchArgs) -> anyhow::Result<()> {
@@ -200,7 +202,7 @@ pub fn run(args: &HermiteBenchArgs) -> anyhow::Result<()> {
                 &up,
                 fs,
                 &params,
-                &format!("N = {order}, {} beats", args.beats),
+                format!("N = {order}, {} beats", args.beats),
             )?;
         }
         let cpu_fit_s = (args.cpu_beats > 0)
@@ -233,7 +235,7 @@ pub fn run(args: &HermiteBenchArgs) -> anyhow::Result<()> {
                     Box::new(|| Ok(k.fit(up, fs, &params).map(drop)?)),
                     args.repeats * 5,
                 )?;
-                profile(k, up, fs, &params, &format!("N = {order}, refit"))?;
+                profile(k, up, fs, &params, format!("N = {order}, refit"))?;
                 Some(refit)
             }
             _ => None,

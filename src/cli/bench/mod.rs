@@ -50,6 +50,20 @@ pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
     }
 }
 
+/// On a profiled device (`EDE_GPU_PROFILE`): one more `call`, then the GPU time of each of its
+/// compute passes on stderr under the label it returns. Nothing runs otherwise.
+fn profile_one(
+    ctx: &crate::gpu::GpuContext,
+    call: impl FnOnce() -> anyhow::Result<String>,
+) -> anyhow::Result<()> {
+    if ctx.profiling() {
+        ctx.pass_times()?;
+        let what = call()?;
+        ctx.report_pass_times(&what)?;
+    }
+    Ok(())
+}
+
 /// Median, extremes and count of repeated timings, in seconds.
 #[derive(Debug, Serialize)]
 pub struct Stats {

@@ -392,20 +392,17 @@ fn drag(
     }
     // With EDE_GPU_PROFILE: one more recompute's passes, and its host share, on stderr.
     let ctx = kernels.context().clone();
-    if ctx
-        .pass_times()
-        .is_ok_and(|_| std::env::var_os("EDE_GPU_PROFILE").is_some())
-    {
+    super::profile_one(&ctx, || {
         let t = Instant::now();
         kernels.count(prep, params, true)?;
         let recorded = t.elapsed().as_secs_f64();
         kernels.read_mean(prep)?;
         let total = t.elapsed().as_secs_f64();
-        ctx.report_pass_times(&format!(
+        Ok(format!(
             "Cross-ApEn recompute, {channels} channels (host {:.1} us of {:.1} us)",
             recorded * 1e6,
             total * 1e6
-        ))?;
-    }
+        ))
+    })?;
     Ok(Stats::of(times))
 }
