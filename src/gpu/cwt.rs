@@ -634,8 +634,12 @@ impl CwtKernels {
             bytes,
             submission,
         } = pending;
-        let data = self.ctx.read_mapped(&staging, bytes, Some(submission))?;
-        Ok(bytemuck::cast_slice::<u8, f32>(&data).to_vec())
+        let rows = self
+            .ctx
+            .with_mapped(&staging, bytes, Some(submission), |data| {
+                bytemuck::cast_slice::<u8, f32>(data).to_vec()
+            })?;
+        Ok(rows)
     }
 
     /// Paints the scalogram of `sp` into a new texture of `spec.width` x (channels x scales)
