@@ -56,6 +56,22 @@ struct Pipelines {
     change: wgpu::ComputePipeline,
 }
 
+/// One dispatch of an iteration: (label, pipeline, bind group, workgroups).
+struct Dispatch<'a>(
+    &'static str,
+    &'a wgpu::ComputePipeline,
+    &'a wgpu::BindGroup,
+    (u32, u32, u32),
+);
+
+impl Dispatch<'_> {
+    fn run(&self, pass: &mut wgpu::ComputePass<'_>) {
+        pass.set_pipeline(self.1);
+        pass.set_bind_group(0, self.2, &[]);
+        pass.dispatch_workgroups(self.3.0, self.3.1, self.3.2);
+    }
+}
+
 /// FastICA on one device; pipelines are built once.
 pub struct GpuFastIca<'a> {
     ctx: &'a GpuContext,
@@ -312,43 +328,61 @@ impl<'a> GpuFastIca<'a> {
         let tiles = |n: usize| n.div_ceil(16) as u32;
         let wide = |n: usize| n.div_ceil(64) as u32;
         let square_tiles = (tiles(r), tiles(r), 1);
+        // One iteration's dispatches, for each parity (which w buffer holds W).
+        let iteration = [0, 1].map(|cur| {
+            let next = 1 - cur;
+            let mut list = vec![
+                Dispatch("W Z", &pl.gemm_wide, &g_wz[cur], (wide(t), wide(r), 1)),
+                if gz_wide {
+                    Dispatch(
+                        "g Z^T",
+                        &pl.gemm_wide,
+                        &g_gz,
+                        (wide(r), wide(r), chunks as u32),
+                    )
+                } else {
+                    Dispatch(
+                        "g Z^T",
+                        &pl.gemm,
+                        &g_gz,
+                        (tiles(r), tiles(r), chunks as u32),
+                    )
+                },
+                Dispatch("update", &pl.update, &g_update[cur], (r32, 1, 1)),
+                Dispatch("X X^T", &pl.gemm, &g_xxt[0], square_tiles),
+                Dispatch("scale", &pl.scale, &g_scale, (1, 1, 1)),
+            ];
+            for step in 0..steps {
+                // Step `step` reads x[step % 2] (its M computed here from the second on).
+                if step > 0 {
+                    list.push(Dispatch("X X^T", &pl.gemm, &g_xxt[step % 2], square_tiles));
+                }
+                let g = if step + 1 == steps {
+                    &g_ns_last[next]
+                } else {
+                    &g_ns_inner[step % 2]
+                };
+                list.push(Dispatch("1.5 X - 0.5 M X", &pl.gemm, g, square_tiles));
+            }
+            list.push(Dispatch("change", &pl.change, &g_change[cur], (1, 1, 1)));
+            list
+        });
         let mut done = 0;
         while done < p.max_iter {
             let batch = ITERATIONS_PER_SUBMIT.min(p.max_iter - done);
             let mut enc = dev.create_command_encoder(&Default::default());
-            let mut pass = self.ctx.pass(&mut enc, "fastica iterations");
-            let mut run =
-                |pipe: &wgpu::ComputePipeline, g: &wgpu::BindGroup, d: (u32, u32, u32)| {
-                    pass.set_pipeline(pipe);
-                    pass.set_bind_group(0, g, &[]);
-                    pass.dispatch_workgroups(d.0, d.1, d.2);
-                };
-            for i in done..done + batch {
-                let (cur, next) = (i % 2, 1 - i % 2);
-                run(&pl.gemm_wide, &g_wz[cur], (wide(t), wide(r), 1));
-                if gz_wide {
-                    run(&pl.gemm_wide, &g_gz, (wide(r), wide(r), chunks as u32));
-                } else {
-                    run(&pl.gemm, &g_gz, (tiles(r), tiles(r), chunks as u32));
+            let dispatches = (done..done + batch).flat_map(|i| &iteration[i % 2]);
+            if self.ctx.profiling() {
+                // A pass of its own for each dispatch, so each is timed.
+                for d in dispatches {
+                    d.run(&mut self.ctx.pass(&mut enc, d.0));
                 }
-                run(&pl.update, &g_update[cur], (r32, 1, 1));
-                run(&pl.gemm, &g_xxt[0], square_tiles);
-                run(&pl.scale, &g_scale, (1, 1, 1));
-                for step in 0..steps {
-                    // Step `step` reads x[step % 2] (its M computed here from the second on).
-                    if step > 0 {
-                        run(&pl.gemm, &g_xxt[step % 2], square_tiles);
-                    }
-                    let g = if step + 1 == steps {
-                        &g_ns_last[next]
-                    } else {
-                        &g_ns_inner[step % 2]
-                    };
-                    run(&pl.gemm, g, square_tiles);
+            } else {
+                let mut pass = self.ctx.pass(&mut enc, "fastica iterations");
+                for d in dispatches {
+                    d.run(&mut pass);
                 }
-                run(&pl.change, &g_change[cur], (1, 1, 1));
             }
-            drop(pass);
             self.ctx.queue.submit([enc.finish()]);
             let read = self.ctx.read_back(&lims, ((1 + p.max_iter) * 4) as u64)?;
             let values: &[f32] = bytemuck::cast_slice(&read);

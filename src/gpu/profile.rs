@@ -111,12 +111,22 @@ impl GpuContext {
             .collect())
     }
 
-    /// `pass_times` as one line for stderr: "what: label 12.3 us, ...".
+    /// `pass_times` as one line for stderr: "what: label 12.3 us, ...", passes of one label
+    /// summed ("label 4 x 3.1 = 12.3 us"), in the order each label first ran.
     pub fn report_pass_times(&self, what: &str) -> Result<(), GpuError> {
-        let times = self.pass_times()?;
-        if !times.is_empty() {
-            let list: Vec<String> = (times.iter())
-                .map(|(label, us)| format!("{label} {us:.1} us"))
+        let mut sums: Vec<(&str, usize, f64)> = Vec::new();
+        for (label, us) in self.pass_times()? {
+            match sums.iter_mut().find(|s| s.0 == label) {
+                Some(s) => (s.1, s.2) = (s.1 + 1, s.2 + us),
+                None => sums.push((label, 1, us)),
+            }
+        }
+        if !sums.is_empty() {
+            let list: Vec<String> = (sums.iter())
+                .map(|&(label, n, us)| match n {
+                    1 => format!("{label} {us:.1} us"),
+                    _ => format!("{label} {n} x {:.1} = {us:.1} us", us / n as f64),
+                })
                 .collect();
             eprintln!("{what}: {}", list.join(", "));
         }

@@ -34,6 +34,13 @@ pub struct DeblinkBenchArgs {
     /// Skip the GPU part.
     #[arg(long)]
     pub cpu_only: bool,
+    /// Skip every CPU timing (the 25 x 5000 table, the whole sample, the crossover's CPU side).
+    #[arg(long, conflicts_with = "cpu_only")]
+    pub gpu_only: bool,
+    /// The crossover's problem sizes, CHANNELSxSAMPLES (32 to 256 channels x 5000 and 20000
+    /// samples by default).
+    #[arg(long, value_parser = parse_size, value_delimiter = ',')]
+    pub sizes: Vec<(usize, usize)>,
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -62,8 +69,8 @@ struct WholeRecording {
 struct Crossover {
     channels: usize,
     samples: usize,
-    cpu_s: f64,
-    cpu_iterations: usize,
+    cpu_s: Option<f64>,
+    cpu_iterations: Option<usize>,
     gpu_s: Option<f64>,
     gpu_iterations: Option<usize>,
     /// The worst GPU unmixing row's distance from its best-matching CPU row, 1 - |cos| (both
@@ -76,7 +83,7 @@ struct Report {
     cpu: String,
     gpu: Option<String>,
     fastica_25x5000: Vec<IcaTiming>,
-    whole_eeglab_sample: WholeRecording,
+    whole_eeglab_sample: Option<WholeRecording>,
     gpu_crossover: Vec<Crossover>,
 }
 
@@ -112,13 +119,22 @@ fn time<T>(repeat: usize, mut f: impl FnMut() -> T) -> (Stats, T) {
     (Stats::of(times), last.expect("ran once"))
 }
 
-pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
-    let rec = Recording::open(&args.record, &OpenOptions::default())?;
-    let opts = DeblinkOptions::default();
-    let data = EegData::load(&rec, &opts)?;
-    let x = &data.data;
-    let sub = |rows: usize, cols: usize| x.block(rows, 0..cols);
-    let small = sub(25, 5000);
+/// "256x20000" -> (256, 20000).
+fn parse_size(s: &str) -> Result<(usize, usize), String> {
+    let (c, n) = s
+        .split_once('x')
+        .ok_or_else(|| format!("{s:?}: expected CHANNELSxSAMPLES"))?;
+    let parse = |v: &str| v.trim().parse::<usize>().map_err(|e| format!("{s:?}: {e}"));
+    Ok((parse(c)?, parse(n)?))
+}
+
+/// The CPU's FastICA and JADE at the thesis's size, and the whole sample cleaned.
+fn cpu_timings(
+    args: &DeblinkBenchArgs,
+    data: &EegData,
+    opts: &DeblinkOptions,
+) -> anyhow::Result<(Vec<IcaTiming>, WholeRecording)> {
+    let small = data.data.block(25, 0..5000);
     let mut fastica_25x5000 = Vec::new();
     for contrast in [Contrast::Tanh, Contrast::Cube, Contrast::Gauss] {
         let p = FastIcaParams {
@@ -155,7 +171,7 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
         );
     }
     let (seconds, result) = time(args.repeat, || {
-        Deblinker::new(None).run(&data, &opts, &mut |_, _| true)
+        Deblinker::new(None).run(data, opts, &mut |_, _| true)
     });
     let result = result?;
     let whole = WholeRecording {
@@ -174,6 +190,21 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
         whole.ica_windows,
         whole.windows
     );
+    Ok((fastica_25x5000, whole))
+}
+
+pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
+    let rec = Recording::open(&args.record, &OpenOptions::default())?;
+    let opts = DeblinkOptions::default();
+    let data = EegData::load(&rec, &opts)?;
+    let x = &data.data;
+    let sub = |rows: usize, cols: usize| x.block(rows, 0..cols);
+    let (fastica_25x5000, whole) = if args.gpu_only {
+        (Vec::new(), None)
+    } else {
+        let (table, whole) = cpu_timings(args, &data, &opts)?;
+        (table, Some(whole))
+    };
     let gpu = if args.cpu_only {
         None
     } else {
@@ -184,53 +215,70 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
         let kernels = GpuFastIca::new(ctx);
         // Warm-up: pipelines and the driver's first submission.
         let _ = kernels.fastica(&sub(32, 2000), &FastIcaParams::default(), None);
-        for &(channels, samples) in &[
-            (32, 5000),
-            (64, 5000),
-            (128, 5000),
-            (256, 5000),
-            (32, 20000),
-            (64, 20000),
-            (128, 20000),
-            (256, 20000),
-        ] {
+        let sizes = if args.sizes.is_empty() {
+            [5000, 20000]
+                .into_iter()
+                .flat_map(|n| [32, 64, 128, 256].map(|c| (c, n)))
+                .collect()
+        } else {
+            args.sizes.clone()
+        };
+        for &(channels, samples) in &sizes {
             let x = mixed(x, channels, samples.min(x.cols));
             let p = FastIcaParams {
                 max_iter: 200,
                 ..Default::default()
             };
-            let t0 = Instant::now();
-            let cpu = ica::fastica(&x, &p, None)?;
-            let cpu_s = t0.elapsed().as_secs_f64();
+            let cpu = if args.gpu_only {
+                None
+            } else {
+                let t0 = Instant::now();
+                let cpu = ica::fastica(&x, &p, None)?;
+                Some((cpu, t0.elapsed().as_secs_f64()))
+            };
             let t0 = Instant::now();
             let dev = kernels.fastica(&x, &p, None)?;
             let gpu_s = t0.elapsed().as_secs_f64();
+            super::profile_one(ctx, || {
+                let two = FastIcaParams {
+                    max_iter: 2,
+                    ..p.clone()
+                };
+                kernels.fastica(&x, &two, None)?;
+                Ok(format!("FastICA {channels} x {samples}, 2 iterations"))
+            })?;
+            eprintln!(
+                "FastICA {channels} x {samples}: GPU {gpu_s:.3} s ({} it){}",
+                dev.iterations,
+                cpu.as_ref().map_or(String::new(), |(c, s)| format!(
+                    ", CPU {s:.3} s ({} it)",
+                    c.iterations
+                ))
+            );
             // Each GPU component against its best match among the CPU's (components of
             // near-equal variance may come out in either order).
-            let mismatch = (0..dev.unmixing.nrows())
-                .map(|i| {
-                    let g = dev.unmixing.row(i);
-                    let best = (0..cpu.unmixing.nrows())
-                        .map(|j| {
-                            let c = cpu.unmixing.row(j);
-                            (g.dot(&c) / (g.norm() * c.norm())).abs()
-                        })
-                        .fold(0.0, f64::max);
-                    1.0 - best
-                })
-                .fold(0.0, f64::max);
-            eprintln!(
-                "FastICA {channels} x {samples}: CPU {cpu_s:.3} s ({} it), GPU {gpu_s:.3} s ({} it)",
-                cpu.iterations, dev.iterations
-            );
+            let mismatch = cpu.as_ref().map(|(cpu, _)| {
+                (0..dev.unmixing.nrows())
+                    .map(|i| {
+                        let g = dev.unmixing.row(i);
+                        let best = (0..cpu.unmixing.nrows())
+                            .map(|j| {
+                                let c = cpu.unmixing.row(j);
+                                (g.dot(&c) / (g.norm() * c.norm())).abs()
+                            })
+                            .fold(0.0, f64::max);
+                        1.0 - best
+                    })
+                    .fold(0.0, f64::max)
+            });
             gpu_crossover.push(Crossover {
                 channels,
                 samples,
-                cpu_s,
-                cpu_iterations: cpu.iterations,
+                cpu_s: cpu.as_ref().map(|c| c.1),
+                cpu_iterations: cpu.as_ref().map(|c| c.0.iterations),
                 gpu_s: Some(gpu_s),
                 gpu_iterations: Some(dev.iterations),
-                gpu_vs_cpu: Some(mismatch),
+                gpu_vs_cpu: mismatch,
             });
         }
     }
