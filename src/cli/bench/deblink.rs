@@ -240,10 +240,7 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
             let dev = kernels.fastica(&x, &p, None)?;
             let gpu_s = t0.elapsed().as_secs_f64();
             super::profile_one(ctx, || {
-                let two = FastIcaParams {
-                    max_iter: 2,
-                    ..p.clone()
-                };
+                let two = FastIcaParams { max_iter: 2, ..p };
                 kernels.fastica(&x, &two, None)?;
                 Ok(format!("FastICA {channels} x {samples}, 2 iterations"))
             })?;
