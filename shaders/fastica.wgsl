@@ -5,10 +5,12 @@
 //   gemm (split K): P[s] = Y Z^T over sample chunk s  (r x r per chunk)
 //   update:         Wn = sum_s P[s] / T - diag(mean G') W
 //   gemm:           M = Wn Wn^T
-//   scale:          Wn /= sqrt(b), M /= b, b = max_i sum_j |M_ij| >= |Wn|_2^2
-//   K times (symmetric decorrelation, Newton-Schulz; X = Wn, then the last step's output):
-//     [gemm M = X X^T, from the second step on], gemm (mode 2): X' = 1.5 X - 0.5 M X
-//   change:         lims[1 + count] = max_i |1 - |<W'_i, W_i>||, count += 1
+//   row_sums, scale: Wn /= sqrt(b), M /= b, b = max_i sum_j |M_ij| >= |Wn|_2^2
+//   for each step (a, b, c) of gpu::ica::DECORRELATION (symmetric decorrelation; X = Wn, then
+//   the last step's output):
+//     [gemm M = X X^T, from the second step on], gemm (mode 2): Q = c M M + b M,
+//     gemm (mode 2): X' = Q X + a X
+//   row_sums, change: lims[1 + count] = max_i |1 - |<W'_i, W_i>||, count += 1
 //
 // Bindings (group 0): 0 params uniform; 1 a: array<f32> read; 2 b: array<f32> read;
 //                     3 c: array<f32> read_write; 4 d: array<f32> read_write.
@@ -20,7 +22,8 @@
 //   outputs each; gemm (the decorrelation's r x r products): (ceil(n/16), ceil(m/16), chunks),
 //   one output each.
 // update: m = r rows, k = T samples, n = chunks; one workgroup of 256 per row.
-// scale (c = Wn, d = M), change: one workgroup of 256; m = r.
+// row_sums (c = the r sums), scale (a = M's row sums, c = Wn, d = M): one workgroup per row;
+// change (a = the rows' dot products, d = lims): one workgroup of 256; m = r.
 
 struct Params {
     m: u32,
@@ -229,16 +232,42 @@ fn update(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l:
     }
 }
 
+// row_sums: c[i] = sum_j |a[i m + j]| (mode 0) or a[i m + j] b[i m + j] (mode 1) over j < m;
+// one workgroup of 64 a row, so that neighbouring threads read neighbouring words.
+@compute @workgroup_size(64)
+fn row_sums(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: vec3<u32>) {
+    let i = wg.x;
+    let r = p.m;
+    var s = 0.0;
+    for (var j = l.x; j < r; j += 64u) {
+        let v = a[i * r + j];
+        if (p.mode == 1u) {
+            s += v * b[i * r + j];
+        } else {
+            s += abs(v);
+        }
+    }
+    red[l.x] = s;
+    workgroupBarrier();
+    for (var h = 32u; h > 0u; h >>= 1u) {
+        if (l.x < h) {
+            red[l.x] += red[l.x + h];
+        }
+        workgroupBarrier();
+    }
+    if (l.x == 0u) {
+        c[i] = red[0];
+    }
+}
+
+// scale: b = max_i a[i] (M's absolute row sums), then row wg.x of c = Wn divided by sqrt(b)
+// and of d = M by b; one workgroup a row.
 @compute @workgroup_size(256)
-fn scale(@builtin(local_invocation_id) l: vec3<u32>) {
+fn scale(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: vec3<u32>) {
     let r = p.m;
     var worst = 0.0;
     for (var i = l.x; i < r; i += 256u) {
-        var sum = 0.0;
-        for (var j = 0u; j < r; j++) {
-            sum += abs(d[i * r + j]);
-        }
-        worst = max(worst, sum);
+        worst = max(worst, a[i]);
     }
     red[l.x] = worst;
     workgroupBarrier();
@@ -251,22 +280,21 @@ fn scale(@builtin(local_invocation_id) l: vec3<u32>) {
     let bound = max(red[0], 1e-30);
     let sw = inverseSqrt(bound);
     let sm = 1.0 / bound;
-    for (var q = l.x; q < r * r; q += 256u) {
-        c[q] *= sw;
-        d[q] *= sm;
+    let i = wg.x;
+    for (var j = l.x; j < r; j += 256u) {
+        c[i * r + j] *= sw;
+        d[i * r + j] *= sm;
     }
 }
 
+// change: lims[1 + count] = max_i |1 - |a[i]|| (a: the rows' dot products from row_sums),
+// count += 1 (count in lims[0]); one workgroup.
 @compute @workgroup_size(256)
 fn change(@builtin(local_invocation_id) l: vec3<u32>) {
     let r = p.m;
     var worst = 0.0;
     for (var i = l.x; i < r; i += 256u) {
-        var dot = 0.0;
-        for (var j = 0u; j < r; j++) {
-            dot += c[i * r + j] * a[i * r + j];
-        }
-        worst = max(worst, abs(1.0 - abs(dot)));
+        worst = max(worst, abs(1.0 - abs(a[i])));
     }
     red[l.x] = worst;
     workgroupBarrier();

@@ -200,7 +200,7 @@ fn gpu_fastica_agrees_with_the_cpu_up_to_sign_and_order() {
 }
 
 /// An iteration from the same rotation equals the CPU's (its decorrelation exact, the GPU's by
-/// Newton-Schulz steps) to f32 precision (later iterations drift apart: FastICA from a random
+/// polynomial steps) to f32 precision (later iterations drift apart: FastICA from a random
 /// start amplifies differences before it converges): at 40 channels (one partial 64 x 64 tile)
 /// and 70 (a full and a partial tile each way), over more samples than a chunk of the split
 /// product.

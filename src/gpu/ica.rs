@@ -1,9 +1,9 @@
 //! Symmetric FastICA on the GPU (shaders/fastica.wgsl). The whitening (an eigendecomposition
 //! of an n x n covariance) stays on the CPU; the whitened data are uploaded once and every
 //! iteration runs on the device: W Z with the contrast, g(W Z) Z^T split over sample chunks,
-//! the fixed-point update, and the symmetric decorrelation as Newton-Schulz steps
-//! (W <- 1.5 W - 0.5 W W^T W after scaling by the Frobenius norm), which needs only matrix
-//! products where the CPU uses an eigendecomposition; both reach (W W^T)^-1/2 W.
+//! the fixed-point update, and the symmetric decorrelation as polynomial steps (`DECORRELATION`,
+//! after scaling W so that its singular values are at most 1), which need only matrix products
+//! where the CPU uses an eigendecomposition; both reach (W W^T)^-1/2 W.
 //! `ITERATIONS_PER_SUBMIT` iterations are recorded per submission and the convergence
 //! measures of all of them read back at once; the result is the rotation after the batch in
 //! which the measure first fell below the tolerance (iterations past convergence only refine
@@ -22,9 +22,27 @@ use crate::dsp::ica::{
 
 /// Iterations recorded per submission.
 pub const ITERATIONS_PER_SUBMIT: usize = 10;
-/// Newton-Schulz steps of each decorrelation: enough for singular values down to 1e-3 of the
-/// largest to reach 1 within f32 precision.
-pub const DECORRELATION_STEPS: usize = 24;
+/// The symmetric decorrelation's steps X' = a X + b (X X^T) X + c (X X^T)^2 X: each applies
+/// the odd quintic a s + b s^3 + c s^5 to every singular value s of X. The first eight are the
+/// Polar Express sequence (Amsel, Persson, Musco and Gower, 2025) for singular values in
+/// [1e-3, 1], minimax-optimal for each step's interval: small singular values grow up to 8x a
+/// step where Newton-Schulz's 1.5 X - 0.5 X X^T X grows them 1.5x. Two more of its fixed point
+/// (15/8, -5/4, 3/8), which converges cubically, reach down to 2e-4 as the 24 Newton-Schulz
+/// steps before them did (near convergence the update's smallest singular values are small):
+/// every s in [2e-4, 1] reaches 1 within 1e-7 (`tests::decorrelation_reaches_one`), in 29
+/// products where Newton-Schulz took 47.
+pub const DECORRELATION: [[f64; 3]; 10] = [
+    [8.287212018145630, -23.595886519098837, 17.300387312530933],
+    [4.107059111542203, -2.947849916737911, 0.544843108292660],
+    [3.948690853482295, -2.908902115962949, 0.551819139437014],
+    [3.318419657370602, -2.488488024314874, 0.510048940123720],
+    [2.300652019954817, -1.668903984574749, 0.418807311952567],
+    [1.891301407787398, -1.267995827194587, 0.376804089485248],
+    [1.875001480853448, -1.250001645399949, 0.375000164547425],
+    [1.875, -1.25, 0.375],
+    [1.875, -1.25, 0.375],
+    [1.875, -1.25, 0.375],
+];
 /// Samples per chunk of the split-K product g(W Z) Z^T.
 const K_CHUNK: usize = 1024;
 
@@ -52,6 +70,7 @@ struct Pipelines {
     gemm: wgpu::ComputePipeline,
     gemm_wide: wgpu::ComputePipeline,
     update: wgpu::ComputePipeline,
+    row_sums: wgpu::ComputePipeline,
     scale: wgpu::ComputePipeline,
     change: wgpu::ComputePipeline,
 }
@@ -60,14 +79,14 @@ struct Pipelines {
 struct Dispatch<'a>(
     &'static str,
     &'a wgpu::ComputePipeline,
-    &'a wgpu::BindGroup,
+    wgpu::BindGroup,
     (u32, u32, u32),
 );
 
 impl Dispatch<'_> {
     fn run(&self, pass: &mut wgpu::ComputePass<'_>) {
         pass.set_pipeline(self.1);
-        pass.set_bind_group(0, self.2, &[]);
+        pass.set_bind_group(0, &self.2, &[]);
         pass.dispatch_workgroups(self.3.0, self.3.1, self.3.2);
     }
 }
@@ -91,6 +110,7 @@ impl<'a> GpuFastIca<'a> {
                 gemm: compute_pipeline(dev, &module, "gemm"),
                 gemm_wide: compute_pipeline(dev, &module, "gemm_wide"),
                 update: compute_pipeline(dev, &module, "update"),
+                row_sums: compute_pipeline(dev, &module, "row_sums"),
                 scale: compute_pipeline(dev, &module, "scale"),
                 change: compute_pipeline(dev, &module, "change"),
             },
@@ -162,6 +182,9 @@ impl<'a> GpuFastIca<'a> {
             zeros("decorrelation b", r * r),
         ];
         let m = zeros("x x^T", r * r);
+        let q = zeros("b M + c M^2", r * r);
+        // Per-row sums: M's absolute row sums, then the dot products of W's old and new rows.
+        let sums = zeros("row sums", r);
         let lims = zeros("lims", 1 + p.max_iter);
         let contrast = match p.contrast {
             Contrast::Tanh => 0,
@@ -230,8 +253,19 @@ impl<'a> GpuFastIca<'a> {
             m: r32,
             ..Default::default()
         });
+        let p_dots = uniform(Params {
+            m: r32,
+            mode: 1,
+            ..Default::default()
+        });
         let p_xxt = uniform(square(1.0, 0.0, 1, r32, 0));
-        let p_ns = uniform(square(-0.5, 1.5, r32, 1, 2));
+        // Step k's two polynomial products: Q = c M M + b M, X' = Q X + a X.
+        let p_poly = DECORRELATION.map(|[a, b, c]| {
+            [
+                uniform(square(c as f32, b as f32, r32, 1, 2)),
+                uniform(square(1.0, a as f32, r32, 1, 2)),
+            ]
+        });
         let group = |pipeline: &wgpu::ComputePipeline, entries: &[wgpu::BindGroupEntry<'_>]| {
             dev.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("fastica"),
@@ -279,10 +313,35 @@ impl<'a> GpuFastIca<'a> {
                 ],
             )
         });
+        let g_abs_sums = group(
+            &pl.row_sums,
+            &[
+                entry(0, &p_small),
+                entry(1, &m),
+                entry(2, &m),
+                entry(3, &sums),
+            ],
+        );
         let g_scale = group(
             &pl.scale,
-            &[entry(0, &p_small), entry(3, &x[0]), entry(4, &m)],
+            &[
+                entry(0, &p_small),
+                entry(1, &sums),
+                entry(3, &x[0]),
+                entry(4, &m),
+            ],
         );
+        let g_dots = [0, 1].map(|c| {
+            group(
+                &pl.row_sums,
+                &[
+                    entry(0, &p_dots),
+                    entry(1, &w[c]),
+                    entry(2, &w[1 - c]),
+                    entry(3, &sums),
+                ],
+            )
+        });
         // M = X X^T for X in x[0] or x[1].
         let g_xxt = x.each_ref().map(|xi| {
             group(
@@ -296,35 +355,36 @@ impl<'a> GpuFastIca<'a> {
                 ],
             )
         });
-        // X' = 1.5 X - 0.5 M X from x[from] into `to`.
-        let ns = |from: usize, to: &wgpu::Buffer| {
+        // Step k's Q = c M M + b M, and X' = Q X + a X from x[from] into `to`.
+        let poly_mm = |k: usize| {
             group(
                 &pl.gemm,
                 &[
-                    entry(0, &p_ns),
+                    entry(0, &p_poly[k][0]),
                     entry(1, &m),
+                    entry(2, &m),
+                    entry(3, &q),
+                    entry(4, &gp),
+                ],
+            )
+        };
+        let poly_x = |k: usize, from: usize, to: &wgpu::Buffer| {
+            group(
+                &pl.gemm,
+                &[
+                    entry(0, &p_poly[k][1]),
+                    entry(1, &q),
                     entry(2, &x[from]),
                     entry(3, to),
                     entry(4, &gp),
                 ],
             )
         };
-        let g_ns_inner = [ns(0, &x[1]), ns(1, &x[0])];
-        // The last step, from x[(K - 1) % 2] into w[next].
-        let steps = DECORRELATION_STEPS;
-        let last = (steps - 1) % 2;
-        let g_ns_last = w.each_ref().map(|wn| ns(last, wn));
-        let g_change = [0, 1].map(|c| {
-            group(
-                &pl.change,
-                &[
-                    entry(0, &p_small),
-                    entry(1, &w[c]),
-                    entry(3, &w[1 - c]),
-                    entry(4, &lims),
-                ],
-            )
-        });
+        let steps = DECORRELATION.len();
+        let g_change = group(
+            &pl.change,
+            &[entry(0, &p_small), entry(1, &sums), entry(4, &lims)],
+        );
         let tiles = |n: usize| n.div_ceil(16) as u32;
         let wide = |n: usize| n.div_ceil(64) as u32;
         let square_tiles = (tiles(r), tiles(r), 1);
@@ -332,39 +392,64 @@ impl<'a> GpuFastIca<'a> {
         let iteration = [0, 1].map(|cur| {
             let next = 1 - cur;
             let mut list = vec![
-                Dispatch("W Z", &pl.gemm_wide, &g_wz[cur], (wide(t), wide(r), 1)),
+                Dispatch(
+                    "W Z",
+                    &pl.gemm_wide,
+                    g_wz[cur].clone(),
+                    (wide(t), wide(r), 1),
+                ),
                 if gz_wide {
                     Dispatch(
                         "g Z^T",
                         &pl.gemm_wide,
-                        &g_gz,
+                        g_gz.clone(),
                         (wide(r), wide(r), chunks as u32),
                     )
                 } else {
                     Dispatch(
                         "g Z^T",
                         &pl.gemm,
-                        &g_gz,
+                        g_gz.clone(),
                         (tiles(r), tiles(r), chunks as u32),
                     )
                 },
-                Dispatch("update", &pl.update, &g_update[cur], (r32, 1, 1)),
-                Dispatch("X X^T", &pl.gemm, &g_xxt[0], square_tiles),
-                Dispatch("scale", &pl.scale, &g_scale, (1, 1, 1)),
+                Dispatch("update", &pl.update, g_update[cur].clone(), (r32, 1, 1)),
+                Dispatch("X X^T", &pl.gemm, g_xxt[0].clone(), square_tiles),
+                Dispatch("row sums", &pl.row_sums, g_abs_sums.clone(), (r32, 1, 1)),
+                Dispatch("scale", &pl.scale, g_scale.clone(), (r32, 1, 1)),
             ];
-            for step in 0..steps {
-                // Step `step` reads x[step % 2] (its M computed here from the second on).
-                if step > 0 {
-                    list.push(Dispatch("X X^T", &pl.gemm, &g_xxt[step % 2], square_tiles));
+            for k in 0..steps {
+                // Step k reads x[k % 2] (its M computed here from the second step on) and
+                // writes x[1 - k % 2], the last step w[next].
+                let from = k % 2;
+                if k > 0 {
+                    list.push(Dispatch(
+                        "X X^T",
+                        &pl.gemm,
+                        g_xxt[from].clone(),
+                        square_tiles,
+                    ));
                 }
-                let g = if step + 1 == steps {
-                    &g_ns_last[next]
+                list.push(Dispatch("b M + c M^2", &pl.gemm, poly_mm(k), square_tiles));
+                let to = if k + 1 == steps {
+                    &w[next]
                 } else {
-                    &g_ns_inner[step % 2]
+                    &x[1 - from]
                 };
-                list.push(Dispatch("1.5 X - 0.5 M X", &pl.gemm, g, square_tiles));
+                list.push(Dispatch(
+                    "a X + Q X",
+                    &pl.gemm,
+                    poly_x(k, from, to),
+                    square_tiles,
+                ));
             }
-            list.push(Dispatch("change", &pl.change, &g_change[cur], (1, 1, 1)));
+            list.push(Dispatch(
+                "row sums",
+                &pl.row_sums,
+                g_dots[cur].clone(),
+                (r32, 1, 1),
+            ));
+            list.push(Dispatch("change", &pl.change, g_change.clone(), (1, 1, 1)));
             list
         });
         let mut done = 0;
@@ -398,5 +483,24 @@ impl<'a> GpuFastIca<'a> {
         let bytes = self.ctx.read_back(w, (r * r * 4) as u64)?;
         let v: &[f32] = bytemuck::cast_slice(&bytes);
         Ok(DMatrix::from_fn(r, r, |i, j| v[i * r + j] as f64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DECORRELATION;
+
+    /// The steps take every singular value in [2e-4, 1] to 1: the decorrelation's contract
+    /// for a W scaled to singular values at most 1.
+    #[test]
+    fn decorrelation_reaches_one() {
+        let low = 2e-4f64.log10();
+        for i in 0..=30_000 {
+            let s0 = 10f64.powf(low * i as f64 / 30_000.0);
+            let s = DECORRELATION
+                .iter()
+                .fold(s0, |s, [a, b, c]| a * s + b * s.powi(3) + c * s.powi(5));
+            assert!((s - 1.0).abs() < 1e-7, "{s0} -> {s}");
+        }
     }
 }
