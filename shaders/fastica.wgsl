@@ -19,8 +19,8 @@
 //   mode 1 writes g(sum) to C and g'(sum) to D at the same index (contrast: 0 tanh, 1 cube,
 //   2 gauss); mode 2 takes beta B(i,j) in place of beta C (square B). gemm_wide (the products
 //   with the data): dispatch (ceil(n/64), ceil(m/64), chunks) of 16 x 16 threads, 4 x 4
-//   outputs each; gemm (the decorrelation's r x r products): (ceil(n/16), ceil(m/16), chunks),
-//   one output each.
+//   outputs each; gemm (the decorrelation's r x r products): (ceil(n/16), ceil(m/16), chunks)
+//   of 256 threads, 2 x 2 outputs each over a quarter of the k range.
 // update: m = r rows, k = T samples, n = chunks; one workgroup of 256 per row.
 // row_sums (c = the r sums), scale (a = M's row sums, c = Wn, d = M): one workgroup per row;
 // change (a = the rows' dot products, d = lims): one workgroup of 256; m = r.
@@ -157,52 +157,76 @@ fn gemm_wide(
     store_row(wg.z, i + 3u, j, acc3);
 }
 
-// The same product, one output per thread in 16 x 16 tiles: for the small square products of
-// the decorrelation, whose 64 x 64 tiles would leave most of the GPU idle (r = 64: one
-// workgroup).
-const TILE: u32 = 16u;
-var<workgroup> ta: array<array<f32, 16>, 16>;
-var<workgroup> tb: array<array<f32, 16>, 16>;
+// The same product in 16 x 16 tiles, for the small square products of the decorrelation,
+// whose 64 x 64 tiles would leave most of the GPU idle (r = 64: one workgroup). Each tile's k
+// range is split four ways inside its workgroup: four groups of 64 threads, each 2 x 2 outputs
+// over every fourth run of 16 k, summed through workgroup memory at the end. Per thread, two
+// vec2 loads from workgroup memory feed 4 FMAs, and a 256-long k takes 4 steps of 64.
+const SLAB: u32 = 64u;
+var<workgroup> ta: array<array<vec2<f32>, 8>, 64>;
+var<workgroup> tb: array<array<vec2<f32>, 8>, 64>;
+var<workgroup> parts: array<vec4<f32>, 256>;
 
-@compute @workgroup_size(16, 16, 1)
-fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l: vec3<u32>) {
-    let i = wg.y * TILE + l.y;
-    let j = wg.x * TILE + l.x;
+@compute @workgroup_size(256)
+fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let i0 = wg.y * 16u;
+    let j0 = wg.x * 16u;
     let k0 = wg.z * p.k_chunk;
     let k1 = min(p.k, k0 + p.k_chunk);
-    var acc = 0.0;
-    for (var kk = k0; kk < k1; kk += TILE) {
-        let ak = kk + l.x;
-        var av = 0.0;
-        if (i < p.m && ak < k1) {
-            av = a[i * p.a_rs + ak * p.a_cs];
+    let g = li / 64u;
+    let tx = li % 8u;
+    let ty = (li % 64u) / 8u;
+    var acc = vec4<f32>(0.0);
+    for (var kk = k0; kk < k1; kk += SLAB) {
+        // A's 16 rows x 64 k, read along k (a_cs = 1 here).
+        for (var q = 0u; q < 4u; q++) {
+            let e = li + q * 256u;
+            let row = e / SLAB;
+            let kq = e % SLAB;
+            let gi = i0 + row;
+            let gk = kk + kq;
+            var v = 0.0;
+            if (gi < p.m && gk < k1) {
+                v = a[gi * p.a_rs + gk * p.a_cs];
+            }
+            ta[kq][row / 2u][row % 2u] = v;
         }
-        ta[l.y][l.x] = av;
-        // B is read along its contiguous direction: k when b_rs = 1 (a transposed operand),
-        // j otherwise, so neighbouring threads read neighbouring words.
-        if (p.b_rs == 1u) {
-            let bk = kk + l.x;
-            let bj = wg.x * TILE + l.y;
-            var bv = 0.0;
-            if (bj < p.n && bk < k1) {
-                bv = b[bk + bj * p.b_cs];
+        // B's 64 k x 16 columns, along k when b_rs = 1 (a transposed operand), else along j.
+        for (var q = 0u; q < 4u; q++) {
+            let e = li + q * 256u;
+            var kq = e / 16u;
+            var col = e % 16u;
+            if (p.b_rs == 1u) {
+                kq = e % SLAB;
+                col = e / SLAB;
             }
-            tb[l.x][l.y] = bv;
-        } else {
-            let bk = kk + l.y;
-            var bv = 0.0;
-            if (j < p.n && bk < k1) {
-                bv = b[bk * p.b_rs + j * p.b_cs];
+            let gk = kk + kq;
+            let gj = j0 + col;
+            var v = 0.0;
+            if (gj < p.n && gk < k1) {
+                v = b[gk * p.b_rs + gj * p.b_cs];
             }
-            tb[l.y][l.x] = bv;
+            tb[kq][col / 2u][col % 2u] = v;
         }
         workgroupBarrier();
-        for (var t = 0u; t < TILE; t++) {
-            acc += ta[l.y][t] * tb[t][l.x];
+        for (var t = g * 16u; t < g * 16u + 16u; t++) {
+            let av = ta[t][ty];
+            let bv = tb[t][tx];
+            acc = fma(vec4<f32>(av.x, av.x, av.y, av.y), vec4<f32>(bv, bv), acc);
         }
         workgroupBarrier();
     }
-    store(wg.z, i, j, acc);
+    parts[li] = acc;
+    workgroupBarrier();
+    if (g == 0u) {
+        let sum = parts[li] + parts[li + 64u] + parts[li + 128u] + parts[li + 192u];
+        let i = i0 + 2u * ty;
+        let j = j0 + 2u * tx;
+        store(wg.z, i, j, sum.x);
+        store(wg.z, i, j + 1u, sum.y);
+        store(wg.z, i + 1u, j, sum.z);
+        store(wg.z, i + 1u, j + 1u, sum.w);
+    }
 }
 
 @compute @workgroup_size(256)

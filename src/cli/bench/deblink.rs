@@ -73,6 +73,8 @@ struct Crossover {
     cpu_iterations: Option<usize>,
     gpu_s: Option<f64>,
     gpu_iterations: Option<usize>,
+    /// The CPU's share of either run: centring, covariance, eigendecomposition, whitened data.
+    whitening_s: f64,
     /// The worst GPU unmixing row's distance from its best-matching CPU row, 1 - |cos| (both
     /// after the same iterations; unconverged runs may differ in the components not yet found).
     gpu_vs_cpu: Option<f64>,
@@ -239,13 +241,16 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
             let t0 = Instant::now();
             let dev = kernels.fastica(&x, &p, None)?;
             let gpu_s = t0.elapsed().as_secs_f64();
+            let t0 = Instant::now();
+            ica::Whitening::of(&x, None)?;
+            let whitening_s = t0.elapsed().as_secs_f64();
             super::profile_one(ctx, || {
                 let two = FastIcaParams { max_iter: 2, ..p };
                 kernels.fastica(&x, &two, None)?;
                 Ok(format!("FastICA {channels} x {samples}, 2 iterations"))
             })?;
             eprintln!(
-                "FastICA {channels} x {samples}: GPU {gpu_s:.3} s ({} it){}",
+                "FastICA {channels} x {samples}: GPU {gpu_s:.3} s ({} it, whitening {whitening_s:.3} s){}",
                 dev.iterations,
                 cpu.as_ref().map_or(String::new(), |(c, s)| format!(
                     ", CPU {s:.3} s ({} it)",
@@ -275,6 +280,7 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
                 cpu_iterations: cpu.as_ref().map(|c| c.0.iterations),
                 gpu_s: Some(gpu_s),
                 gpu_iterations: Some(dev.iterations),
+                whitening_s,
                 gpu_vs_cpu: mismatch,
             });
         }
