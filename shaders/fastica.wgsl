@@ -1,9 +1,10 @@
 // Symmetric FastICA iterations on whitened data (gpu/ica.rs). One iteration, with W in one of
 // two buffers and the new W written to the other (no copies: the whole batch of iterations is
 // one compute pass):
-//   gemm (mode 1): Y = g(W Z), G' = g'(W Z)         (r x T, the contrast applied in the epilogue)
+//   gemm (mode 1): Y = g(W Z), G'[i][b] = sum of g'(W Z)[i][t] over t in column block b of 64
+//                  (Y r x T, the contrast applied in the epilogue; G' r x ceil(T / 64))
 //   gemm (split K): P[s] = Y Z^T over sample chunk s  (r x r per chunk)
-//   update:         Wn = sum_s P[s] / T - diag(mean G') W
+//   update:         Wn = sum_s P[s] / T - diag(sum_b G'[.][b] / T) W
 //   gemm:           M = Wn Wn^T
 //   row_sums, scale: Wn /= sqrt(b), M /= b, b = max_i sum_j |M_ij| >= |Wn|_2^2
 //   for each step (a, b, c) of gpu::ica::DECORRELATION (symmetric decorrelation; X = Wn, then
@@ -16,8 +17,8 @@
 //                     3 c: array<f32> read_write; 4 d: array<f32> read_write.
 // gemm: C[z c_batch + i c_rs + j] = alpha sum_k A(i,k) B(k,j) + beta C[..], k over
 //   [z k_chunk, min(k, (z+1) k_chunk)), A(i,k) = a[i a_rs + k a_cs], B(k,j) = b[k b_rs + j b_cs];
-//   mode 1 writes g(sum) to C and g'(sum) to D at the same index (contrast: 0 tanh, 1 cube,
-//   2 gauss); mode 2 takes beta B(i,j) in place of beta C (square B). gemm_wide (the products
+//   mode 1 (gemm_wide only, k_chunk = k) writes g(sum) to C and the sums of g'(sum) over each
+//   tile's 64 columns to D[i ceil(n / 64) + wg.x] (contrast: 0 tanh, 1 cube, 2 gauss); mode 2 takes beta B(i,j) in place of beta C (square B). gemm_wide (the products
 //   with the data): dispatch (ceil(n/64), ceil(m/64), chunks) of 16 x 16 threads, 4 x 4
 //   outputs each; gemm (the decorrelation's r x r products): (ceil(n/16), ceil(m/16), chunks)
 //   of 256 threads, 2 x 2 outputs each over a quarter of the k range.
@@ -58,9 +59,10 @@ var<workgroup> sa: array<array<vec4<f32>, 16>, 16>;
 var<workgroup> sb: array<array<vec4<f32>, 16>, 16>;
 var<workgroup> red: array<f32, 256>;
 
-fn store(z: u32, i: u32, j: u32, acc: f32) {
+// Stores one output; returns g'(sum) in mode 1 (0 outside C), else 0.
+fn store(z: u32, i: u32, j: u32, acc: f32) -> f32 {
     if (i >= p.m || j >= p.n) {
-        return;
+        return 0.0;
     }
     let at = z * p.c_batch + i * p.c_rs + j;
     if (p.mode == 1u) {
@@ -68,27 +70,27 @@ fn store(z: u32, i: u32, j: u32, acc: f32) {
         if (p.contrast == 0u) {
             let g = tanh(y);
             c[at] = g;
-            d[at] = 1.0 - g * g;
+            return 1.0 - g * g;
         } else if (p.contrast == 1u) {
             c[at] = y * y * y;
-            d[at] = 3.0 * y * y;
+            return 3.0 * y * y;
         } else {
             let e = exp(-0.5 * y * y);
             c[at] = y * e;
-            d[at] = (1.0 - y * y) * e;
+            return (1.0 - y * y) * e;
         }
     } else if (p.mode == 2u) {
         c[at] = p.alpha * acc + p.beta * b[i * p.b_rs + j * p.b_cs];
     } else {
         c[at] = p.alpha * acc + p.beta * c[at];
     }
+    return 0.0;
 }
 
-fn store_row(z: u32, i: u32, j: u32, acc: vec4<f32>) {
-    store(z, i, j, acc.x);
-    store(z, i, j + 1u, acc.y);
-    store(z, i, j + 2u, acc.z);
-    store(z, i, j + 3u, acc.w);
+// Stores four neighbouring outputs of a row; returns the sum of their g' (mode 1).
+fn store_row(z: u32, i: u32, j: u32, acc: vec4<f32>) -> f32 {
+    return store(z, i, j, acc.x) + store(z, i, j + 1u, acc.y) + store(z, i, j + 2u, acc.z)
+        + store(z, i, j + 3u, acc.w);
 }
 
 @compute @workgroup_size(16, 16, 1)
@@ -151,10 +153,30 @@ fn gemm_wide(
     }
     let i = i0 + l.y * 4u;
     let j = j0 + l.x * 4u;
-    store_row(wg.z, i, j, acc0);
-    store_row(wg.z, i + 1u, j, acc1);
-    store_row(wg.z, i + 2u, j, acc2);
-    store_row(wg.z, i + 3u, j, acc3);
+    let g = vec4<f32>(
+        store_row(wg.z, i, j, acc0),
+        store_row(wg.z, i + 1u, j, acc1),
+        store_row(wg.z, i + 2u, j, acc2),
+        store_row(wg.z, i + 3u, j, acc3),
+    );
+    // Mode 1: the sum of g' over this tile's 64 columns, for each row, into D[row][wg.x]
+    // (the 16 threads along a row summed through workgroup memory), so that the mean of g'
+    // needs neither D at full size nor a pass over it.
+    if (p.mode == 1u) {
+        let blocks = (p.n + 63u) / 64u;
+        for (var q = 0u; q < 4u; q++) {
+            red[li] = g[q];
+            workgroupBarrier();
+            if (l.x == 0u && i + q < p.m) {
+                var sum = 0.0;
+                for (var x = 0u; x < 16u; x++) {
+                    sum += red[l.y * 16u + x];
+                }
+                d[(i + q) * blocks + wg.x] = sum;
+            }
+            workgroupBarrier();
+        }
+    }
 }
 
 // The same product in 16 x 16 tiles, for the small square products of the decorrelation,
@@ -222,10 +244,10 @@ fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         let sum = parts[li] + parts[li + 64u] + parts[li + 128u] + parts[li + 192u];
         let i = i0 + 2u * ty;
         let j = j0 + 2u * tx;
-        store(wg.z, i, j, sum.x);
-        store(wg.z, i, j + 1u, sum.y);
-        store(wg.z, i + 1u, j, sum.z);
-        store(wg.z, i + 1u, j + 1u, sum.w);
+        _ = store(wg.z, i, j, sum.x);
+        _ = store(wg.z, i, j + 1u, sum.y);
+        _ = store(wg.z, i + 1u, j, sum.z);
+        _ = store(wg.z, i + 1u, j + 1u, sum.w);
     }
 }
 
@@ -234,9 +256,10 @@ fn update(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) l:
     let i = wg.x;
     let r = p.m;
     let t_len = p.k;
+    let blocks = (t_len + 63u) / 64u;
     var s = 0.0;
-    for (var t = l.x; t < t_len; t += 256u) {
-        s += d[i * t_len + t];
+    for (var t = l.x; t < blocks; t += 256u) {
+        s += d[i * blocks + t];
     }
     red[l.x] = s;
     workgroupBarrier();

@@ -201,16 +201,16 @@ fn gpu_fastica_agrees_with_the_cpu_up_to_sign_and_order() {
 
 /// An iteration from the same rotation equals the CPU's (its decorrelation exact, the GPU's by
 /// polynomial steps) to f32 precision (later iterations drift apart: FastICA from a random
-/// start amplifies differences before it converges): at 40 channels (one partial 64 x 64 tile)
-/// and 70 (a full and a partial tile each way), over more samples than a chunk of the split
-/// product.
+/// start amplifies differences before it converges): at 40 channels (one partial 64 x 64 tile),
+/// 70 (a full and a partial tile each way) and 130 (g(W Z) Z^T in 64 x 64 tiles too), over more
+/// samples than a chunk of the split product.
 #[test]
 fn gpu_iterations_equal_the_cpu() {
     let Ok(ctx) = ede::gpu::GpuContext::headless() else {
         return;
     };
     let gpu = ede::gpu::ica::GpuFastIca::new(&ctx);
-    for r in [40, 70] {
+    for r in [40, 70, 130] {
         let t = 2500;
         let mut rng = Rng(0x1ca70 + r as u64);
         let data: Vec<f32> = (0..r * t)
