@@ -190,11 +190,17 @@ fn gpu_fastica_agrees_with_the_cpu_up_to_sign_and_order() {
         let dev = gpu.fastica(&x, &p, None).unwrap();
         assert!(dev.converged, "{contrast:?}: {} iterations", dev.iterations);
         assert!(amari_index(&(&dev.unmixing * &a)) < 0.05, "{contrast:?}");
-        // Components come out sorted and signed the same way, so the rows match one to one.
+        // Components come out sorted and signed the same way, so the rows match one to one;
+        // so do the sources.
         for i in 0..cpu.unmixing.nrows() {
             let (g, c) = (dev.unmixing.row(i), cpu.unmixing.row(i));
             let cos = g.dot(&c) / (g.norm() * c.norm());
             assert!(cos > 0.999, "{contrast:?} component {i}: cos {cos}");
+            let (g, c) = (dev.sources.row(i), cpu.sources.row(i));
+            let dot: f64 = g.iter().zip(c).map(|(&a, &b)| a as f64 * b as f64).sum();
+            let norm = |v: &[f32]| v.iter().map(|&a| a as f64 * a as f64).sum::<f64>().sqrt();
+            let cos = dot / (norm(g) * norm(c));
+            assert!(cos > 0.999, "{contrast:?} source {i}: cos {cos}");
         }
     }
 }

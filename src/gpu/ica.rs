@@ -31,6 +31,7 @@ pub const ITERATIONS_PER_SUBMIT: usize = 10;
 /// steps before them did (near convergence the update's smallest singular values are small):
 /// every s in [2e-4, 1] reaches 1 within 1e-7 (`tests::decorrelation_reaches_one`), in 29
 /// products where Newton-Schulz took 47.
+#[allow(clippy::excessive_precision)] // the published digits
 pub const DECORRELATION: [[f64; 3]; 10] = [
     [8.287212018145630, -23.595886519098837, 17.300387312530933],
     [4.107059111542203, -2.947849916737911, 0.544843108292660],
