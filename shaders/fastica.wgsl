@@ -93,6 +93,31 @@ fn store_row(z: u32, i: u32, j: u32, acc: vec4<f32>) -> f32 {
         + store(z, i, j + 3u, acc.w);
 }
 
+// A(i, k) and B(k, j) of the product, 0 outside it (k >= k1: past this chunk).
+fn a_at(i: u32, k: u32, k1: u32) -> f32 {
+    if (i < p.m && k < k1) {
+        return a[i * p.a_rs + k * p.a_cs];
+    }
+    return 0.0;
+}
+
+fn b_at(k: u32, j: u32, k1: u32) -> f32 {
+    if (j < p.n && k < k1) {
+        return b[k * p.b_rs + j * p.b_cs];
+    }
+    return 0.0;
+}
+
+// Where element e of a B tile `depth` k deep and `width` columns wide goes, (k, column), so
+// that neighbouring threads read along B's contiguous direction: k when b_rs = 1 (a transposed
+// operand), j otherwise.
+fn b_place(e: u32, depth: u32, width: u32) -> vec2<u32> {
+    if (p.b_rs == 1u) {
+        return vec2<u32>(e % depth, e / depth);
+    }
+    return vec2<u32>(e / width, e % width);
+}
+
 @compute @workgroup_size(16, 16, 1)
 fn gemm_wide(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -114,31 +139,13 @@ fn gemm_wide(
             let e = li + q * 256u;
             let row = e / KT;
             let kq = e % KT;
-            let gi = i0 + row;
-            let gk = kk + kq;
-            var v = 0.0;
-            if (gi < p.m && gk < k1) {
-                v = a[gi * p.a_rs + gk * p.a_cs];
-            }
-            sa[kq][row / 4u][row % 4u] = v;
+            sa[kq][row / 4u][row % 4u] = a_at(i0 + row, kk + kq, k1);
         }
         // B along its contiguous direction: k when b_rs = 1 (a transposed operand), j
         // otherwise.
         for (var q = 0u; q < 4u; q++) {
-            let e = li + q * 256u;
-            var kq = e / 64u;
-            var col = e % 64u;
-            if (p.b_rs == 1u) {
-                kq = e % KT;
-                col = e / KT;
-            }
-            let gk = kk + kq;
-            let gj = j0 + col;
-            var v = 0.0;
-            if (gj < p.n && gk < k1) {
-                v = b[gk * p.b_rs + gj * p.b_cs];
-            }
-            sb[kq][col / 4u][col % 4u] = v;
+            let at = b_place(li + q * 256u, KT, 64u);
+            sb[at.x][at.y / 4u][at.y % 4u] = b_at(kk + at.x, j0 + at.y, k1);
         }
         workgroupBarrier();
         for (var t = 0u; t < KT; t++) {
@@ -205,30 +212,12 @@ fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
             let e = li + q * 256u;
             let row = e / SLAB;
             let kq = e % SLAB;
-            let gi = i0 + row;
-            let gk = kk + kq;
-            var v = 0.0;
-            if (gi < p.m && gk < k1) {
-                v = a[gi * p.a_rs + gk * p.a_cs];
-            }
-            ta[kq][row / 2u][row % 2u] = v;
+            ta[kq][row / 2u][row % 2u] = a_at(i0 + row, kk + kq, k1);
         }
         // B's 64 k x 16 columns, along k when b_rs = 1 (a transposed operand), else along j.
         for (var q = 0u; q < 4u; q++) {
-            let e = li + q * 256u;
-            var kq = e / 16u;
-            var col = e % 16u;
-            if (p.b_rs == 1u) {
-                kq = e % SLAB;
-                col = e / SLAB;
-            }
-            let gk = kk + kq;
-            let gj = j0 + col;
-            var v = 0.0;
-            if (gj < p.n && gk < k1) {
-                v = b[gk * p.b_rs + gj * p.b_cs];
-            }
-            tb[kq][col / 2u][col % 2u] = v;
+            let at = b_place(li + q * 256u, SLAB, 16u);
+            tb[at.x][at.y / 2u][at.y % 2u] = b_at(kk + at.x, j0 + at.y, k1);
         }
         workgroupBarrier();
         for (var t = g * 16u; t < g * 16u + 16u; t++) {
