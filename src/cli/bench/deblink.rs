@@ -225,24 +225,18 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
         } else {
             args.sizes.clone()
         };
+        let p = FastIcaParams {
+            max_iter: 200,
+            ..Default::default()
+        };
+        // Every GPU timing first, each the median of three back to back, then the CPU's: a GPU
+        // call right after a CPU run of seconds (the GPU idle meanwhile) ran up to 2.5x slower
+        // (H100, 32 x 20000: 0.040-0.050 s against 0.016-0.023 s).
+        let mut runs = Vec::new();
         for &(channels, samples) in &sizes {
             let x = mixed(x, channels, samples.min(x.cols));
-            let p = FastIcaParams {
-                max_iter: 200,
-                ..Default::default()
-            };
-            // The GPU first, the median of three back to back: after the CPU's run (up to 9 s)
-            // the idle GPU's first call ran 1.5-1.8x slower than the next (H100).
             let (gpu_s, dev) = time(args.repeat.min(3), || kernels.fastica(&x, &p, None));
-            let (gpu_runs, dev) = (gpu_s, dev?);
-            let gpu_s = gpu_runs.median;
-            let cpu = if args.gpu_only {
-                None
-            } else {
-                let t0 = Instant::now();
-                let cpu = ica::fastica(&x, &p, None)?;
-                Some((cpu, t0.elapsed().as_secs_f64()))
-            };
+            let dev = dev?;
             let t0 = Instant::now();
             ica::Whitening::of(&x, None)?;
             let whitening_s = t0.elapsed().as_secs_f64();
@@ -252,15 +246,25 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
                 Ok(format!("FastICA {channels} x {samples}, 2 iterations"))
             })?;
             eprintln!(
-                "FastICA {channels} x {samples}: GPU {gpu_s:.3} s ({:.3}-{:.3}, {} it, whitening {whitening_s:.3} s){}",
-                gpu_runs.min,
-                gpu_runs.max,
-                dev.iterations,
-                cpu.as_ref().map_or(String::new(), |(c, s)| format!(
-                    ", CPU {s:.3} s ({} it)",
-                    c.iterations
-                ))
+                "FastICA {channels} x {samples}: GPU {:.3} s ({:.3}-{:.3}, {} it, whitening \
+                 {whitening_s:.3} s)",
+                gpu_s.median, gpu_s.min, gpu_s.max, dev.iterations,
             );
+            runs.push((x, dev, gpu_s.median, whitening_s));
+        }
+        for (x, dev, gpu_s, whitening_s) in runs {
+            let cpu = if args.gpu_only {
+                None
+            } else {
+                let t0 = Instant::now();
+                let cpu = ica::fastica(&x, &p, None)?;
+                let cpu_s = t0.elapsed().as_secs_f64();
+                eprintln!(
+                    "FastICA {} x {}: CPU {cpu_s:.3} s ({} it)",
+                    x.rows, x.cols, cpu.iterations
+                );
+                Some((cpu, cpu_s))
+            };
             // Each GPU component against its best match among the CPU's (components of
             // near-equal variance may come out in either order).
             let mismatch = cpu.as_ref().map(|(cpu, _)| {
@@ -278,8 +282,8 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
                     .fold(0.0, f64::max)
             });
             gpu_crossover.push(Crossover {
-                channels,
-                samples,
+                channels: x.rows,
+                samples: x.cols,
                 cpu_s: cpu.as_ref().map(|c| c.1),
                 cpu_iterations: cpu.as_ref().map(|c| c.0.iterations),
                 gpu_s: Some(gpu_s),
