@@ -20,8 +20,9 @@
 //   mode 1 (gemm_wide only, k_chunk = k) writes g(sum) to C and the sums of g'(sum) over each
 //   tile's 64 columns to D[i ceil(n / 64) + wg.x] (contrast: 0 tanh, 1 cube, 2 gauss); mode 2
 //   takes beta B(i,j) in place of beta C (square B). gemm_wide (the products with the data):
-//   dispatch (ceil(n/64), ceil(m/64), chunks) of 16 x 16 threads, 4 x 4 outputs each; gemm (the decorrelation's r x r products): (ceil(n/16), ceil(m/16), chunks)
-//   of 256 threads, 2 x 2 outputs each over a quarter of the k range.
+//   dispatch (ceil(n/64), ceil(m/64), chunks) of 16 x 16 threads, 4 x 4 outputs each; gemm
+//   (the decorrelation's r x r products): (ceil(n/16), ceil(m/16), chunks) of 256 threads,
+//   2 x 2 outputs each over a quarter of the k range.
 // update: m = r rows, k = T samples, n = chunks; one workgroup of 256 per row.
 // row_sums (c = the r sums), scale (a = M's row sums, c = Wn, d = M): one workgroup per row;
 // change (a = the rows' dot products, d = lims): one workgroup of 256; m = r.
