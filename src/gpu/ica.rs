@@ -24,7 +24,8 @@ use crate::dsp::ica::{
 pub const ITERATIONS_PER_SUBMIT: usize = 10;
 /// The symmetric decorrelation's steps X' = a X + b (X X^T) X + c (X X^T)^2 X: each applies
 /// the odd quintic a s + b s^3 + c s^5 to every singular value s of X. The first eight are the
-/// Polar Express sequence (Amsel, Persson, Musco and Gower, 2025) for singular values in
+/// Polar Express sequence (Amsel, Persson, Musco and Gower, 2025, arXiv 2505.16932, Algorithm 1;
+/// without its 1.01 safety factor: the row-sum bound already keeps s <= 1) for singular values in
 /// [1e-3, 1], minimax-optimal for each step's interval: small singular values grow up to 8x a
 /// step where Newton-Schulz's 1.5 X - 0.5 X X^T X grows them 1.5x. Two more of its fixed point
 /// (15/8, -5/4, 3/8), which converges cubically, reach down to 2e-4 as the 24 Newton-Schulz
