@@ -293,17 +293,23 @@ impl<'a> GpuFastIca<'a> {
         });
         // g(W Z) Z^T: wide tiles pay from r = 128 (H100, 256 x 20000: 0.77-0.85 s -> 0.71 s);
         // at r = 64 they leave too few workgroups (0.13-0.14 s -> 0.16-0.17 s).
-        let gz_wide = r >= 128;
-        let gz_pipe = if gz_wide { &pl.gemm_wide } else { &pl.gemm };
-        // (gemm_wide also writes D, in mode 1; gemm has no binding 4.)
-        let gz_entries = [
+        let (gz_pipe, gz_tile) = if r >= 128 {
+            (&pl.gemm_wide, 64)
+        } else {
+            (&pl.gemm, 16)
+        };
+        let gz_tiles = r.div_ceil(gz_tile) as u32;
+        let mut gz_entries = vec![
             entry(0, &p_gz),
             entry(1, &y),
             entry(2, &zb),
             entry(3, &partial),
-            entry(4, &gp),
         ];
-        let g_gz = group(gz_pipe, &gz_entries[..if gz_wide { 5 } else { 4 }]);
+        if r >= 128 {
+            // gemm_wide also writes D (in mode 1); gemm has no binding 4.
+            gz_entries.push(entry(4, &gp));
+        }
+        let g_gz = group(gz_pipe, &gz_entries);
         let g_update = w.each_ref().map(|wc| {
             group(
                 &pl.update,
@@ -352,30 +358,35 @@ impl<'a> GpuFastIca<'a> {
                 &[entry(0, &p_xxt), entry(1, xi), entry(2, xi), entry(3, &m)],
             )
         });
-        // Step k's Q = c M M + b M, and X' = Q X + a X from x[from] into `to`.
-        let poly_mm = |k: usize| {
-            group(
-                &pl.gemm,
-                &[
-                    entry(0, &p_poly[k][0]),
-                    entry(1, &m),
-                    entry(2, &m),
-                    entry(3, &q),
-                ],
-            )
-        };
-        let poly_x = |k: usize, from: usize, to: &wgpu::Buffer| {
+        // Step k's Q = c M M + b M (`g_mm[k]`), and X' = Q X + a X from x[k % 2] into
+        // x[1 - k % 2], the last step into w[next] (`g_last[next]`).
+        let poly_x = |k: usize, to: &wgpu::Buffer| {
             group(
                 &pl.gemm,
                 &[
                     entry(0, &p_poly[k][1]),
                     entry(1, &q),
-                    entry(2, &x[from]),
+                    entry(2, &x[k % 2]),
                     entry(3, to),
                 ],
             )
         };
         let steps = DECORRELATION.len();
+        let g_mm: Vec<_> = (0..steps)
+            .map(|k| {
+                group(
+                    &pl.gemm,
+                    &[
+                        entry(0, &p_poly[k][0]),
+                        entry(1, &m),
+                        entry(2, &m),
+                        entry(3, &q),
+                    ],
+                )
+            })
+            .collect();
+        let g_inner: Vec<_> = (0..steps - 1).map(|k| poly_x(k, &x[1 - k % 2])).collect();
+        let g_last = w.each_ref().map(|wn| poly_x(steps - 1, wn));
         let g_change = group(
             &pl.change,
             &[entry(0, &p_small), entry(1, &sums), entry(4, &lims)],
@@ -393,50 +404,39 @@ impl<'a> GpuFastIca<'a> {
                     g_wz[cur].clone(),
                     (wide(t), wide(r), 1),
                 ),
-                if gz_wide {
-                    Dispatch(
-                        "g Z^T",
-                        &pl.gemm_wide,
-                        g_gz.clone(),
-                        (wide(r), wide(r), chunks as u32),
-                    )
-                } else {
-                    Dispatch(
-                        "g Z^T",
-                        &pl.gemm,
-                        g_gz.clone(),
-                        (tiles(r), tiles(r), chunks as u32),
-                    )
-                },
+                Dispatch(
+                    "g Z^T",
+                    gz_pipe,
+                    g_gz.clone(),
+                    (gz_tiles, gz_tiles, chunks as u32),
+                ),
                 Dispatch("update", &pl.update, g_update[cur].clone(), (r32, 1, 1)),
                 Dispatch("X X^T", &pl.gemm, g_xxt[0].clone(), square_tiles),
                 Dispatch("row sums", &pl.row_sums, g_abs_sums.clone(), (r32, 1, 1)),
                 Dispatch("scale", &pl.scale, g_scale.clone(), (r32, 1, 1)),
             ];
             for k in 0..steps {
-                // Step k reads x[k % 2] (its M computed here from the second step on) and
-                // writes x[1 - k % 2], the last step w[next].
-                let from = k % 2;
+                // Step k's M is computed here from the second step on.
                 if k > 0 {
                     list.push(Dispatch(
                         "X X^T",
                         &pl.gemm,
-                        g_xxt[from].clone(),
+                        g_xxt[k % 2].clone(),
                         square_tiles,
                     ));
                 }
-                list.push(Dispatch("b M + c M^2", &pl.gemm, poly_mm(k), square_tiles));
-                let to = if k + 1 == steps {
-                    &w[next]
-                } else {
-                    &x[1 - from]
-                };
                 list.push(Dispatch(
-                    "a X + Q X",
+                    "b M + c M^2",
                     &pl.gemm,
-                    poly_x(k, from, to),
+                    g_mm[k].clone(),
                     square_tiles,
                 ));
+                let g = if k + 1 == steps {
+                    &g_last[next]
+                } else {
+                    &g_inner[k]
+                };
+                list.push(Dispatch("a X + Q X", &pl.gemm, g.clone(), square_tiles));
             }
             list.push(Dispatch(
                 "row sums",
