@@ -68,7 +68,7 @@ override M: u32 = 1u;
 // Whether v's first M + 1 planes fit the workgroup cache (N * (M + 1) <= CACHE): the binary
 // searches and candidate scans then read workgroup memory instead of global memory.
 override CACHED: bool = false;
-const CACHE: u32 = 3840u;
+const CACHE: u32 = 4096u;
 const WG: u32 = 256u;
 const FAR: f32 = 3.0e38;
 
@@ -82,9 +82,9 @@ const FAR: f32 = 3.0e38;
 @group(0) @binding(7) var<storage, read_write> totals: array<u32>;
 @group(0) @binding(8) var<storage, read_write> acc: array<vec2<f32>>;
 
-var<workgroup> tile: array<f32, WG>;
-// The count kernel's workgroup memory: v's planes (as f32 bits) while counting, then the four
-// per-thread sums for the reduction. One array, so the cache gets almost the whole 16 KiB.
+// All workgroup memory (as f32 or u32 bits): the count kernels' cache of v (its planes, or
+// its sorted samples and counting structure) while counting, then the four per-thread sums
+// for the reduction; the sorts' and builds' scratch. One array of the whole 16 KiB.
 var<workgroup> vcache: array<u32, CACHE>;
 
 fn nan() -> f32 {
@@ -108,12 +108,12 @@ fn rank(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     for (var t0 = 0u; t0 < n; t0 += WG) {
         workgroupBarrier();
         if t0 + lid < n {
-            tile[lid] = x[base + t0 + lid];
+            vcache[lid] = bitcast<u32>(x[base + t0 + lid]);
         }
         workgroupBarrier();
         let len = min(WG, n - t0);
         for (var k = 0u; k < len; k++) {
-            let b = tile[k];
+            let b = bitcast<f32>(vcache[k]);
             r += select(0u, 1u, b < a || (b == a && t0 + k < i));
         }
     }
@@ -399,26 +399,105 @@ fn box_count(x0: vec2<u32>, x1: vec2<u32>, y0: vec2<u32>, y1: vec2<u32>) -> vec2
     return c;
 }
 
-// For two values each: #{v's sorted samples < lo} and #{<= hi} (v's plane 0 at
-// vcache[0..n)), as (first, end). All four searches in one loop of fixed steps, a power of
-// two each, so their loads overlap.
-fn ranges_of(n: u32, lo: vec2<f32>, hi: vec2<f32>) -> array<vec2<u32>, 2> {
+// #{v's sorted samples < lo} and #{<= hi} (v's plane 0 at vcache[0..n)), as (first, end):
+// both searches in one loop of fixed steps, a power of two each, so their loads overlap.
+fn range_of(n: u32, lo: f32, hi: f32) -> vec2<u32> {
     var a = vec2(0u);
-    var b = vec2(0u);
     for (var step = 1u << firstLeadingBit(n); step > 0u; step >>= 1u) {
-        let ta = a + step;
-        let tb = b + step;
-        let va = vec2(vcache[min(ta.x, n) - 1u], vcache[min(ta.y, n) - 1u]);
-        let vb = vec2(vcache[min(tb.x, n) - 1u], vcache[min(tb.y, n) - 1u]);
-        a = select(a, ta, ta <= vec2(n) & bitcast<vec2<f32>>(va) < lo);
-        b = select(b, tb, tb <= vec2(n) & bitcast<vec2<f32>>(vb) <= hi);
+        let t = a + step;
+        let v = bitcast<vec2<f32>>(vec2(vcache[min(t.x, n) - 1u], vcache[min(t.y, n) - 1u]));
+        a = select(a, t, t <= vec2(n) & vec2(v.x < lo, v.y <= hi));
     }
-    return array(a, max(a, b));
+    return vec2(a.x, max(a.x, a.y));
 }
 
-// Workgroup cache of count_wavelet: [0, N) v's plane 0, [N, 2N) per sample j of u the range
-// of v's sorted samples within r of u[j] (first | end << 16), then the L levels of W words,
-// then the number of 0s of each level.
+// The m = 1 count kernels' first step: v's plane 0 into vcache[0..n), then per sample j of u
+// the range of v's sorted samples within r of u[j] (first | end << 16) at vcache[at + j].
+// Each thread takes a run of u's samples in sorted order: one search for the first, and as
+// both ends only move up from there, a step or two for each next one. Every thread of the
+// workgroup calls it (it has a barrier); `ok` is uniform.
+fn u_ranges(lid: u32, pair: Pair, at: u32) {
+    let n = p.n;
+    let r = p.r;
+    if pair.ok {
+        let pv = pair.sv * p.planes * n;
+        for (var k = lid; k < n; k += WG) {
+            vcache[k] = bitcast<u32>(planes[pv + k]);
+        }
+    }
+    workgroupBarrier();
+    let per = (n + WG - 1u) / WG;
+    let j0 = lid * per;
+    if pair.ok && j0 < n {
+        let pu = pair.su * p.planes * n;
+        let a0 = planes[pu + j0];
+        var range = range_of(n, a0 - r, a0 + r);
+        for (var j = j0; j < min(j0 + per, n); j++) {
+            let a = planes[pu + j];
+            while range.x < n && bitcast<f32>(vcache[range.x]) < a - r {
+                range.x += 1u;
+            }
+            while range.y < n && bitcast<f32>(vcache[range.y]) <= a + r {
+                range.y += 1u;
+            }
+            vcache[at + order[pair.su * n + j]] = range.x | (max(range.x, range.y) << 16u);
+        }
+    }
+}
+
+// Windows i and i + WG of u as boxes of v's points (X in [x0, x1), Y in [y0, y1)), from the
+// ranges at vcache[at..]; v0 = v[0]. A window past the end (`inside` false) or without a next
+// sample (`has_m1` false) gets an empty Y range.
+struct Boxes {
+    x0: vec2<u32>,
+    x1: vec2<u32>,
+    y0: vec2<u32>,
+    y1: vec2<u32>,
+    inside: vec2<bool>,
+    has_m1: vec2<bool>,
+}
+
+fn boxes_of(i: u32, xu: u32, v0: f32, at: u32) -> Boxes {
+    let n = p.n;
+    let r = p.r;
+    let is = vec2(i, i + WG);
+    let inside = is < vec2(n);
+    let has_m1 = is + 1u < vec2(n);
+    let here = vec2(vcache[at + i], vcache[at + min(is.y, n - 1u)]);
+    let x0 = here & vec2(0xffffu);
+    let x1 = select(x0, here >> vec2(16u), inside);
+    // v[1..N) is plane 0 without v[0]: drop it from u[i+1]'s range if it was there.
+    let next_i = min(is + 1u, vec2(n - 1u));
+    let b = vec2(x[xu + next_i.x], x[xu + next_i.y]);
+    let next = vec2(vcache[at + next_i.x], vcache[at + next_i.y]);
+    let y0 = (next & vec2(0xffffu)) - select(vec2(0u), vec2(1u), vec2(v0) < b - r);
+    let y1 = select(
+        y0,
+        (next >> vec2(16u)) - select(vec2(0u), vec2(1u), vec2(v0) <= b + r),
+        has_m1,
+    );
+    return Boxes(x0, x1, y0, y1, inside, has_m1);
+}
+
+// A thread's running sums in the m = 1 count kernels.
+struct Sums {
+    logs: vec2<f32>,
+    total_m: u32,
+    total_m1: u32,
+}
+
+fn add_windows(s: ptr<function, Sums>, w: Boxes, cm1: vec2<u32>) {
+    let cm = w.x1 - w.x0;
+    (*s).total_m += cm.x + cm.y;
+    (*s).total_m1 += cm1.x + cm1.y;
+    (*s).logs += log_terms(cm.x, cm1.x, w.has_m1.x);
+    if w.inside.y {
+        (*s).logs += log_terms(cm.y, cm1.y, w.has_m1.y);
+    }
+}
+
+// Workgroup cache of count_wavelet: [0, N) v's plane 0, [N, 2N) u's ranges, then the L levels
+// of W words, then the number of 0s of each level.
 @compute @workgroup_size(256)
 fn count_wavelet(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -426,71 +505,195 @@ fn count_wavelet(
 ) {
     let n = p.n;
     let pair = pair_of(wg);
-    let xu = pair.su * n;
-    let r = p.r;
     let lw = p.levels * p.words;
     if pair.ok {
-        let pv = pair.sv * p.planes * n;
-        for (var k = lid; k < n; k += WG) {
-            vcache[k] = bitcast<u32>(planes[pv + k]);
-        }
         let wv = wavelet_at() + pair.sv * lw;
         for (var k = lid; k < lw; k += WG) {
             vcache[2u * n + k] = order[wv + k];
         }
     }
-    workgroupBarrier();
-    if pair.ok {
-        if lid < p.levels {
-            let at = 2u * n + lid * p.words;
-            vcache[2u * n + lw + lid] = n - ones(at, n);
-        }
-        // Two samples a thread at a time (the second past the end for short series).
-        for (var j = lid; j < n; j += 2u * WG) {
-            let js = vec2(j, j + WG);
-            let a = vec2(x[xu + j], x[xu + min(js.y, n - 1u)]);
-            let range = ranges_of(n, a - r, a + r);
-            let packed = range[0] | (range[1] << vec2(16u));
-            vcache[n + j] = packed.x;
-            if js.y < n {
-                vcache[n + js.y] = packed.y;
-            }
-        }
+    u_ranges(lid, pair, n);
+    if pair.ok && lid < p.levels {
+        let at = 2u * n + lid * p.words;
+        vcache[2u * n + lw + lid] = n - ones(at, n);
     }
     workgroupBarrier();
-    var sums = vec2(0.0, 0.0);
-    var total_m = 0u;
-    var total_m1 = 0u;
+    var sums = Sums(vec2(0.0), 0u, 0u);
     if pair.ok {
+        let xu = pair.su * n;
         let v0 = x[pair.sv * n];
         for (var i = lid; i < n; i += 2u * WG) {
-            let is = vec2(i, i + WG);
-            let inside = is < vec2(n);
-            let has_m1 = is + 1u < vec2(n);
-            let here = vec2(vcache[n + i], vcache[n + min(is.y, n - 1u)]);
-            let x0 = here & vec2(0xffffu);
-            let x1 = select(x0, here >> vec2(16u), inside);
-            // v[1..N) is plane 0 without v[0]: drop it from u[i+1]'s range if it was there.
-            let at = min(is + 1u, vec2(n - 1u));
-            let b = vec2(x[xu + at.x], x[xu + at.y]);
-            let next = vec2(vcache[n + at.x], vcache[n + at.y]);
-            let y0 = (next & vec2(0xffffu)) - select(vec2(0u), vec2(1u), vec2(v0) < b - r);
-            let y1 = select(
-                y0,
-                (next >> vec2(16u)) - select(vec2(0u), vec2(1u), vec2(v0) <= b + r),
-                has_m1,
-            );
-            let cm = x1 - x0;
-            let cm1 = box_count(x0, x1, y0, y1);
-            total_m += cm.x + cm.y;
-            total_m1 += cm1.x + cm1.y;
-            sums += log_terms(cm.x, cm1.x, has_m1.x);
-            if inside.y {
-                sums += log_terms(cm.y, cm1.y, has_m1.y);
-            }
+            let w = boxes_of(i, xu, v0, n);
+            add_windows(&sums, w, box_count(w.x0, w.x1, w.y0, w.y1));
         }
     }
-    finish(lid, pair, sums, total_m, total_m1);
+    finish(lid, pair, sums.logs, sums.total_m, sums.total_m1);
+}
+
+// m = 1 by stripes (count_stripes, built by stripes_build), for N <= 1024. Cut v's points
+// (X, Y) (see the top of this file) by X into S = ceil(N / 32) stripes of 32. For
+// s = 1 .. S-1 the set C_s holds the Ys of the points with X < 32 s: a bitset over Y in H =
+// N/16 + 1 words of 16 bits, each word with the number of set bits before it in its high half.
+// For stripe s and t < 32, the mask M[s][t] has bit o set when the point at X = 32 s + o is
+// among the t lowest Ys of its stripe. Then the points with X < x and Y < y number
+//   D(x, y) = C_s(y) + popcount(M[s][t] & (2^o - 1)),  t = C_{s+1}(y) - C_s(y),
+// with s = x / 32, o = x % 32, C_0(y) = 0, C_S(y) = y and M[s][32] all ones; a box is
+// D(x1, y1) - D(x0, y1) - D(x1, y0) + D(x0, y0). That is twelve workgroup-memory loads a
+// window, where the wavelet matrix's descent takes four a level, each level waiting on the
+// last. Per series, S - 1 sets of H words, then S x 32 masks.
+
+fn stripe_count(n: u32) -> u32 {
+    return (n + 31u) / 32u;
+}
+
+fn stripe_words(n: u32) -> u32 {
+    let s = stripe_count(n);
+    return (s - 1u) * (n / 16u + 1u) + 32u * s;
+}
+
+// Where the stripes start in `order` (after the sort's order, as the wavelet matrices do).
+fn stripes_at() -> u32 {
+    return p.epochs * p.channels * p.n;
+}
+
+// C_s(y) for two (s, y), with the sets at vcache[0..); sc = S, h = H.
+fn below_y(s: vec2<u32>, y: vec2<u32>, sc: u32, h: u32) -> vec2<u32> {
+    let k = (clamp(s, vec2(1u), vec2(max(sc, 2u) - 1u)) - 1u) * h + (y >> vec2(4u));
+    let w = vec2(vcache[k.x], vcache[k.y]);
+    let c = (w >> vec2(16u)) + countOneBits(w & ((vec2(1u) << (y & vec2(15u))) - 1u));
+    return select(select(c, y, s >= vec2(sc)), vec2(0u), s == vec2(0u));
+}
+
+// D(x, y) for two (x, y); the masks at vcache[masks..].
+fn dominated(x: vec2<u32>, y: vec2<u32>, sc: u32, h: u32, masks: u32) -> vec2<u32> {
+    let s = x >> vec2(5u);
+    let below = below_y(s, y, sc, h);
+    let t = below_y(s + 1u, y, sc, h) - below;
+    let k = masks + min(s, vec2(sc - 1u)) * 32u + min(t, vec2(31u));
+    let m = select(vec2(vcache[k.x], vcache[k.y]), vec2(0xffffffffu), t >= vec2(32u));
+    return below + countOneBits(m & ((vec2(1u) << (x & vec2(31u))) - 1u));
+}
+
+// Workgroup cache of count_stripes: v's plane 0 at [0, N) while u's ranges are found, then
+// the stripes over it at [0, SW); u's ranges at [SW, SW + N).
+@compute @workgroup_size(256)
+fn count_stripes(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let n = p.n;
+    let pair = pair_of(wg);
+    let sw = stripe_words(n);
+    u_ranges(lid, pair, sw);
+    workgroupBarrier();
+    if pair.ok {
+        let at = stripes_at() + pair.sv * sw;
+        for (var k = lid; k < sw; k += WG) {
+            vcache[k] = order[at + k];
+        }
+    }
+    workgroupBarrier();
+    var sums = Sums(vec2(0.0), 0u, 0u);
+    if pair.ok {
+        let xu = pair.su * n;
+        let v0 = x[pair.sv * n];
+        let sc = stripe_count(n);
+        let h = n / 16u + 1u;
+        let masks = (sc - 1u) * h;
+        for (var i = lid; i < n; i += 2u * WG) {
+            let w = boxes_of(i, xu, v0, sw);
+            let c = dominated(w.x1, w.y1, sc, h, masks) - dominated(w.x0, w.y1, sc, h, masks)
+                - dominated(w.x1, w.y0, sc, h, masks) + dominated(w.x0, w.y0, sc, h, masks);
+            add_windows(&sums, w, c);
+        }
+    }
+    finish(lid, pair, sums.logs, sums.total_m, sums.total_m1);
+}
+
+// The points' Y by X (X = k for the k-th smallest sample; Y = the place of the sample after
+// it among the sorted v[1..N), see the top of this file) at vcache[at + k], given each
+// sample's place in sorted order at vcache[places..]. Call after a barrier.
+fn y_by_x(lid: u32, base: u32, places: u32, at: u32) {
+    let n = p.n;
+    let r0 = vcache[places];
+    for (var xi = lid; xi < n; xi += WG) {
+        let k = order[base + xi];
+        var y = n - 1u;
+        if k + 1u < n {
+            let q = vcache[places + k + 1u];
+            y = q - select(0u, 1u, q > r0);
+        }
+        vcache[at + xi] = y;
+    }
+}
+
+// Builds the stripes of one series for count_stripes (m = 1, N <= 1024). Workgroup memory:
+// each sample's place in sorted order at [0, N), Y by X at [N, 2N), X by Y at [2N, 3N); then
+// each point's place among its stripe's Ys over [0, N), and the sets' bits over [0, (S-1) H).
+@compute @workgroup_size(256)
+fn stripes_build(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let n = p.n;
+    let series = wg.z * p.channels + wg.y;
+    let base = series * n;
+    let sc = stripe_count(n);
+    let h = n / 16u + 1u;
+    let out = stripes_at() + series * stripe_words(n);
+    // Invalid series are built from a zero order too (harmless, and never read): returning
+    // early would put the barriers below in non-uniform control flow.
+    for (var xi = lid; xi < n; xi += WG) {
+        vcache[order[base + xi]] = xi;
+    }
+    workgroupBarrier();
+    y_by_x(lid, base, 0u, n);
+    workgroupBarrier();
+    for (var xi = lid; xi < n; xi += WG) {
+        let y = vcache[n + xi];
+        vcache[2u * n + y] = xi;
+        // The point's place among the Ys of its stripe.
+        let s0 = xi & ~31u;
+        var q = 0u;
+        for (var j = s0; j < min(s0 + 32u, n); j++) {
+            q += select(0u, 1u, vcache[n + j] < y);
+        }
+        vcache[xi] = q;
+    }
+    workgroupBarrier();
+    // M[s][t] at j = 32 s + t: the stripe's points among its t lowest Ys.
+    let masks = out + (sc - 1u) * h;
+    for (var j = lid; j < 32u * sc; j += WG) {
+        let s0 = j & ~31u;
+        let t = j & 31u;
+        var mask = 0u;
+        for (var o = 0u; o < 32u && s0 + o < n; o++) {
+            mask |= select(0u, 1u << o, vcache[s0 + o] < t);
+        }
+        order[masks + j] = mask;
+    }
+    workgroupBarrier();
+    // C_s's bits, 16 Ys a word: whether the point with that Y has X < 32 s.
+    let sets = (sc - 1u) * h;
+    for (var j = lid; j < sets; j += WG) {
+        let s = j / h + 1u;
+        let y0 = (j % h) * 16u;
+        var w = 0u;
+        for (var b = 0u; b < 16u && y0 + b < n; b++) {
+            w |= select(0u, 1u << b, vcache[2u * n + y0 + b] < 32u * s);
+        }
+        vcache[j] = w;
+    }
+    workgroupBarrier();
+    // The set bits before each word, one set a thread.
+    for (var s = lid; s + 1u < sc; s += WG) {
+        var before = 0u;
+        for (var c = 0u; c < h; c++) {
+            let w = vcache[s * h + c];
+            order[out + s * h + c] = (before << 16u) | w;
+            before += countOneBits(w);
+        }
+    }
 }
 
 // Builds the wavelet matrix of one series for count_wavelet (m = 1). Workgroup memory:
@@ -511,16 +714,7 @@ fn wavelet_build(
         vcache[n + order[base + x]] = x;
     }
     workgroupBarrier();
-    let r0 = vcache[n];
-    for (var xi = lid; xi < n; xi += WG) {
-        let k = order[base + xi];
-        var y = n - 1u;
-        if k + 1u < n {
-            let q = vcache[n + k + 1u];
-            y = q - select(0u, 1u, q > r0);
-        }
-        vcache[xi] = y;
-    }
+    y_by_x(lid, base, n, 0u);
     var cur = 0u;
     var next = n;
     let bits = 2u * n;

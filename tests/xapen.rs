@@ -4,6 +4,7 @@
 mod common;
 
 use common::Rng;
+use ede::gpu::xapen::{M1Count, XapenKernels};
 
 use ede::dsp::xapen::{
     self, Correction, CpuMethod, Epochs, XapenError, XapenParams, brute, fast, reference,
@@ -292,9 +293,9 @@ fn flat_channels_give_nan_and_short_epochs_an_error() {
 }
 
 /// The Cross-ApEn kernels on whatever adapter exists; `None` (with a note) outside CI.
-fn gpu() -> Option<ede::gpu::xapen::XapenKernels> {
+fn gpu() -> Option<XapenKernels> {
     match ede::gpu::GpuContext::headless() {
-        Ok(c) => Some(ede::gpu::xapen::XapenKernels::new(&c)),
+        Ok(c) => Some(XapenKernels::new(&c)),
         Err(e) if std::env::var_os("CI").is_none() => {
             eprintln!("note: {e}; GPU Cross-ApEn tests skipped outside CI");
             None
@@ -381,25 +382,42 @@ fn gpu_matches_the_cpu_on_random_data() {
     }
 }
 
-/// m = 1 counted with the wavelet matrix and by testing every candidate: the same count
-/// totals, exactly, on data full of ties (samples on a coarse grid), at the largest length the
-/// wavelet matrix fits and just past it (where the candidate kernel counts).
+/// m = 1 counted by stripes, with the wavelet matrix and by testing every candidate: the same
+/// count totals as the CPU's, exactly, on data full of ties (samples on a coarse grid), at the
+/// lengths around a stripe's 32 and a set word's 16, at the largest length each structure fits
+/// and just past it (where the next way counts).
 #[test]
-fn gpu_wavelet_counts_equal_candidate_counts() {
+fn gpu_m1_counts_are_exact_for_every_kernel() {
     let Some(mut kernels) = gpu() else {
         return;
     };
-    let largest = (2..4000).rev().find(|&n| kernels.wavelet_fits(n)).unwrap();
-    assert!(largest >= 1024, "the paper's epochs fit: {largest}");
+    let largest = |choice| {
+        (2..4000)
+            .rev()
+            .find(|&n| XapenKernels::counts_itself(choice, n))
+            .unwrap()
+    };
+    let (stripes, wavelet) = (largest(M1Count::Stripes), largest(M1Count::Wavelet));
+    assert_eq!(stripes, 1024, "the paper's epochs fit the stripes");
+    assert!(
+        (2..=1024).all(|n| XapenKernels::counts_itself(M1Count::Stripes, n)),
+        "no length below 1024 falls back"
+    );
     let mut rng = Rng(5);
     for &(n, b, grid) in &[
         (3usize, 2usize, 0.0),
         (9, 2, 0.0),
         (16, 3, 0.5),
+        (17, 2, 0.0),
+        (32, 2, 0.25),
         (33, 3, 0.25),
-        (1024, 3, 0.1),
-        (largest, 2, 0.05),
-        (largest + 1, 2, 0.0),
+        (65, 2, 0.0),
+        (500, 2, 0.1),
+        (1000, 2, 0.0),
+        (stripes, 3, 0.1),
+        (stripes + 1, 2, 0.05),
+        (wavelet, 2, 0.05),
+        (wavelet + 1, 2, 0.0),
     ] {
         let raw: Vec<f32> = (0..n * b)
             .map(|_| {
@@ -423,16 +441,18 @@ fn gpu_wavelet_counts_equal_candidate_counts() {
                 per_epoch: true,
                 totals: true,
             };
-            let mut run = |wavelet| {
-                kernels.use_wavelet = wavelet;
+            let mut run = |choice| {
+                kernels.m1_count = choice;
                 kernels
                     .matrices(&ep, &params, readback, None, None)
                     .unwrap()
                     .unwrap()
+                    .totals
+                    .unwrap()
             };
-            let (fast_run, scan_run) = (run(true), run(false));
-            let totals = fast_run.totals.unwrap();
-            assert_eq!(totals, scan_run.totals.unwrap(), "n={n} r={r}");
+            let totals = run(M1Count::Stripes);
+            assert_eq!(totals, run(M1Count::Wavelet), "wavelet n={n} r={r}");
+            assert_eq!(totals, run(M1Count::Candidates), "candidates n={n} r={r}");
             for u in 0..b {
                 for v in 0..b {
                     let (n_m, n_m1) = fast::counts(ep.series(0, u), ep.series(0, v), 1, r);
@@ -442,7 +462,7 @@ fn gpu_wavelet_counts_equal_candidate_counts() {
             }
         }
     }
-    kernels.use_wavelet = true;
+    kernels.m1_count = M1Count::Stripes;
 }
 
 /// Inputs split over several device buffers give the same result as one chunk.

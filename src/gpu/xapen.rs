@@ -63,9 +63,21 @@ pub struct XapenKernels {
     pub max_buffer_bytes: u64,
     /// The buffers of the last chunk `matrices` counted, for the next one of its shape.
     spare: Option<Prepared>,
-    /// Count m = 1 with the wavelet matrix where it fits (the default); off, every count tests
-    /// each candidate (for tests and the benchmark's comparison).
-    pub use_wavelet: bool,
+    /// How m = 1 is counted: by the fastest structure that fits (the default), or another
+    /// (for tests and the benchmark's comparison).
+    pub m1_count: M1Count,
+}
+
+/// The ways of counting N^{m+1} at m = 1 (shaders/xapen.wgsl). Each falls back to the next
+/// where series are too long for its structure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum M1Count {
+    /// Four dominance counts a window over stripes of 32 points (N <= 1024).
+    Stripes,
+    /// Two descents of a wavelet matrix a window (N up to about 1500).
+    Wavelet,
+    /// Each sample of v within r tested (any N).
+    Candidates,
 }
 
 /// One chunk of epochs uploaded and sorted, with room for its results.
@@ -74,8 +86,8 @@ pub struct Prepared {
     pub channels: usize,
     pub epochs: usize,
     planes: usize,
-    /// The wavelet matrix's shape when it was built (m = 1 fits the cache).
-    wavelet: Option<WaveletShape>,
+    /// The counting structure built for m = 1 (none: the candidate kernel counts).
+    structure: Option<Structure>,
     params: wgpu::Buffer,
     /// The samples on their way up (mapped for writing between uses).
     staging: wgpu::Buffer,
@@ -99,15 +111,55 @@ type Kernel = (&'static str, usize, bool);
 /// What the common case runs, compiled when the kernels are made.
 const EAGER: [Kernel; 4] = [
     ("sort", 1, false),
-    ("wavelet_build", 1, false),
-    ("count_wavelet", 1, true),
+    ("stripes_build", 1, false),
+    ("count_stripes", 1, false),
     ("accumulate", 1, false),
 ];
 /// Floats of v the count kernel keeps in workgroup memory (`CACHE` in the shader).
-const CACHE: usize = 3840;
+const CACHE: usize = 4096;
+
+/// A series' counting structure for m = 1 (see shaders/xapen.wgsl), stored after the sort's
+/// order in the same buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Structure {
+    Stripes,
+    Wavelet(WaveletShape),
+}
+
+impl Structure {
+    /// The structure `choice` counts series of n samples with, if any fits.
+    fn for_series(n: usize, choice: M1Count) -> Option<Self> {
+        match choice {
+            M1Count::Stripes if stripes_fit(n) => Some(Structure::Stripes),
+            M1Count::Stripes | M1Count::Wavelet => WaveletShape::fitting(n).map(Structure::Wavelet),
+            M1Count::Candidates => None,
+        }
+    }
+
+    /// Words a series.
+    fn words(self, n: usize) -> usize {
+        match self {
+            Structure::Stripes => stripe_words(n),
+            Structure::Wavelet(w) => w.levels * w.words,
+        }
+    }
+}
+
+/// The stripes' words for series of n samples: S - 1 sets of n/16 + 1 words and S x 32 masks.
+fn stripe_words(n: usize) -> usize {
+    let s = n.div_ceil(32);
+    (s - 1) * (n / 16 + 1) + 32 * s
+}
+
+/// Whether count_stripes' cache holds the stripes and u's ranges, and stripes_build's
+/// scratch its three arrays of n and the sets' bits (over the first two).
+fn stripes_fit(n: usize) -> bool {
+    let sets = (n.div_ceil(32) - 1) * (n / 16 + 1);
+    (2..=SORT).contains(&n) && stripe_words(n) + n <= CACHE && sets <= 2 * n && 3 * n <= CACHE
+}
 
 /// Levels and words per level of a series' wavelet matrix (see shaders/xapen.wgsl).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct WaveletShape {
     levels: usize,
     words: usize,
@@ -195,7 +247,7 @@ impl XapenKernels {
                 .min(limits.max_buffer_size)
                 .min(1 << 30),
             spare: None,
-            use_wavelet: true,
+            m1_count: M1Count::Stripes,
         }
     }
 
@@ -211,9 +263,13 @@ impl XapenKernels {
         }
     }
 
-    /// Whether series of n samples get the wavelet kernel at m = 1.
-    pub fn wavelet_fits(&self, n: usize) -> bool {
-        WaveletShape::fitting(n).is_some()
+    /// Whether `choice` counts series of n samples itself at m = 1 (rather than falling back).
+    pub fn counts_itself(choice: M1Count, n: usize) -> bool {
+        match choice {
+            M1Count::Stripes => stripes_fit(n),
+            M1Count::Wavelet => WaveletShape::fitting(n).is_some(),
+            M1Count::Candidates => true,
+        }
     }
 
     pub fn context(&self) -> &GpuContext {
@@ -234,9 +290,12 @@ impl XapenKernels {
         if ep.channels > 4096 {
             return Err(GpuXapenError::TooManyChannels(ep.channels));
         }
-        // The largest buffers: the planes, or the matrices (the order and the wavelet matrix,
-        // N (1 + L / 16) words a series, are no larger than two planes).
-        let per_epoch = (ep.channels * (m + 1) * ep.n * 4).max(ep.channels * ep.channels * 8);
+        // The largest buffers: the planes, the matrices, or the order with the counting
+        // structure (the stripes: about 3 N words a series).
+        let structure = Structure::for_series(ep.n, self.m1_count).map_or(0, |s| s.words(ep.n));
+        let per_epoch = (ep.channels * (m + 1) * ep.n * 4)
+            .max(ep.channels * ep.channels * 8)
+            .max(ep.channels * (ep.n + structure) * 4);
         let per_epoch = per_epoch as u64;
         if per_epoch > self.max_buffer_bytes {
             return Err(GpuXapenError::TooLarge {
@@ -275,7 +334,10 @@ impl XapenKernels {
         // recording, the same subject again): allocating and first touching a few hundred MB
         // costs more than the sort.
         let prep = match self.spare.take() {
-            Some(p) if (p.n, p.channels, p.epochs, p.planes) == (n, b, e, m + 1) => {
+            Some(p)
+                if (p.n, p.channels, p.epochs, p.planes, p.structure)
+                    == (n, b, e, m + 1, Structure::for_series(n, self.m1_count)) =>
+            {
                 self.ctx.map(&p.staging, wgpu::MapMode::Write)?;
                 p
             }
@@ -304,7 +366,10 @@ impl XapenKernels {
         } else {
             (self.pipeline(("rank", 1, false)), (n as u32).div_ceil(WG))
         };
-        let wavelet_build = self.pipeline(("wavelet_build", 1, false));
+        let build_structure = prep.structure.map(|s| match s {
+            Structure::Stripes => self.pipeline(("stripes_build", 1, false)),
+            Structure::Wavelet(_) => self.pipeline(("wavelet_build", 1, false)),
+        });
         let mut enc = self.ctx.device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(&prep.staging, 0, &prep.x, 0, x.len() as u64);
         {
@@ -312,8 +377,8 @@ impl XapenKernels {
             pass.set_bind_group(0, &prep.bind, &[]);
             pass.set_pipeline(&sort.0);
             pass.dispatch_workgroups(sort.1, b as u32, e as u32);
-            if prep.wavelet.is_some() {
-                pass.set_pipeline(&wavelet_build);
+            if let Some(build) = &build_structure {
+                pass.set_pipeline(build);
                 pass.dispatch_workgroups(1, b as u32, e as u32);
             }
         }
@@ -325,7 +390,7 @@ impl XapenKernels {
     /// buffer of the samples comes mapped.
     fn allocate(&self, n: usize, b: usize, e: usize, planes: usize) -> Prepared {
         let dev = &self.ctx.device;
-        let wavelet = WaveletShape::fitting(n);
+        let structure = Structure::for_series(n, self.m1_count);
         let buffer = |label, bytes: usize, usage| {
             dev.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -352,9 +417,9 @@ impl XapenKernels {
         let x = empty("xapen x", e * b * n * 4);
         let valid = empty("xapen valid", e * b * 4);
         let planes_b = empty("xapen planes", e * b * planes * n * 4);
-        // The sort's order, then the wavelet matrices.
-        let wavelet_words = wavelet.map_or(0, |w| w.levels * w.words);
-        let order = empty("xapen order", e * b * (n + wavelet_words) * 4);
+        // The sort's order, then the counting structures.
+        let structure_words = structure.map_or(0, |s| s.words(n));
+        let order = empty("xapen order", e * b * (n + structure_words) * 4);
         let ln_table = empty("xapen ln", 2 * (n + 1) * 4);
         let out = empty("xapen out", e * b * b * 4);
         let totals = empty("xapen totals", e * b * b * 8);
@@ -379,7 +444,7 @@ impl XapenKernels {
             channels: b,
             epochs: e,
             planes,
-            wavelet,
+            structure,
             params,
             staging,
             x,
@@ -408,11 +473,10 @@ impl XapenKernels {
 
     fn count_unguarded(&mut self, prep: &Prepared, params: &XapenParams, fresh: bool) {
         prep.write_params(&self.ctx, params);
-        let count = if params.m == 1 && prep.wavelet.is_some() && self.use_wavelet {
-            self.pipeline(("count_wavelet", 1, true))
-        } else {
-            let cached = prep.n * (params.m + 1) <= CACHE;
-            self.pipeline(("count", params.m, cached))
+        let count = match (params.m, prep.structure) {
+            (1, Some(Structure::Stripes)) => self.pipeline(("count_stripes", 1, false)),
+            (1, Some(Structure::Wavelet(_))) => self.pipeline(("count_wavelet", 1, false)),
+            (m, _) => self.pipeline(("count", m, prep.n * (m + 1) <= CACHE)),
         };
         let accumulate = self.pipeline(("accumulate", 1, false));
         let mut enc = self.ctx.device.create_command_encoder(&Default::default());
@@ -529,7 +593,10 @@ impl Prepared {
         bytes.extend_from_slice(&correction.to_le_bytes());
         bytes.extend_from_slice(&(windows_m as f32).to_le_bytes());
         bytes.extend_from_slice(&(windows_m1 as f32).to_le_bytes());
-        let shape = self.wavelet.map_or([0, 0], |w| [w.levels, w.words]);
+        let shape = match self.structure {
+            Some(Structure::Wavelet(w)) => [w.levels, w.words],
+            _ => [0, 0],
+        };
         for v in shape {
             bytes.extend_from_slice(&(v as u32).to_le_bytes());
         }

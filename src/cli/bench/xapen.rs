@@ -18,7 +18,7 @@ use crate::analysis::xapen::cpu_name;
 use crate::cli::write_json;
 use crate::dsp::xapen::{self, Correction, CpuMethod, Epochs, XapenParams, fast};
 use crate::gpu::GpuContext;
-use crate::gpu::xapen::{Readback, XapenKernels};
+use crate::gpu::xapen::{M1Count, Readback, XapenKernels};
 use crate::recording::demo::{SplitMix, pink_noise};
 
 #[derive(Debug, clap::Args)]
@@ -90,9 +90,9 @@ struct GpuReport {
     candidate_tests_per_s: f64,
     /// Interactive recomputes: r changed, one epoch already on the device.
     interactive: Vec<InteractiveReport>,
-    /// The same runs with the candidate kernel (the wavelet matrix off), in the same process:
-    /// what the m = 1 wavelet kernel gains. None when the wavelet kernel does not apply.
-    candidate_kernel: Option<KernelComparison>,
+    /// At m = 1, the same runs with each other way of counting that applies (the wavelet
+    /// matrix, the candidate kernel), in the same process: what the default gains.
+    other_kernels: Vec<KernelComparison>,
     /// Largest |GPU - CPU| of the mean matrix (when the CPU ran every epoch).
     max_abs_diff_vs_cpu: Option<f64>,
     /// Pairs whose count totals were compared with the CPU, and how many differed.
@@ -111,10 +111,11 @@ struct InteractiveReport {
 
 #[derive(Debug, Serialize)]
 struct KernelComparison {
+    kernel: &'static str,
     subject_s: Stats,
     /// Recompute of the whole-channel epoch (the first interactive row).
     interactive_s: Stats,
-    /// Candidate kernel time over the default kernel's, at the medians.
+    /// This kernel's time over the default kernel's, at the medians.
     subject_speedup: f64,
     interactive_speedup: f64,
 }
@@ -315,27 +316,39 @@ fn gpu_report(
             recompute_s,
         });
     }
-    let candidate_kernel = if params.m == 1 && kernels.wavelet_fits(n) {
-        kernels.use_wavelet = false;
-        let candidate_s = subject(&mut kernels)?;
-        let one = interactive_epoch(ep, b);
-        let prep = kernels.prepare(&one, 0..1, params.m)?;
-        let interactive_s = drag(&mut kernels, &prep, params, b)?;
-        kernels.use_wavelet = true;
-        eprintln!(
-            "candidate kernel: subject {:.4} s, interactive {:.2} ms",
-            candidate_s.median,
-            interactive_s.median * 1e3
-        );
-        Some(KernelComparison {
-            subject_speedup: candidate_s.median / subject_s.median,
-            interactive_speedup: interactive_s.median / interactive[0].recompute_s.median,
-            subject_s: candidate_s,
-            interactive_s,
-        })
-    } else {
-        None
-    };
+    let mut other_kernels = Vec::new();
+    if params.m == 1 {
+        let choices = [M1Count::Stripes, M1Count::Wavelet, M1Count::Candidates];
+        let default = choices
+            .into_iter()
+            .find(|&c| XapenKernels::counts_itself(c, n));
+        for (choice, kernel) in [
+            (M1Count::Wavelet, "wavelet"),
+            (M1Count::Candidates, "candidates"),
+        ] {
+            if Some(choice) == default || !XapenKernels::counts_itself(choice, n) {
+                continue;
+            }
+            kernels.m1_count = choice;
+            let other_s = subject(&mut kernels)?;
+            let one = interactive_epoch(ep, b);
+            let prep = kernels.prepare(&one, 0..1, params.m)?;
+            let interactive_s = drag(&mut kernels, &prep, params, b)?;
+            eprintln!(
+                "{kernel} kernel: subject {:.4} s, interactive {:.2} ms",
+                other_s.median,
+                interactive_s.median * 1e3
+            );
+            other_kernels.push(KernelComparison {
+                kernel,
+                subject_speedup: other_s.median / subject_s.median,
+                interactive_speedup: interactive_s.median / interactive[0].recompute_s.median,
+                subject_s: other_s,
+                interactive_s,
+            });
+        }
+        kernels.m1_count = M1Count::Stripes;
+    }
     let windows = (n - params.m + 1) as f64;
     let comparisons = (b * b * ep.epochs) as f64 * windows * windows;
     Ok(GpuReport {
@@ -348,7 +361,7 @@ fn gpu_report(
         candidate_tests_per_s: candidates / subject_s.median,
         subject_s,
         interactive,
-        candidate_kernel,
+        other_kernels,
         max_abs_diff_vs_cpu,
         count_checks: checks,
         count_mismatches: mismatches,
