@@ -546,9 +546,66 @@ fn stripe_count(n: u32) -> u32 {
     return (n + 31u) / 32u;
 }
 
+// The sets' and masks' words of a series.
 fn stripe_words(n: u32) -> u32 {
     let s = stripe_count(n);
     return (s - 1u) * (n / 16u + 1u) + 32u * s;
+}
+
+// A series' words in all: the stripes, then its lookup table (see bucket_of).
+fn structure_words(n: u32) -> u32 {
+    return stripe_words(n) + n + 2u;
+}
+
+// Where count_stripes keeps u's ranges: past the stripes, and past v's plane 0 and lookup
+// table while the ranges are found.
+fn ranges_at(n: u32) -> u32 {
+    return max(stripe_words(n), 2u * n + 2u);
+}
+
+// The lookup table that starts u's searches near their answer. Cut the range of v's samples
+// [lo, hi] into K = 2N buckets of equal width; T[b] = the number of samples whose bucket is
+// below b, 16 bits each, two a word, after lo and K / (hi - lo) as f32 bits. Every sample
+// below T[bucket(q)] is below q (the bucket only grows with the value), so a search for q
+// steps up from there past the few samples of q's own bucket (about 1.3 in the middle of
+// normalized data), where a binary search takes log2 N dependent steps.
+fn bucket_of(q: vec4<f32>, lo: f32, inv: f32, buckets: u32) -> vec4<u32> {
+    return vec4<u32>(clamp((q - lo) * inv, vec4(0.0), vec4(f32(buckets - 1u))));
+}
+
+// T[bucket(q)] for four values, the table at vcache[at..] (lo, inv, then T).
+fn table_start(q: vec4<f32>, n: u32, at: u32) -> vec4<u32> {
+    let b = bucket_of(q, bitcast<f32>(vcache[at]), bitcast<f32>(vcache[at + 1u]), 2u * n);
+    let k = at + 2u + (b >> vec4(1u));
+    let w = vec4(vcache[k.x], vcache[k.y], vcache[k.z], vcache[k.w]);
+    return extractBits(w >> ((b & vec4(1u)) * 16u), 0u, 16u);
+}
+
+fn plane4(k: vec4<u32>, n: u32) -> vec4<f32> {
+    let c = min(k, vec4(n - 1u));
+    return bitcast<vec4<f32>>(vec4(vcache[c.x], vcache[c.y], vcache[c.z], vcache[c.w]));
+}
+
+// For four values each: #{v's sorted samples < lo} and #{<= hi} (plane 0 at vcache[0..n),
+// the table at vcache[n..]), as (first, end).
+fn ranges_by_table(n: u32, lo: vec4<f32>, hi: vec4<f32>) -> array<vec4<u32>, 2> {
+    var f = table_start(lo, n, n);
+    var e = table_start(hi, n, n);
+    // A start past its answer cannot happen (table and search bucket alike); if a driver
+    // ever rounded the two differently, the search starts over from 0 and stays exact.
+    let zero = vec4(0u);
+    f = select(f, zero, f > zero & plane4(f - 1u, n) >= lo);
+    e = select(e, zero, e > zero & plane4(e - 1u, n) > hi);
+    loop {
+        let up_f = f < vec4(n) & plane4(f, n) < lo;
+        let up_e = e < vec4(n) & plane4(e, n) <= hi;
+        if !any(up_f | up_e) {
+            break;
+        }
+        f += select(zero, vec4(1u), up_f);
+        e += select(zero, vec4(1u), up_e);
+    }
+    return array(f, max(f, e));
 }
 
 // Where the stripes start in `order` (after the sort's order, as the wavelet matrices do).
@@ -574,8 +631,9 @@ fn dominated(x: vec2<u32>, y: vec2<u32>, sc: u32, h: u32, masks: u32) -> vec2<u3
     return below + countOneBits(m & ((vec2(1u) << (x & vec2(31u))) - 1u));
 }
 
-// Workgroup cache of count_stripes: v's plane 0 at [0, N) while u's ranges are found, then
-// the stripes over it at [0, SW); u's ranges at [SW, SW + N).
+// Workgroup cache of count_stripes: v's plane 0 at [0, N) and its lookup table at
+// [N, 2N + 2) while u's ranges are found, then the stripes over them at [0, SW); u's ranges
+// at ranges_at(N).
 @compute @workgroup_size(256)
 fn count_stripes(
     @builtin(workgroup_id) wg: vec3<u32>,
@@ -584,12 +642,39 @@ fn count_stripes(
     let n = p.n;
     let pair = pair_of(wg);
     let sw = stripe_words(n);
-    u_ranges(lid, pair, sw);
+    let structure = stripes_at() + pair.sv * structure_words(n);
+    let at = ranges_at(n);
+    if pair.ok {
+        let pv = pair.sv * p.planes * n;
+        for (var k = lid; k < n; k += WG) {
+            vcache[k] = bitcast<u32>(planes[pv + k]);
+        }
+        for (var k = lid; k < n + 2u; k += WG) {
+            vcache[n + k] = order[structure + sw + k];
+        }
+    }
     workgroupBarrier();
     if pair.ok {
-        let at = stripes_at() + pair.sv * sw;
+        // Four samples a thread at a time (past the end for short series).
+        let xu = pair.su * n;
+        let r = p.r;
+        for (var j = lid; j < n; j += 4u * WG) {
+            let js = vec4(j, j + WG, j + 2u * WG, j + 3u * WG);
+            let c = min(js, vec4(n - 1u));
+            let a = vec4(x[xu + c.x], x[xu + c.y], x[xu + c.z], x[xu + c.w]);
+            let range = ranges_by_table(n, a - r, a + r);
+            let packed = range[0] | (range[1] << vec4(16u));
+            for (var t = 0u; t < 4u; t++) {
+                if js[t] < n {
+                    vcache[at + js[t]] = packed[t];
+                }
+            }
+        }
+    }
+    workgroupBarrier();
+    if pair.ok {
         for (var k = lid; k < sw; k += WG) {
-            vcache[k] = order[at + k];
+            vcache[k] = order[structure + k];
         }
     }
     workgroupBarrier();
@@ -601,7 +686,7 @@ fn count_stripes(
         let h = n / 16u + 1u;
         let masks = (sc - 1u) * h;
         for (var i = lid; i < n; i += 2u * WG) {
-            let w = boxes_of(i, xu, v0, sw);
+            let w = boxes_of(i, xu, v0, at);
             let c = dominated(w.x1, w.y1, sc, h, masks) - dominated(w.x0, w.y1, sc, h, masks)
                 - dominated(w.x1, w.y0, sc, h, masks) + dominated(w.x0, w.y0, sc, h, masks);
             add_windows(&sums, w, c);
@@ -640,7 +725,7 @@ fn stripes_build(
     let base = series * n;
     let sc = stripe_count(n);
     let h = n / 16u + 1u;
-    let out = stripes_at() + series * stripe_words(n);
+    let out = stripes_at() + series * structure_words(n);
     // Invalid series are built from a zero order too (harmless, and never read): returning
     // early would put the barriers below in non-uniform control flow.
     for (var xi = lid; xi < n; xi += WG) {
@@ -693,6 +778,31 @@ fn stripes_build(
             order[out + s * h + c] = (before << 16u) | w;
             before += countOneBits(w);
         }
+    }
+    // The lookup table: T[b] by binary search over the sorted samples' buckets.
+    workgroupBarrier();
+    let pv = series * p.planes * n;
+    for (var k = lid; k < n; k += WG) {
+        vcache[k] = bitcast<u32>(planes[pv + k]);
+    }
+    workgroupBarrier();
+    let lo = bitcast<f32>(vcache[0]);
+    let span = bitcast<f32>(vcache[n - 1u]) - lo;
+    let inv = select(0.0, f32(2u * n) / span, span > 1e-30);
+    let table = out + stripe_words(n);
+    if lid == 0u {
+        order[table] = bitcast<u32>(lo);
+        order[table + 1u] = bitcast<u32>(inv);
+    }
+    for (var w = lid; w < n; w += WG) {
+        var t = vec2(0u);
+        for (var step = 1u << firstLeadingBit(n); step > 0u; step >>= 1u) {
+            let c = t + step;
+            let v = vec4(bitcast<f32>(vcache[min(c.x, n) - 1u]), bitcast<f32>(vcache[min(c.y, n) - 1u]), 0.0, 0.0);
+            let b = bucket_of(v, lo, inv, 2u * n).xy;
+            t = select(t, c, c <= vec2(n) & b < vec2(2u * w, 2u * w + 1u));
+        }
+        order[table + 2u + w] = t.x | (t.y << 16u);
     }
 }
 

@@ -127,8 +127,12 @@ enum Structure {
 }
 
 impl Structure {
-    /// The structure `choice` counts series of n samples with, if any fits.
-    fn for_series(n: usize, choice: M1Count) -> Option<Self> {
+    /// The structure `choice` counts series of n samples with at window length m, if any
+    /// (none for m > 1: a chunk prepared for m counts m and below with the candidate kernel).
+    fn for_series(n: usize, m: usize, choice: M1Count) -> Option<Self> {
+        if m != 1 {
+            return None;
+        }
         match choice {
             M1Count::Stripes if stripes_fit(n) => Some(Structure::Stripes),
             M1Count::Stripes | M1Count::Wavelet => WaveletShape::fitting(n).map(Structure::Wavelet),
@@ -145,17 +149,19 @@ impl Structure {
     }
 }
 
-/// The stripes' words for series of n samples: S - 1 sets of n/16 + 1 words and S x 32 masks.
+/// The stripes' words for series of n samples: S - 1 sets of n/16 + 1 words, S x 32 masks,
+/// and the lookup table's 2 + n (`structure_words` in the shader).
 fn stripe_words(n: usize) -> usize {
     let s = n.div_ceil(32);
-    (s - 1) * (n / 16 + 1) + 32 * s
+    (s - 1) * (n / 16 + 1) + 32 * s + n + 2
 }
 
-/// Whether count_stripes' cache holds the stripes and u's ranges, and stripes_build's
-/// scratch its three arrays of n and the sets' bits (over the first two).
+/// Whether count_stripes' cache holds the stripes (or v's plane 0 and table) and u's ranges,
+/// and stripes_build's scratch its three arrays of n and the sets' bits (over the first two).
 fn stripes_fit(n: usize) -> bool {
     let sets = (n.div_ceil(32) - 1) * (n / 16 + 1);
-    (2..=SORT).contains(&n) && stripe_words(n) + n <= CACHE && sets <= 2 * n && 3 * n <= CACHE
+    let ranges_at = (stripe_words(n) - n - 2).max(2 * n + 2);
+    (2..=SORT).contains(&n) && ranges_at + n <= CACHE && sets <= 2 * n && 3 * n <= CACHE
 }
 
 /// Levels and words per level of a series' wavelet matrix (see shaders/xapen.wgsl).
@@ -292,7 +298,7 @@ impl XapenKernels {
         }
         // The largest buffers: the planes, the matrices, or the order with the counting
         // structure (the stripes: about 3 N words a series).
-        let structure = Structure::for_series(ep.n, self.m1_count).map_or(0, |s| s.words(ep.n));
+        let structure = Structure::for_series(ep.n, m, self.m1_count).map_or(0, |s| s.words(ep.n));
         let per_epoch = (ep.channels * (m + 1) * ep.n * 4)
             .max(ep.channels * ep.channels * 8)
             .max(ep.channels * (ep.n + structure) * 4);
@@ -336,7 +342,7 @@ impl XapenKernels {
         let prep = match self.spare.take() {
             Some(p)
                 if (p.n, p.channels, p.epochs, p.planes, p.structure)
-                    == (n, b, e, m + 1, Structure::for_series(n, self.m1_count)) =>
+                    == (n, b, e, m + 1, Structure::for_series(n, m, self.m1_count)) =>
             {
                 self.ctx.map(&p.staging, wgpu::MapMode::Write)?;
                 p
@@ -390,7 +396,7 @@ impl XapenKernels {
     /// buffer of the samples comes mapped.
     fn allocate(&self, n: usize, b: usize, e: usize, planes: usize) -> Prepared {
         let dev = &self.ctx.device;
-        let structure = Structure::for_series(n, self.m1_count);
+        let structure = Structure::for_series(n, planes - 1, self.m1_count);
         let buffer = |label, bytes: usize, usage| {
             dev.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
