@@ -245,34 +245,34 @@ fn log_terms(cm: u32, cm1: u32, has_m1: bool) -> vec2<f32> {
     return t;
 }
 
-// Adds up the workgroup's log sums and count totals (in vcache, which every thread must be
-// done with) and writes the pair's value.
-fn finish(lid: u32, pair: Pair, sums: vec2<f32>, total_m: u32, total_m1: u32) {
+// Adds up the workgroup's log sums and count totals (in vcache[at..at + 4 WG), which every
+// thread must be done with) and writes the pair's value.
+fn finish(lid: u32, pair: Pair, sums: vec2<f32>, total_m: u32, total_m1: u32, at: u32) {
     workgroupBarrier();
-    vcache[lid] = bitcast<u32>(sums.x);
-    vcache[WG + lid] = bitcast<u32>(sums.y);
-    vcache[2u * WG + lid] = total_m;
-    vcache[3u * WG + lid] = total_m1;
+    vcache[at + lid] = bitcast<u32>(sums.x);
+    vcache[at + WG + lid] = bitcast<u32>(sums.y);
+    vcache[at + 2u * WG + lid] = total_m;
+    vcache[at + 3u * WG + lid] = total_m1;
     for (var s = WG / 2u; s > 0u; s >>= 1u) {
         workgroupBarrier();
         if lid < s {
-            vcache[lid] = bitcast<u32>(bitcast<f32>(vcache[lid]) + bitcast<f32>(vcache[lid + s]));
-            vcache[WG + lid] =
-                bitcast<u32>(bitcast<f32>(vcache[WG + lid]) + bitcast<f32>(vcache[WG + lid + s]));
-            vcache[2u * WG + lid] += vcache[2u * WG + lid + s];
-            vcache[3u * WG + lid] += vcache[3u * WG + lid + s];
+            vcache[at + lid] = bitcast<u32>(bitcast<f32>(vcache[at + lid]) + bitcast<f32>(vcache[at + lid + s]));
+            vcache[at + WG + lid] =
+                bitcast<u32>(bitcast<f32>(vcache[at + WG + lid]) + bitcast<f32>(vcache[at + WG + lid + s]));
+            vcache[at + 2u * WG + lid] += vcache[at + 2u * WG + lid + s];
+            vcache[at + 3u * WG + lid] += vcache[at + 3u * WG + lid + s];
         }
     }
     if lid == 0u {
         let cell = pair.cell;
         if pair.ok {
-            let phi_m = bitcast<f32>(vcache[0]) / p.windows_m;
-            out[cell] = phi_m - bitcast<f32>(vcache[WG]) / p.windows_m1;
+            let phi_m = bitcast<f32>(vcache[at]) / p.windows_m;
+            out[cell] = phi_m - bitcast<f32>(vcache[at + WG]) / p.windows_m1;
         } else {
             out[cell] = nan();
         }
-        totals[2u * cell] = vcache[2u * WG];
-        totals[2u * cell + 1u] = vcache[3u * WG];
+        totals[2u * cell] = vcache[at + 2u * WG];
+        totals[2u * cell + 1u] = vcache[at + 3u * WG];
     }
 }
 
@@ -348,7 +348,7 @@ fn count(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
             sums += log_terms(cm, cm1, has_m1);
         }
     }
-    finish(lid, pair, sums, total_m, total_m1);
+    finish(lid, pair, sums, total_m, total_m1, 0u);
 }
 
 // Where the wavelet matrices start in `order`.
@@ -527,7 +527,7 @@ fn count_wavelet(
             add_windows(&sums, w, box_count(w.x0, w.x1, w.y0, w.y1));
         }
     }
-    finish(lid, pair, sums.logs, sums.total_m, sums.total_m1);
+    finish(lid, pair, sums.logs, sums.total_m, sums.total_m1, 0u);
 }
 
 // m = 1 by stripes (count_stripes, built by stripes_build), for N <= 1024. Cut v's points
@@ -557,12 +557,6 @@ fn structure_words(n: u32) -> u32 {
     return stripe_words(n) + n + 2u;
 }
 
-// Where count_stripes keeps u's ranges: past the stripes, and past v's plane 0 and lookup
-// table while the ranges are found.
-fn ranges_at(n: u32) -> u32 {
-    return max(stripe_words(n), 2u * n + 2u);
-}
-
 // The lookup table that starts u's searches near their answer. Cut the range of v's samples
 // [lo, hi] into K = 2N buckets of equal width; T[b] = the number of samples whose bucket is
 // below b, 16 bits each, two a word, after lo and K / (hi - lo) as f32 bits. Every sample
@@ -573,32 +567,40 @@ fn bucket_of(q: vec4<f32>, lo: f32, inv: f32, buckets: u32) -> vec4<u32> {
     return vec4<u32>(clamp((q - lo) * inv, vec4(0.0), vec4(f32(buckets - 1u))));
 }
 
-// T[bucket(q)] for four values, the table at vcache[at..] (lo, inv, then T).
+// T[bucket(q)] for four values, the table at order[at..] (lo, inv, then T).
 fn table_start(q: vec4<f32>, n: u32, at: u32) -> vec4<u32> {
-    let b = bucket_of(q, bitcast<f32>(vcache[at]), bitcast<f32>(vcache[at + 1u]), 2u * n);
+    let b = bucket_of(q, bitcast<f32>(order[at]), bitcast<f32>(order[at + 1u]), 2u * n);
     let k = at + 2u + (b >> vec4(1u));
-    let w = vec4(vcache[k.x], vcache[k.y], vcache[k.z], vcache[k.w]);
+    let w = vec4(order[k.x], order[k.y], order[k.z], order[k.w]);
     return extractBits(w >> ((b & vec4(1u)) * 16u), 0u, 16u);
 }
 
-fn plane4(k: vec4<u32>, n: u32) -> vec4<f32> {
-    let c = min(k, vec4(n - 1u));
-    return bitcast<vec4<f32>>(vec4(vcache[c.x], vcache[c.y], vcache[c.z], vcache[c.w]));
+// v's sorted samples at four places (clamped to the last), plane 0 at planes[pv..].
+fn plane4(k: vec4<u32>, n: u32, pv: u32) -> vec4<f32> {
+    let c = pv + min(k, vec4(n - 1u));
+    return vec4(planes[c.x], planes[c.y], planes[c.z], planes[c.w]);
 }
 
-// For four values each: #{v's sorted samples < lo} and #{<= hi} (plane 0 at vcache[0..n),
-// the table at vcache[n..]), as (first, end).
-fn ranges_by_table(n: u32, lo: vec4<f32>, hi: vec4<f32>) -> array<vec4<u32>, 2> {
-    var f = table_start(lo, n, n);
-    var e = table_start(hi, n, n);
+// For four values each: #{v's sorted samples < lo} and #{<= hi}, as (first, end); v's plane 0
+// at planes[pv..], its table at order[table..]. Read through the cache, not workgroup
+// memory, which holds the stripes meanwhile.
+fn ranges_by_table(
+    n: u32,
+    pv: u32,
+    table: u32,
+    lo: vec4<f32>,
+    hi: vec4<f32>,
+) -> array<vec4<u32>, 2> {
+    var f = table_start(lo, n, table);
+    var e = table_start(hi, n, table);
     // A start past its answer cannot happen (table and search bucket alike); if a driver
     // ever rounded the two differently, the search starts over from 0 and stays exact.
     let zero = vec4(0u);
-    f = select(f, zero, f > zero & plane4(f - 1u, n) >= lo);
-    e = select(e, zero, e > zero & plane4(e - 1u, n) > hi);
+    f = select(f, zero, f > zero & plane4(f - 1u, n, pv) >= lo);
+    e = select(e, zero, e > zero & plane4(e - 1u, n, pv) > hi);
     loop {
-        let up_f = f < vec4(n) & plane4(f, n) < lo;
-        let up_e = e < vec4(n) & plane4(e, n) <= hi;
+        let up_f = f < vec4(n) & plane4(f, n, pv) < lo;
+        let up_e = e < vec4(n) & plane4(e, n, pv) <= hi;
         if !any(up_f | up_e) {
             break;
         }
@@ -631,68 +633,69 @@ fn dominated(x: vec2<u32>, y: vec2<u32>, sc: u32, h: u32, masks: u32) -> vec2<u3
     return below + countOneBits(m & ((vec2(1u) << (x & vec2(31u))) - 1u));
 }
 
-// Workgroup cache of count_stripes: v's plane 0 at [0, N) and its lookup table at
-// [N, 2N + 2) while u's ranges are found, then the stripes over them at [0, SW); u's ranges
-// at ranges_at(N).
+// u's of a count_stripes workgroup: one v against U of them, so that v's stripes are read
+// into workgroup memory once for U pairs.
+const U: u32 = 4u;
+
+// Workgroup cache of count_stripes: v's stripes at [0, SW), then u's ranges at [SW, SW + N),
+// which the reduction reuses. Dispatch (B, ceil(B / U), E).
 @compute @workgroup_size(256)
 fn count_stripes(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
     let n = p.n;
-    let pair = pair_of(wg);
+    let sv = wg.z * p.channels + wg.x;
+    let v_ok = valid[sv] != 0u;
     let sw = stripe_words(n);
-    let structure = stripes_at() + pair.sv * structure_words(n);
-    let at = ranges_at(n);
-    if pair.ok {
-        let pv = pair.sv * p.planes * n;
-        for (var k = lid; k < n; k += WG) {
-            vcache[k] = bitcast<u32>(planes[pv + k]);
-        }
-        for (var k = lid; k < n + 2u; k += WG) {
-            vcache[n + k] = order[structure + sw + k];
-        }
-    }
-    workgroupBarrier();
-    if pair.ok {
-        // Four samples a thread at a time (past the end for short series).
-        let xu = pair.su * n;
-        let r = p.r;
-        for (var j = lid; j < n; j += 4u * WG) {
-            let js = vec4(j, j + WG, j + 2u * WG, j + 3u * WG);
-            let c = min(js, vec4(n - 1u));
-            let a = vec4(x[xu + c.x], x[xu + c.y], x[xu + c.z], x[xu + c.w]);
-            let range = ranges_by_table(n, a - r, a + r);
-            let packed = range[0] | (range[1] << vec4(16u));
-            for (var t = 0u; t < 4u; t++) {
-                if js[t] < n {
-                    vcache[at + js[t]] = packed[t];
-                }
-            }
-        }
-    }
-    workgroupBarrier();
-    if pair.ok {
+    let structure = stripes_at() + sv * structure_words(n);
+    if v_ok {
         for (var k = lid; k < sw; k += WG) {
             vcache[k] = order[structure + k];
         }
     }
-    workgroupBarrier();
-    var sums = Sums(vec2(0.0), 0u, 0u);
-    if pair.ok {
-        let xu = pair.su * n;
-        let v0 = x[pair.sv * n];
-        let sc = stripe_count(n);
-        let h = n / 16u + 1u;
-        let masks = (sc - 1u) * h;
-        for (var i = lid; i < n; i += 2u * WG) {
-            let w = boxes_of(i, xu, v0, at);
-            let c = dominated(w.x1, w.y1, sc, h, masks) - dominated(w.x0, w.y1, sc, h, masks)
-                - dominated(w.x1, w.y0, sc, h, masks) + dominated(w.x0, w.y0, sc, h, masks);
-            add_windows(&sums, w, c);
+    let pv = sv * p.planes * n;
+    let v0 = x[sv * n];
+    let sc = stripe_count(n);
+    let h = n / 16u + 1u;
+    let masks = (sc - 1u) * h;
+    let last = min(wg.y * U + U, p.channels);
+    for (var u = wg.y * U; u < last; u++) {
+        let su = wg.z * p.channels + u;
+        let pair = Pair(su, sv, su * p.channels + wg.x, v_ok && valid[su] != 0u);
+        let xu = su * n;
+        if pair.ok {
+            // Four samples a thread at a time (past the end for short series).
+            let r = p.r;
+            for (var j = lid; j < n; j += 4u * WG) {
+                let js = vec4(j, j + WG, j + 2u * WG, j + 3u * WG);
+                let c = xu + min(js, vec4(n - 1u));
+                let a = vec4(x[c.x], x[c.y], x[c.z], x[c.w]);
+                let range = ranges_by_table(n, pv, structure + sw, a - r, a + r);
+                let packed = range[0] | (range[1] << vec4(16u));
+                for (var t = 0u; t < 4u; t++) {
+                    if js[t] < n {
+                        vcache[sw + js[t]] = packed[t];
+                    }
+                }
+            }
         }
+        workgroupBarrier();
+        var sums = Sums(vec2(0.0), 0u, 0u);
+        if pair.ok {
+            for (var i = lid; i < n; i += 2u * WG) {
+                let w = boxes_of(i, xu, v0, sw);
+                let c = dominated(w.x1, w.y1, sc, h, masks)
+                    - dominated(w.x0, w.y1, sc, h, masks)
+                    - dominated(w.x1, w.y0, sc, h, masks)
+                    + dominated(w.x0, w.y0, sc, h, masks);
+                add_windows(&sums, w, c);
+            }
+        }
+        finish(lid, pair, sums.logs, sums.total_m, sums.total_m1, sw);
+        // The next u's ranges go where the sums were.
+        workgroupBarrier();
     }
-    finish(lid, pair, sums.logs, sums.total_m, sums.total_m1);
 }
 
 // The points' Y by X (X = k for the k-th smallest sample; Y = the place of the sample after

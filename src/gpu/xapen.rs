@@ -156,13 +156,20 @@ fn stripe_words(n: usize) -> usize {
     (s - 1) * (n / 16 + 1) + 32 * s + n + 2
 }
 
-/// Whether count_stripes' cache holds the stripes (or v's plane 0 and table) and u's ranges,
-/// and stripes_build's scratch its three arrays of n and the sets' bits (over the first two).
+/// Whether count_stripes' cache holds the sets and masks, and then u's ranges or the
+/// reduction's 4 x 256 sums; and stripes_build's scratch its three arrays of n and the sets'
+/// bits (over the first two).
 fn stripes_fit(n: usize) -> bool {
     let sets = (n.div_ceil(32) - 1) * (n / 16 + 1);
-    let ranges_at = (stripe_words(n) - n - 2).max(2 * n + 2);
-    (2..=SORT).contains(&n) && ranges_at + n <= CACHE && sets <= 2 * n && 3 * n <= CACHE
+    let in_cache = stripe_words(n) - n - 2;
+    (2..=SORT).contains(&n)
+        && in_cache + n.max(4 * WG as usize) <= CACHE
+        && sets <= 2 * n
+        && 3 * n <= CACHE
 }
+
+/// u's a count_stripes workgroup counts against its v (`U` in the shader).
+const STRIPES_U: u32 = 4;
 
 /// Levels and words per level of a series' wavelet matrix (see shaders/xapen.wgsl).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -479,10 +486,14 @@ impl XapenKernels {
 
     fn count_unguarded(&mut self, prep: &Prepared, params: &XapenParams, fresh: bool) {
         prep.write_params(&self.ctx, params);
-        let count = match (params.m, prep.structure) {
-            (1, Some(Structure::Stripes)) => self.pipeline(("count_stripes", 1, false)),
-            (1, Some(Structure::Wavelet(_))) => self.pipeline(("count_wavelet", 1, false)),
-            (m, _) => self.pipeline(("count", m, prep.n * (m + 1) <= CACHE)),
+        let b = prep.channels as u32;
+        // The pipeline, and how many u's a workgroup counts against its v.
+        let (count, us) = match (params.m, prep.structure) {
+            (1, Some(Structure::Stripes)) => {
+                (self.pipeline(("count_stripes", 1, false)), STRIPES_U)
+            }
+            (1, Some(Structure::Wavelet(_))) => (self.pipeline(("count_wavelet", 1, false)), 1),
+            (m, _) => (self.pipeline(("count", m, prep.n * (m + 1) <= CACHE)), 1),
         };
         let accumulate = self.pipeline(("accumulate", 1, false));
         let mut enc = self.ctx.device.create_command_encoder(&Default::default());
@@ -493,8 +504,7 @@ impl XapenKernels {
             let mut pass = self.ctx.pass(&mut enc, "xapen count");
             pass.set_bind_group(0, &prep.bind, &[]);
             pass.set_pipeline(&count);
-            let b = prep.channels as u32;
-            pass.dispatch_workgroups(b, b, prep.epochs as u32);
+            pass.dispatch_workgroups(b, b.div_ceil(us), prep.epochs as u32);
             pass.set_pipeline(&accumulate);
             pass.dispatch_workgroups((b * b).div_ceil(WG), 1, 1);
         }
