@@ -386,14 +386,16 @@ impl XapenKernels {
         let mut enc = self.ctx.device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(&prep.staging, 0, &prep.x, 0, x.len() as u64);
         {
-            let mut pass = self.ctx.pass(&mut enc, "xapen prepare");
+            let mut pass = self.ctx.pass(&mut enc, "xapen sort");
             pass.set_bind_group(0, &prep.bind, &[]);
             pass.set_pipeline(&sort.0);
             pass.dispatch_workgroups(sort.1, b as u32, e as u32);
-            if let Some(build) = &build_structure {
-                pass.set_pipeline(build);
-                pass.dispatch_workgroups(1, b as u32, e as u32);
-            }
+        }
+        if let Some(build) = &build_structure {
+            let mut pass = self.ctx.pass(&mut enc, "xapen structure");
+            pass.set_bind_group(0, &prep.bind, &[]);
+            pass.set_pipeline(build);
+            pass.dispatch_workgroups(1, b as u32, e as u32);
         }
         self.ctx.queue.submit([enc.finish()]);
         Ok(prep)

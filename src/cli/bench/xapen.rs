@@ -266,6 +266,11 @@ fn gpu_report(
     };
     let subject_s = subject(&mut kernels)?;
     eprintln!("gpu subject: median {:.4} s", subject_s.median);
+    // With EDE_GPU_PROFILE: one more subject's passes on stderr.
+    super::profile_one(ctx, || {
+        kernels.matrices(ep, params, Readback::default(), None, None)?;
+        Ok("Cross-ApEn subject".to_string())
+    })?;
 
     // Exact counts on sampled pairs.
     let totals = first.totals.expect("asked for");

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::analysis::xapen::{self, BLOCK_BYTES, EpochCount, XapenJob};
+use crate::analysis::xapen::{self, EpochCount, STREAM_BLOCK_BYTES, XapenJob};
 use crate::cli::write_json;
 use crate::dsp::xapen::{Correction, XapenParams};
 use crate::gpu::GpuContext;
@@ -32,6 +32,9 @@ pub struct NightArgs {
     /// Run on the CPU (hours of work for a whole night on a few cores: use fewer --hours).
     #[arg(long)]
     pub no_gpu: bool,
+    /// Samples read and computed at a time, in MB (`ede xapen` reads blocks of 250).
+    #[arg(long, default_value_t = STREAM_BLOCK_BYTES / 1e6)]
+    pub block_mb: f64,
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -47,6 +50,7 @@ struct Report {
     ran_on: String,
     /// Whether the kernel reported the file's pages dropped before the cold run.
     cache_dropped: bool,
+    block_bytes: f64,
     cold_s: f64,
     warm_s: f64,
     /// Reading, decoding and normalizing every block, without the analysis (warm cache).
@@ -70,23 +74,32 @@ pub fn run(args: &NightArgs) -> anyhow::Result<()> {
         Some(GpuContext::headless()?)
     };
     let mut kernels = ctx.as_ref().map(XapenKernels::new);
+    let block_bytes = args.block_mb * 1e6;
     let cache_dropped = drop_cached_pages(&args.file);
     let mut run_once = || -> anyhow::Result<(f64, xapen::XapenReport)> {
         let t = Instant::now();
         let rec = Recording::open(&args.file, &OpenOptions::default())?;
         let job = job(&rec, params);
-        let report = xapen::run(&rec, &job, kernels.as_mut(), None, None)?.expect("not cancelled");
+        let report = xapen::run_in_blocks(&rec, &job, kernels.as_mut(), None, None, block_bytes)?
+            .expect("not cancelled");
         Ok((t.elapsed().as_secs_f64(), report))
     };
     let (cold_s, report) = run_once()?;
     eprintln!("cold: {cold_s:.2} s ({})", report.adapter);
     let (warm_s, _) = run_once()?;
     eprintln!("warm: {warm_s:.2} s");
+    // With EDE_GPU_PROFILE: one more warm run's passes, summed by label, on stderr.
+    if let Some(ctx) = &ctx {
+        super::profile_one(ctx, || {
+            run_once()?;
+            Ok("Cross-ApEn night".to_string())
+        })?;
+    }
 
     let t = Instant::now();
     let rec = Recording::open(&args.file, &OpenOptions::default())?;
     let job = job(&rec, params);
-    for block in job.blocks(&rec, BLOCK_BYTES)? {
+    for block in job.blocks(&rec, block_bytes)? {
         std::hint::black_box(block.input(&rec)?);
     }
     let host_s = t.elapsed().as_secs_f64();
@@ -103,6 +116,7 @@ pub fn run(args: &NightArgs) -> anyhow::Result<()> {
             pair_epochs,
             ran_on: report.adapter.clone(),
             cache_dropped,
+            block_bytes,
             cold_s,
             warm_s,
             host_s,
