@@ -7,9 +7,11 @@
 //   planes   f32 [E][B][P][N]  plane t, position k: x[order[k] + t] (FAR past the end);
 //                              plane 0 is the sorted series
 //   order    u32 [E][B][N]     order[k] = index of the k-th smallest sample; then (m = 1)
-//            u32 [E][B][L][W]  per series the wavelet matrix's L = ceil(log2 N) levels of
-//                              W = N/16 + 1 words (written by `wavelet_build`, read by
-//                              `count_wavelet`; one buffer, as 8 is all a stage may bind)
+//                              per series its counting structure (one buffer, as 8 is all
+//                              a stage may bind): N <= 1024, the stripes and lookup table
+//                              (`stripes_build`, `count_stripes`: structure_words(N) words);
+//                              longer, the wavelet matrix's L = ceil(log2 N) levels of
+//                              W = N/16 + 1 words (`wavelet_build`, `count_wavelet`)
 //   ln_table f32 [2][N+1]      ln(k / (N-m+1)) and ln(k / (N-m))
 //   out      f32 [E][B][B]     Cross-ApEn(u||v) at [e][u][v]
 //   totals   u32 [E][B][B][2]  sum over i of N_i^m and of N_i^{m+1} (exactness checks)
@@ -26,17 +28,25 @@
 // each), whatever r: at r = 0.2 that replaces about 113 candidate tests per window. Level l
 // (bit l of Y, top bit first) is the sequence after stable partitions by the higher bits,
 // stored per 16 points as one word: their bits in the low half, the ones before them above.
+// Up to N = 1024 the stripes (before count_stripes) count a box in twelve loads that do not
+// wait on each other, where the descent's 4 L loads wait level by level.
 //
 // Entry points and dispatch shapes:
 //   sort:       (1, B, E)            N <= 1024: bitonic sort of each series in workgroup
 //                                    memory (ties by index), fills planes and order
 //   rank:       (ceil(N/256), B, E)  longer series: the same by counting, O(N^2)
-//   wavelet_build: (1, B, E)         m = 1: the wavelet matrix of each series (see below)
+//   stripes_build: (1, B, E)         m = 1, N <= 1024: the stripes and lookup table of each
+//                                    series (see before count_stripes)
+//   wavelet_build: (1, B, E)         m = 1, longer: the wavelet matrix of each series
 //   count:      (B, B, E)            one workgroup per (v, u, e): every window i of u against
 //                                    the samples of v within r, found by binary search in the
 //                                    sorted series (v's planes cached in workgroup memory
 //                                    when CACHED); counts in registers, the log sums and
 //                                    count totals reduced in workgroup memory
+//   count_stripes: (B, ceil(B/4), E)  m = 1, N <= 1024: one workgroup per (v, 4 u's, e): v's
+//                                    stripes read into workgroup memory once, then per u its
+//                                    samples' ranges (from v's lookup table) and N^{m+1} as
+//                                    four dominance counts a window
 //   count_wavelet: (B, B, E)         m = 1 when v's plane 0, the ranks of u and the wavelet
 //                                    matrix fit the workgroup cache: as count, but N^{m+1}
 //                                    counted in O(log N) (below) instead of by testing each
@@ -411,7 +421,7 @@ fn range_of(n: u32, lo: f32, hi: f32) -> vec2<u32> {
     return vec2(a.x, max(a.x, a.y));
 }
 
-// The m = 1 count kernels' first step: v's plane 0 into vcache[0..n), then per sample j of u
+// count_wavelet's first step: v's plane 0 into vcache[0..n), then per sample j of u
 // the range of v's sorted samples within r of u[j] (first | end << 16) at vcache[at + j].
 // Each thread takes a run of u's samples in sorted order: one search for the first, and as
 // both ends only move up from there, a step or two for each next one. Every thread of the
@@ -540,7 +550,8 @@ fn count_wavelet(
 // with s = x / 32, o = x % 32, C_0(y) = 0, C_S(y) = y and M[s][32] all ones; a box is
 // D(x1, y1) - D(x0, y1) - D(x1, y0) + D(x0, y0). That is twelve workgroup-memory loads a
 // window, where the wavelet matrix's descent takes four a level, each level waiting on the
-// last. Per series, S - 1 sets of H words, then S x 32 masks.
+// last. Per series, S - 1 sets of H words, then S x 32 masks, then the lookup table that
+// finds u's ranges (see bucket_of).
 
 fn stripe_count(n: u32) -> u32 {
     return (n + 31u) / 32u;
