@@ -361,8 +361,9 @@ fn count(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
     finish(lid, pair, sums, total_m, total_m1, 0u);
 }
 
-// Where the wavelet matrices start in `order`.
-fn wavelet_at() -> u32 {
+// Where the counting structures (stripes or wavelet matrices) start in `order`: after the
+// sort's order.
+fn structures_at() -> u32 {
     return p.epochs * p.channels * p.n;
 }
 
@@ -517,7 +518,7 @@ fn count_wavelet(
     let pair = pair_of(wg);
     let lw = p.levels * p.words;
     if pair.ok {
-        let wv = wavelet_at() + pair.sv * lw;
+        let wv = structures_at() + pair.sv * lw;
         for (var k = lid; k < lw; k += WG) {
             vcache[2u * n + k] = order[wv + k];
         }
@@ -621,11 +622,6 @@ fn ranges_by_table(
     return array(f, max(f, e));
 }
 
-// Where the stripes start in `order` (after the sort's order, as the wavelet matrices do).
-fn stripes_at() -> u32 {
-    return p.epochs * p.channels * p.n;
-}
-
 // C_s(y) for two (s, y), with the sets at vcache[0..); sc = S, h = H.
 fn below_y(s: vec2<u32>, y: vec2<u32>, sc: u32, h: u32) -> vec2<u32> {
     let k = (clamp(s, vec2(1u), vec2(max(sc, 2u) - 1u)) - 1u) * h + (y >> vec2(4u));
@@ -659,7 +655,7 @@ fn count_stripes(
     let sv = wg.z * p.channels + wg.x;
     let v_ok = valid[sv] != 0u;
     let sw = stripe_words(n);
-    let structure = stripes_at() + sv * structure_words(n);
+    let structure = structures_at() + sv * structure_words(n);
     if v_ok {
         for (var k = lid; k < sw; k += WG) {
             vcache[k] = order[structure + k];
@@ -739,7 +735,7 @@ fn stripes_build(
     let base = series * n;
     let sc = stripe_count(n);
     let h = n / 16u + 1u;
-    let out = stripes_at() + series * structure_words(n);
+    let out = structures_at() + series * structure_words(n);
     // Invalid series are built from a zero order too (harmless, and never read): returning
     // early would put the barriers below in non-uniform control flow.
     for (var xi = lid; xi < n; xi += WG) {
@@ -843,7 +839,7 @@ fn wavelet_build(
     var next = n;
     let bits = 2u * n;
     let before = bits + words;
-    let out_base = wavelet_at() + series * p.levels * words;
+    let out_base = structures_at() + series * p.levels * words;
     for (var l = p.levels; l > 0u; ) {
         l -= 1u;
         workgroupBarrier();

@@ -304,7 +304,7 @@ impl XapenKernels {
             return Err(GpuXapenError::TooManyChannels(ep.channels));
         }
         // The largest buffers: the planes, the matrices, or the order with the counting
-        // structure (the stripes: about 3 N words a series).
+        // structure (the stripes with their lookup table: about 4 N words a series).
         let structure = Structure::for_series(ep.n, m, self.m1_count).map_or(0, |s| s.words(ep.n));
         let per_epoch = (ep.channels * (m + 1) * ep.n * 4)
             .max(ep.channels * ep.channels * 8)
