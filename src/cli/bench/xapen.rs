@@ -86,7 +86,7 @@ struct GpuReport {
     /// Window comparisons brute force would make, per second of the median run.
     equivalent_window_comparisons_per_s: f64,
     /// Candidate samples (sum of N_i^m over everything) per second: what the candidate
-    /// kernel tests one by one, and the wavelet kernel (m = 1) counts in O(log N) a window.
+    /// kernel tests one by one, and the stripes (m = 1) count in twelve loads a window.
     candidate_tests_per_s: f64,
     /// Interactive recomputes: r changed, one epoch already on the device.
     interactive: Vec<InteractiveReport>,
