@@ -558,10 +558,18 @@ fn stripe_count(n: u32) -> u32 {
     return (n + 31u) / 32u;
 }
 
+// Words a set (H) and the S - 1 sets' words, which come first; the masks follow.
+fn set_len(n: u32) -> u32 {
+    return n / 16u + 1u;
+}
+
+fn set_words(n: u32) -> u32 {
+    return (stripe_count(n) - 1u) * set_len(n);
+}
+
 // The sets' and masks' words of a series.
 fn stripe_words(n: u32) -> u32 {
-    let s = stripe_count(n);
-    return (s - 1u) * (n / 16u + 1u) + 32u * s;
+    return set_words(n) + 32u * stripe_count(n);
 }
 
 // A series' words in all: the stripes, then its lookup table (see bucket_of).
@@ -664,8 +672,8 @@ fn count_stripes(
     let pv = sv * p.planes * n;
     let v0 = x[sv * n];
     let sc = stripe_count(n);
-    let h = n / 16u + 1u;
-    let masks = (sc - 1u) * h;
+    let h = set_len(n);
+    let masks = set_words(n);
     let last = min(wg.y * U + U, p.channels);
     for (var u = wg.y * U; u < last; u++) {
         let su = wg.z * p.channels + u;
@@ -734,7 +742,8 @@ fn stripes_build(
     let series = wg.z * p.channels + wg.y;
     let base = series * n;
     let sc = stripe_count(n);
-    let h = n / 16u + 1u;
+    let h = set_len(n);
+    let sets = set_words(n);
     let out = structures_at() + series * structure_words(n);
     // Invalid series are built from a zero order too (harmless, and never read): returning
     // early would put the barriers below in non-uniform control flow.
@@ -757,7 +766,7 @@ fn stripes_build(
     }
     workgroupBarrier();
     // M[s][t] at j = 32 s + t: the stripe's points among its t lowest Ys.
-    let masks = out + (sc - 1u) * h;
+    let masks = out + sets;
     for (var j = lid; j < 32u * sc; j += WG) {
         let s0 = j & ~31u;
         let t = j & 31u;
@@ -769,7 +778,6 @@ fn stripes_build(
     }
     workgroupBarrier();
     // C_s's bits, 16 Ys a word: whether the point with that Y has X < 32 s.
-    let sets = (sc - 1u) * h;
     for (var j = lid; j < sets; j += WG) {
         let s = j / h + 1u;
         let y0 = (j % h) * 16u;

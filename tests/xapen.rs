@@ -391,16 +391,16 @@ fn gpu_m1_counts_are_exact_for_every_kernel() {
     let Some(mut kernels) = gpu() else {
         return;
     };
-    let largest = |choice| {
+    let largest = |choice: M1Count| {
         (2..4000)
             .rev()
-            .find(|&n| XapenKernels::counts_itself(choice, n))
+            .find(|&n| choice.for_length(n) == choice)
             .unwrap()
     };
     let (stripes, wavelet) = (largest(M1Count::Stripes), largest(M1Count::Wavelet));
     assert_eq!(stripes, 1024, "the paper's epochs fit the stripes");
     assert!(
-        (2..=1024).all(|n| XapenKernels::counts_itself(M1Count::Stripes, n)),
+        (2..=1024).all(|n| M1Count::Stripes.for_length(n) == M1Count::Stripes),
         "no length below 1024 falls back"
     );
     let mut rng = Rng(5);

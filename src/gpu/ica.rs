@@ -293,7 +293,8 @@ impl<'a> GpuFastIca<'a> {
         });
         // g(W Z) Z^T: wide tiles pay from r = 128 (H100, 256 x 20000: 0.77-0.85 s -> 0.71 s);
         // at r = 64 they leave too few workgroups (0.13-0.14 s -> 0.16-0.17 s).
-        let (gz_pipe, gz_tile) = if r >= 128 {
+        let gz_wide = r >= 128;
+        let (gz_pipe, gz_tile) = if gz_wide {
             (&pl.gemm_wide, 64)
         } else {
             (&pl.gemm, 16)
@@ -305,7 +306,7 @@ impl<'a> GpuFastIca<'a> {
             entry(2, &zb),
             entry(3, &partial),
         ];
-        if r >= 128 {
+        if gz_wide {
             // gemm_wide also writes D (in mode 1); gemm has no binding 4.
             gz_entries.push(entry(4, &gp));
         }

@@ -80,6 +80,20 @@ pub enum M1Count {
     Candidates,
 }
 
+impl M1Count {
+    /// The way that counts series of n samples when this one is asked for: itself where its
+    /// structure fits, else the next that does.
+    pub fn for_length(self, n: usize) -> M1Count {
+        match self {
+            M1Count::Stripes if stripes_fit(n) => M1Count::Stripes,
+            M1Count::Stripes | M1Count::Wavelet if WaveletShape::fitting(n).is_some() => {
+                M1Count::Wavelet
+            }
+            _ => M1Count::Candidates,
+        }
+    }
+}
+
 /// One chunk of epochs uploaded and sorted, with room for its results.
 pub struct Prepared {
     pub n: usize,
@@ -133,9 +147,9 @@ impl Structure {
         if m != 1 {
             return None;
         }
-        match choice {
-            M1Count::Stripes if stripes_fit(n) => Some(Structure::Stripes),
-            M1Count::Stripes | M1Count::Wavelet => WaveletShape::fitting(n).map(Structure::Wavelet),
+        match choice.for_length(n) {
+            M1Count::Stripes => Some(Structure::Stripes),
+            M1Count::Wavelet => WaveletShape::fitting(n).map(Structure::Wavelet),
             M1Count::Candidates => None,
         }
     }
@@ -143,28 +157,37 @@ impl Structure {
     /// Words a series.
     fn words(self, n: usize) -> usize {
         match self {
-            Structure::Stripes => stripe_words(n),
+            Structure::Stripes => structure_words(n),
             Structure::Wavelet(w) => w.levels * w.words,
         }
     }
 }
 
-/// The stripes' words for series of n samples: S - 1 sets of n/16 + 1 words, S x 32 masks,
-/// and the lookup table's 2 + n (`structure_words` in the shader).
+/// The stripes' sets for series of n samples: S - 1 of n/16 + 1 words (`set_words` in the
+/// shader).
+fn set_words(n: usize) -> usize {
+    (n.div_ceil(32) - 1) * (n / 16 + 1)
+}
+
+/// The sets and the S x 32 masks: what count_stripes keeps in workgroup memory
+/// (`stripe_words` in the shader).
 fn stripe_words(n: usize) -> usize {
-    let s = n.div_ceil(32);
-    (s - 1) * (n / 16 + 1) + 32 * s + n + 2
+    set_words(n) + 32 * n.div_ceil(32)
+}
+
+/// A series' words in `order`: the stripes and the lookup table's 2 + n (`structure_words`
+/// in the shader).
+fn structure_words(n: usize) -> usize {
+    stripe_words(n) + n + 2
 }
 
 /// Whether count_stripes' cache holds the sets and masks, and then u's ranges or the
 /// reduction's 4 x 256 sums; and stripes_build's scratch its three arrays of n and the sets'
 /// bits (over the first two).
 fn stripes_fit(n: usize) -> bool {
-    let sets = (n.div_ceil(32) - 1) * (n / 16 + 1);
-    let in_cache = stripe_words(n) - n - 2;
     (2..=SORT).contains(&n)
-        && in_cache + n.max(4 * WG as usize) <= CACHE
-        && sets <= 2 * n
+        && stripe_words(n) + n.max(4 * WG as usize) <= CACHE
+        && set_words(n) <= 2 * n
         && 3 * n <= CACHE
 }
 
@@ -273,15 +296,6 @@ impl XapenKernels {
             .is_some_and(|p| p.planes_bytes() > SPARE_BYTES)
         {
             self.spare = None;
-        }
-    }
-
-    /// Whether `choice` counts series of n samples itself at m = 1 (rather than falling back).
-    pub fn counts_itself(choice: M1Count, n: usize) -> bool {
-        match choice {
-            M1Count::Stripes => stripes_fit(n),
-            M1Count::Wavelet => WaveletShape::fitting(n).is_some(),
-            M1Count::Candidates => true,
         }
     }
 

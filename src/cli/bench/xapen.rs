@@ -323,15 +323,12 @@ fn gpu_report(
     }
     let mut other_kernels = Vec::new();
     if params.m == 1 {
-        let choices = [M1Count::Stripes, M1Count::Wavelet, M1Count::Candidates];
-        let default = choices
-            .into_iter()
-            .find(|&c| XapenKernels::counts_itself(c, n));
+        let default = M1Count::Stripes.for_length(n);
         for (choice, kernel) in [
             (M1Count::Wavelet, "wavelet"),
             (M1Count::Candidates, "candidates"),
         ] {
-            if Some(choice) == default || !XapenKernels::counts_itself(choice, n) {
+            if choice == default || choice.for_length(n) != choice {
                 continue;
             }
             kernels.m1_count = choice;
