@@ -10,7 +10,10 @@
 //                                  the daughter psi_hat(s_j w_k) / M is computed where used
 //                                  (the CPU's exp of every k and scale took longer than the
 //                                  whole GPU transform)
-//   coeffs     vec2<f32> [rows][M] X_k psi_hat, then W_n after the inverse FFT
+//   coeffs_out vec2<f32> [rows][M] X_k psi_hat, then W_n after the inverse FFT (`multiply` and
+//                                  gpu::fft's stages, for rows too long for fft_pass.wgsl)
+//   w2         f32 [rows][M]       |W_n|^2, all that is read of W: fft_pass.wgsl's pass 2
+//                                  writes it (`pass_output`), `to_power` after the stages
 //   mag        f32 [rows][N]       |W| (read back for the CLI and tests)
 //   scales     f32 [S]             s_j in seconds (for |W|^2/s)
 //   values     f32 [C*S][width]    shown value per image pixel: the mean power over the
@@ -23,12 +26,14 @@
 //   power      f32 [rows][blocks]  mean |W|^2 per block of samples (band power)
 //
 // fft_pass.wgsl is appended to this module: its pass 1 takes the multiply's values from
-// `pass_input`, so rows of up to 2^22 values go from the spectra to W in two passes over
-// memory. `multiply` and gpu::fft's stage kernels serve longer rows.
+// `pass_input` and its pass 2 stores |W|^2 through `pass_output`, so rows of up to 2^22 values
+// go from the spectra to |W|^2 in two passes over memory. `multiply`, gpu::fft's stage
+// kernels and `to_power` serve longer rows.
 //
 // Entry points (x = threads along a row; row = y + z * 65535, see gpu::fft::grid):
 //   load         x over M,      rows = tile channels
 //   multiply     x over M,      rows = tile rows (rows longer than fft_pass.wgsl takes)
+//   to_power     x over N,      rows = tile rows (after the stages, for the same rows)
 //   magnitude    x over N,      rows = tile rows
 //   columns      x over width,  rows = tile rows
 //   paint        x over width,  rows = C * S (after every tile's columns)
@@ -66,7 +71,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read> spectra: array<vec2<f32>>;
 @group(0) @binding(5) var<storage, read> wavelet: array<vec2<f32>>;
 @group(0) @binding(6) var<storage, read_write> coeffs_out: array<vec2<f32>>;
-@group(0) @binding(7) var<storage, read> coeffs: array<vec2<f32>>;
+@group(0) @binding(7) var<storage, read> w2: array<f32>;
 @group(0) @binding(8) var<storage, read_write> mag: array<f32>;
 @group(0) @binding(9) var<storage, read> scales: array<f32>;
 @group(0) @binding(10) var<storage, read_write> values_out: array<f32>;
@@ -76,6 +81,7 @@ struct Params {
 @group(0) @binding(14) var tex: texture_storage_2d<rgba8unorm, write>;
 @group(0) @binding(15) var<storage, read> qmax_in: array<u32>;
 @group(0) @binding(16) var<storage, read_write> power: array<f32>;
+@group(0) @binding(24) var<storage, read_write> w2_out: array<f32>;
 
 fn row_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return wid.y + wid.z * nwg.y;
@@ -142,6 +148,27 @@ fn multiply(
     coeffs_out[row * params.m + k] = pass_input(row, k);
 }
 
+// |W|^2 of the stages' W (rows too long for fft_pass.wgsl), into w2_out.
+@compute @workgroup_size(256)
+fn to_power(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let row = row_index(wid, nwg);
+    let i = gid.x;
+    if row >= params.rows || i >= params.n {
+        return;
+    }
+    let w = coeffs_out[row * params.m + i];
+    w2_out[row * params.m + i] = dot(w, w);
+}
+
+// fft_pass.wgsl's pass 2 output: |W|^2 only.
+fn pass_output(row: u32, j: u32, v: vec2<f32>) {
+    w2_out[row * split.m + j] = dot(v, v);
+}
+
 @compute @workgroup_size(256)
 fn magnitude(
     @builtin(global_invocation_id) gid: vec3<u32>,
@@ -153,7 +180,7 @@ fn magnitude(
     if row >= params.rows || i >= params.n {
         return;
     }
-    mag[row * params.n + i] = length(coeffs[row * params.m + i]);
+    mag[row * params.n + i] = sqrt(w2[row * params.m + i]);
 }
 
 fn shown(q: f32) -> f32 {
@@ -191,8 +218,7 @@ fn columns(
         let b = (x + 1u) * per + ((x + 1u) * rest) / params.width;
         var sum = 0.0;
         for (var i = a; i < b; i++) {
-            let w = coeffs[row * params.m + i];
-            sum += dot(w, w);
+            sum += w2[row * params.m + i];
         }
         let s = scale_of(row);
         var q = sum / f32(max(b - a, 1u));
@@ -255,8 +281,7 @@ fn block_power(
     let b = min(a + params.block, params.first + params.count);
     var sum = 0.0;
     for (var i = a; i < b; i++) {
-        let w = coeffs[row * params.m + i];
-        sum += dot(w, w);
+        sum += w2[row * params.m + i];
     }
     power[row * params.blocks + k] = sum / f32(b - a);
 }

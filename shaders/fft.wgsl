@@ -18,7 +18,8 @@
 // No scaling: the inverse is unnormalized, as rustfft's is.
 //
 // fft_pass.wgsl is appended to this module: rows of up to 2^22 values take its two passes
-// instead of these stages (src/gpu/fft.rs chooses), reading `src` through `pass_input`.
+// instead of these stages (src/gpu/fft.rs chooses), reading `src` through `pass_input` and
+// writing `out` (binding 24) through `pass_output`.
 
 struct Params {
     m: u32,
@@ -35,6 +36,13 @@ struct Params {
 // Pass 1's input for fft_pass.wgsl: the values in `src`.
 fn pass_input(row: u32, k: u32) -> vec2<f32> {
     return src[row * split.m + k];
+}
+
+// Pass 2's output for fft_pass.wgsl: the values, in `out`.
+@group(0) @binding(24) var<storage, read_write> out: array<vec2<f32>>;
+
+fn pass_output(row: u32, j: u32, v: vec2<f32>) {
+    out[row * split.m + j] = v;
 }
 
 fn cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {

@@ -7,7 +7,10 @@
 // This file is not a module of its own: it is appended to one that defines
 //     fn pass_input(row: u32, k: u32) -> vec2<f32>
 // pass 1's input value k of a row (fft.wgsl reads it from a buffer; cwt.wgsl multiplies a
-// spectrum by the daughter wavelet there, so that the multiply costs no pass of its own).
+// spectrum by the daughter wavelet there, so that the multiply costs no pass of its own), and
+//     fn pass_output(row: u32, j: u32, v: vec2<f32>)
+// which stores pass 2's output value j of a row (fft.wgsl as it is; cwt.wgsl only |v|^2, what
+// all its uses read, in half the bytes), with the binding 24 it writes.
 // Its bindings start at 20 to stay clear of the including module's.
 //
 // M = N1 N2, input index k = N2 k1 + k2 (k1 < N1, k2 < N2), output index j = j1 + N1 j2:
@@ -26,7 +29,8 @@
 // Layouts:
 //   split      uniform Split
 //   inter_out  vec2<f32> [rows][M]  pass 1's output, pass 2's input (`inter`)
-//   out        vec2<f32> [rows][M]  natural order; only keep_from <= j < keep_to is written
+//   (24)       [rows][M]            pass_output's, natural order; only keep_from <= j < keep_to
+//                                   is written
 //
 // Dispatch: workgroup_size 256; ceil(rows M / TILE) workgroups as (x, y) with x <= 65535,
 // workgroup index x + y * num_workgroups.x (src/gpu/fft.rs `tiles_grid`).
@@ -52,7 +56,6 @@ const PER_THREAD: u32 = 8u;
 @group(0) @binding(20) var<uniform> split: Split;
 @group(0) @binding(22) var<storage, read_write> inter_out: array<vec2<f32>>;
 @group(0) @binding(23) var<storage, read> inter: array<vec2<f32>>;
-@group(0) @binding(24) var<storage, read_write> out: array<vec2<f32>>;
 
 var<workgroup> tile: array<vec2<f32>, TILE>;
 
@@ -309,7 +312,7 @@ fn pass2(
         let g = g0 + s;
         let j = (g & (n1 - 1u)) + n1 * j2;
         if g < total && j >= split.keep_from && j < split.keep_to {
-            out[(g >> n1_bits) * split.m + j] = tile[s * n2 + j2];
+            pass_output(g >> n1_bits, j, tile[s * n2 + j2]);
         }
     }
 }

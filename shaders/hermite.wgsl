@@ -11,9 +11,9 @@
 // The fit is two independent problems of half the size: half the multiply-adds of the
 // definition, the same sums (no cancellation a Gram identity would bring).
 //
-// The host (gpu/hermite.rs, `unrolled`) prepends the constants NE4 and NO4 (vec4s of even and
-// of odd coefficients), N4 = NE4 + NO4 and BEATS (beats per thread of `fit`, at most 8), and,
-// unrolled over the coefficient registers:
+// The host (gpu/hermite.rs, `unrolled`) prepends the constants FIT_WG (threads of a `fit`
+// workgroup), NE4 and NO4 (vec4s of even and of odd coefficients), N4 = NE4 + NO4 and BEATS
+// (beats per thread of `fit`, at most 8), and, unrolled over the coefficient registers:
 //   fn mse_many(first, stride, s) -> Many    the MSEs of BEATS beats at once (lanes of lo,
 //                                            then hi), each basis vec4 loaded once for all
 // (Loops over an array of vec4 were left in local memory by the driver at N = 30: 10x slower.)
@@ -29,9 +29,9 @@
 //   4 x:       [2][h][beats] f32: u_j then w_j of each beat, beat-minor (coalesced reads)
 //   5 partial: [groups][beats] (best MSE, bitcast sigma index) over each group of sigmas
 //   6 fits:    [beats] MSE, [beats] bitcast sigma index, [beats][order] coefficients by n
-// Dispatch: basis (2h, S); gram (4 N4 N4, S); fit (ceil(beats / BEATS), groups);
+// Dispatch: basis_gram (one workgroup a sigma, S); fit (ceil(beats / BEATS), groups);
 // select (SEL beats threads, as workgroups over x and y).
-// Workgroups of 256 along x.
+// Workgroups of 256 along x; fit's of FIT_WG.
 
 struct Params {
     beats: u32,
@@ -61,17 +61,11 @@ const PI_POW_MINUS_QUARTER: f32 = 0.7511255444649425;
 const BIG: f32 = 1e18;
 const LN_BIG: f32 = 41.44653167389282;
 
-// One sample k of every function for sigma s, by the normalized recurrence with the Gaussian
-// applied last (as dsp::hermite::hermite_functions).
-// Samples k = 2h + id.x, the right half of the window: the signal's mirror pairs and the
-// padding's (see the parity note above) need no others.
-@compute @workgroup_size(256)
-fn basis_fn(@builtin(global_invocation_id) id: vec3<u32>) {
-    let s = id.y;
-    if (id.x >= 2u * p.half || s >= p.sigmas) {
-        return;
-    }
-    let k = 2u * p.half + id.x;
+// One sample k = 2h + i of every function for sigma s (the right half of the window: the
+// signal's mirror pairs and the padding's, see the parity note above, need no others), by the
+// normalized recurrence with the Gaussian applied last (as dsp::hermite::hermite_functions).
+fn basis_sample(s: u32, i: u32) {
+    let k = 2u * p.half + i;
     let sg = sigma[s];
     let t = (f32(k) - 0.5 * f32(p.len - 1u)) / p.fs;
     let u = t / sg;
@@ -80,7 +74,7 @@ fn basis_fn(@builtin(global_invocation_id) id: vec3<u32>) {
     var gauss = exp(log_scale);
     var prev = 0.0;
     var cur = PI_POW_MINUS_QUARTER;
-    let base = (s * 2u * p.half + id.x) * N4;
+    let base = (s * 2u * p.half + i) * N4;
     // Every slot is written, zeros past the order, so that a buffer of another order's
     // values could be reused.
     for (var n = 0u; n < 8u * max(NE4, NO4); n++) {
@@ -96,24 +90,18 @@ fn basis_fn(@builtin(global_invocation_id) id: vec3<u32>) {
             }
         }
         let v = select(0.0, scale * cur * gauss, n < p.order);
-        let i = n / 2u;
-        if (n % 2u == 0u && i < 4u * NE4) {
-            basis[base + i / 4u][i % 4u] = v;
-        } else if (n % 2u == 1u && i < 4u * NO4) {
-            basis[base + NE4 + i / 4u][i % 4u] = v;
+        let j = n / 2u;
+        if (n % 2u == 0u && j < 4u * NE4) {
+            basis[base + j / 4u][j % 4u] = v;
+        } else if (n % 2u == 1u && j < 4u * NO4) {
+            basis[base + NE4 + j / 4u][j % 4u] = v;
         }
     }
 }
 
-// G_pad[i][q]: zero unless i and q have the same parity, then twice the sum over the right
-// padding, k = 3h..4h (its mirror adds the same).
-@compute @workgroup_size(256)
-fn gram_fn(@builtin(global_invocation_id) id: vec3<u32>) {
-    let row = id.x;
-    let s = id.y;
-    if (row >= 4u * N4 * N4 || s >= p.sigmas) {
-        return;
-    }
+// G_pad[i][q] of sigma s: zero unless i and q have the same parity, then twice the sum over
+// the right padding, k = 3h..4h (its mirror adds the same).
+fn gram_row(s: u32, row: u32) {
     let i = row / N4;
     let q = row % N4;
     var acc = vec4<f32>(0.0);
@@ -126,10 +114,33 @@ fn gram_fn(@builtin(global_invocation_id) id: vec3<u32>) {
     gram[(s * 4u * N4 + i) * N4 + q] = 2.0 * acc;
 }
 
+// One workgroup a sigma: its basis, then (after a storage barrier, the workgroup's own
+// writes) its Gram matrix. One pass where there were two: each was about 13 us of a 0.3 ms
+// refit on the H100, most of it a pass's fixed cost.
+@compute @workgroup_size(256)
+fn basis_gram(
+    @builtin(local_invocation_index) li: u32,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    // Sigmas along y (then z, past 65,535), one workgroup along x.
+    let s = wg.y + wg.z * nwg.y;
+    if (s >= p.sigmas) {
+        return;
+    }
+    for (var i = li; i < 2u * p.half; i += 256u) {
+        basis_sample(s, i);
+    }
+    storageBarrier();
+    for (var row = li; row < 4u * N4 * N4; row += 256u) {
+        gram_row(s, row);
+    }
+}
+
 // A thread fits BEATS beats, first + j * stride (stride = ceil(beats / BEATS)), so that each
 // basis load feeds all of them and neighbouring threads still read neighbouring beats.
 // Beats 0-3 of a thread are the lanes of `lo`, 4-7 those of `hi`.
-@compute @workgroup_size(256)
+@compute @workgroup_size(FIT_WG)
 fn fit(@builtin(global_invocation_id) id: vec3<u32>) {
     let first = id.x;
     let g = id.y;
@@ -179,9 +190,6 @@ fn coefficient_vec(beat: u32, s: u32, q: u32) -> vec4<f32> {
     return 2.0 * c;
 }
 
-// SEL threads a beat, 256 / SEL beats a workgroup (linear over the grid's x and y): each
-// thread takes every SEL-th group of sigmas, the beat's best is reduced in workgroup memory
-// (the smaller sigma wins a tie, as in `fit`), then the threads share its coefficient vec4s.
 const SEL: u32 = 8u;
 var<workgroup> sel_mse: array<f32, 256>;
 var<workgroup> sel_s: array<u32, 256>;

@@ -180,6 +180,7 @@ pub struct CwtKernels {
     two_pass: TwoPass,
     load: wgpu::ComputePipeline,
     multiply: wgpu::ComputePipeline,
+    to_power: wgpu::ComputePipeline,
     magnitude: wgpu::ComputePipeline,
     columns: wgpu::ComputePipeline,
     paint: wgpu::ComputePipeline,
@@ -209,6 +210,7 @@ impl CwtKernels {
             two_pass: TwoPass::new(dev, &module),
             load: pipeline("load"),
             multiply: pipeline("multiply"),
+            to_power: pipeline("to_power"),
             magnitude: pipeline("magnitude"),
             columns: pipeline("columns"),
             paint: pipeline("paint"),
@@ -441,9 +443,9 @@ impl CwtKernels {
         })
     }
 
-    /// Records, for every tile, the multiply and inverse FFTs, then `each(encoder, tile,
-    /// coefficients, base params)` to use the coefficients, of which only samples `keep` are
-    /// sure to be written.
+    /// Records, for every tile, the multiply and inverse FFTs, then `each(encoder, tile, |W|^2,
+    /// base params)` to use the coefficients' squared magnitudes (`[rows][M]` f32, all their
+    /// uses read), of which only samples `keep` are sure to be written.
     fn run_tiles(
         &mut self,
         enc: &mut wgpu::CommandEncoder,
@@ -488,8 +490,9 @@ impl CwtKernels {
                 omega0: w.omega0 as f32,
                 ..Default::default()
             };
-            // The multiply and inverse FFT: two passes, or a pass each and one per stage.
-            let in_b = if self.fft.two_passes(m) {
+            // The multiply and inverse FFT: two passes, or a pass each, one per stage and
+            // one for |W|^2.
+            let w2 = if self.fft.two_passes(m) {
                 let uniform = self.init(
                     "cwt params",
                     bytemuck::bytes_of(&params),
@@ -498,7 +501,7 @@ impl CwtKernels {
                 let input = [(0, &uniform), (4, &sp.buffer), (5, &wavelet)];
                 let (shape, keep) = ((m, tile.rows()), keep.clone());
                 (self.two_pass).encode(&self.ctx, enc, &input, (&b, &a), shape, true, keep);
-                false
+                &a
             } else {
                 self.dispatch(
                     enc,
@@ -508,9 +511,21 @@ impl CwtKernels {
                     None,
                     (m, tile.rows()),
                 );
-                self.fft.encode(enc, &a, &b, m, tile.rows(), true)
+                let (w, w2) = match self.fft.encode(enc, &a, &b, m, tile.rows(), true) {
+                    true => (&b, &a),
+                    false => (&a, &b),
+                };
+                self.dispatch(
+                    enc,
+                    &self.to_power,
+                    &params,
+                    &[(6, w), (24, w2)],
+                    None,
+                    (sp.n, tile.rows()),
+                );
+                w2
             };
-            each(self, enc, tile, if in_b { &b } else { &a }, params);
+            each(self, enc, tile, w2, params);
         }
         Ok(())
     }
@@ -590,33 +605,27 @@ impl CwtKernels {
         });
         let submission = ctx.guarded(|| -> Result<_, GpuCwtError> {
             let mut enc = ctx.device.create_command_encoder(&Default::default());
-            self.run_tiles(
-                &mut enc,
-                sp,
-                w,
-                reads,
-                |k, enc, tile, coeffs, mut params| {
-                    tweak(&mut params);
-                    let part = k.storage(
-                        "cwt rows tile",
-                        tile.rows() as u64 * row_bytes,
-                        wgpu::BufferUsages::COPY_SRC,
-                    );
-                    let (pipeline, binding) = match output {
-                        RowOutput::Magnitude => (&k.magnitude, 8),
-                        RowOutput::BlockPower => (&k.block_power, 16),
-                    };
-                    let buffers = [(7, coeffs), (binding, &part)];
-                    k.dispatch(enc, pipeline, &params, &buffers, None, (width, tile.rows()));
-                    // Rows of one channel are contiguous in the output for either tile shape.
-                    for c in 0..tile.channels {
-                        let from = (c * tile.sj) as u64 * row_bytes;
-                        let to = ((tile.c0 + c) * s + tile.j0) as u64 * row_bytes;
-                        let len = tile.sj as u64 * row_bytes;
-                        enc.copy_buffer_to_buffer(&part, from, &staging, to, len);
-                    }
-                },
-            )?;
+            self.run_tiles(&mut enc, sp, w, reads, |k, enc, tile, w2, mut params| {
+                tweak(&mut params);
+                let part = k.storage(
+                    "cwt rows tile",
+                    tile.rows() as u64 * row_bytes,
+                    wgpu::BufferUsages::COPY_SRC,
+                );
+                let (pipeline, binding) = match output {
+                    RowOutput::Magnitude => (&k.magnitude, 8),
+                    RowOutput::BlockPower => (&k.block_power, 16),
+                };
+                let buffers = [(7, w2), (binding, &part)];
+                k.dispatch(enc, pipeline, &params, &buffers, None, (width, tile.rows()));
+                // Rows of one channel are contiguous in the output for either tile shape.
+                for c in 0..tile.channels {
+                    let from = (c * tile.sj) as u64 * row_bytes;
+                    let to = ((tile.c0 + c) * s + tile.j0) as u64 * row_bytes;
+                    let len = tile.sj as u64 * row_bytes;
+                    enc.copy_buffer_to_buffer(&part, from, &staging, to, len);
+                }
+            })?;
             Ok(ctx.queue.submit([enc.finish()]))
         })??;
         Ok(PendingRows {
@@ -700,13 +709,13 @@ impl CwtKernels {
             };
             let mut enc = ctx.device.create_command_encoder(&Default::default());
             let mut last = Params::default();
-            self.run_tiles(&mut enc, sp, &w, 0..sp.n, |k, enc, tile, coeffs, params| {
+            self.run_tiles(&mut enc, sp, &w, 0..sp.n, |k, enc, tile, w2, params| {
                 let params = look(params);
                 k.dispatch(
                     enc,
                     &k.columns,
                     &params,
-                    &[(7, coeffs), (9, &scale_buf), (10, &values), (11, &qmax)],
+                    &[(7, w2), (9, &scale_buf), (10, &values), (11, &qmax)],
                     None,
                     (width, tile.rows()),
                 );

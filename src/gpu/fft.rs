@@ -121,9 +121,14 @@ pub struct FftKernels {
 
 /// Workgroups for `threads` per row over `rows` rows: (x, y, z) with row = y + z * MAX_Y.
 pub(crate) fn grid(threads: usize, rows: usize) -> (u32, u32, u32) {
+    grid_of(threads, rows, 256)
+}
+
+/// As `grid`, for workgroups of `size` threads along x.
+pub(crate) fn grid_of(threads: usize, rows: usize, size: usize) -> (u32, u32, u32) {
     let rows = rows.max(1) as u32;
     (
-        (threads as u32).div_ceil(256).max(1),
+        threads.div_ceil(size).max(1) as u32,
         rows.min(MAX_Y),
         rows.div_ceil(MAX_Y),
     )

@@ -11,7 +11,7 @@ use eframe::wgpu::util::DeviceExt;
 use rayon::prelude::*;
 
 use super::context::{compute_pipeline, entry};
-use super::fft::grid;
+use super::fft::grid_of;
 use super::{GpuContext, GpuError};
 use crate::dsp::hermite::{BeatWindow, Fits, HermiteError, HermiteParams, MAX_ORDER};
 
@@ -58,6 +58,12 @@ const PARALLEL_COPY: usize = 1 << 20;
 /// and 44 us at N = 6 (docs/BENCHMARKS.md).
 const BEATS_PER_THREAD: usize = 4;
 
+/// Threads of a `fit` workgroup (`FIT_WG` in the shader). On the H200, 256 -> 128: record
+/// 100's refit at N = 30 0.30 -> 0.235 ms, 1e5 beats' fit 4.7 -> 3.8 ms; 64 was about the same
+/// as 128 (docs/BENCHMARKS.md). Smaller workgroups spread a refit's few threads over more
+/// of the SMs.
+const FIT_WORKGROUP: usize = 128;
+
 /// Beats on the device, `[2][h][beats]` per chunk (u then w, see `upload`).
 pub struct GpuBeats {
     pub width: usize,
@@ -66,8 +72,7 @@ pub struct GpuBeats {
 }
 
 struct Pipelines {
-    basis: wgpu::ComputePipeline,
-    gram: wgpu::ComputePipeline,
+    basis_gram: wgpu::ComputePipeline,
     fit: wgpu::ComputePipeline,
     select: wgpu::ComputePipeline,
 }
@@ -111,7 +116,7 @@ impl HermiteKernels {
             .entry((ne4, no4, per_thread))
             .or_insert_with(|| {
                 let source = format!(
-                    "{}\n{}",
+                    "const FIT_WG: u32 = {FIT_WORKGROUP}u;\n{}\n{}",
                     unrolled(ne4, no4, per_thread),
                     include_str!("../../shaders/hermite.wgsl")
                 );
@@ -120,8 +125,7 @@ impl HermiteKernels {
                     source: wgpu::ShaderSource::Wgsl(source.into()),
                 });
                 Pipelines {
-                    basis: compute_pipeline(dev, &module, "basis_fn"),
-                    gram: compute_pipeline(dev, &module, "gram_fn"),
+                    basis_gram: compute_pipeline(dev, &module, "basis_gram"),
                     fit: compute_pipeline(dev, &module, "fit"),
                     select: compute_pipeline(dev, &module, "select_best"),
                 }
@@ -260,7 +264,7 @@ impl HermiteKernels {
                        (pipeline, label): (&wgpu::ComputePipeline, &'static str),
                        params: Params,
                        buffers: &[(u32, &wgpu::Buffer)],
-                       shape: (usize, usize)| {
+                       (threads, rows, size): (usize, usize, usize)| {
                 let uniform = ctx
                     .device
                     .create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -278,23 +282,16 @@ impl HermiteKernels {
                 let mut pass = ctx.pass(enc, label);
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, &bind, &[]);
-                let (x, y, z) = grid(shape.0, shape.1);
+                let (x, y, z) = grid_of(threads, rows, size);
                 pass.dispatch_workgroups(x, y, z);
             };
-            let p0 = params_for(0, (s, 1));
+            // One workgroup a sigma (256 threads along x).
             run(
                 &mut enc,
-                (&pipes.basis, "hermite basis"),
-                p0,
-                &[(1, &sigma_buf), (2, &basis)],
-                (l / 2, s),
-            );
-            run(
-                &mut enc,
-                (&pipes.gram, "hermite gram"),
-                p0,
-                &[(2, &basis), (3, &gram)],
-                (4 * n4 * n4, s),
+                (&pipes.basis_gram, "hermite basis and gram"),
+                params_for(0, (s, 1)),
+                &[(1, &sigma_buf), (2, &basis), (3, &gram)],
+                (256, s, 256),
             );
             // The chunks share `partial` and `fits`: each chunk's fits are copied out before
             // the next chunk's passes (wgpu orders the passes and copies of one encoder). The
@@ -345,7 +342,11 @@ impl HermiteKernels {
                     (&pipes.fit, "hermite fit"),
                     params,
                     &[(2, &basis), (3, &gram), (4, x), (5, &partial)],
-                    (n.div_ceil(per_thread), params.groups as usize),
+                    (
+                        n.div_ceil(per_thread),
+                        params.groups as usize,
+                        FIT_WORKGROUP,
+                    ),
                 );
                 run(
                     &mut enc,
@@ -397,12 +398,12 @@ impl Slot {
 /// Threads of `select_best` per beat (SEL in the shader).
 const SELECT_THREADS: usize = 8;
 
-/// `select_best`'s grid for `beats` beats, as (threads along x, rows): its workgroups are
+/// `select_best`'s grid for `beats` beats, as (threads along x, rows, workgroup size): its workgroups are
 /// counted over x and then y.
-fn select_shape(beats: usize) -> (usize, usize) {
+fn select_shape(beats: usize) -> (usize, usize, usize) {
     let groups = (beats * SELECT_THREADS).div_ceil(256).max(1);
     let x = groups.min(1 << 15);
-    (x * 256, groups.div_ceil(x))
+    (x * 256, groups.div_ceil(x), 256)
 }
 
 /// Even and odd coefficient vec4s for `order` functions (shaders/hermite.wgsl's parity).

@@ -49,6 +49,8 @@ pub fn prepare(v: &[f32]) -> Prepared {
 #[derive(Default)]
 pub struct Scratch {
     sets: Vec<u64>,
+    /// |S_i| by i: the range's length, N_i^1 without a count.
+    sizes: Vec<u32>,
 }
 
 /// N_i^m and N_i^{m+1} of prepared `u` against prepared `v`, written to `n_m` (N-m+1) and
@@ -67,7 +69,8 @@ pub fn counts_into(
     // Each set has a zero word after its own, so that shifting reads past it without a test.
     let stride = w + 1;
     scratch.sets.resize(n * stride, 0);
-    let sets = &mut scratch.sets;
+    scratch.sizes.resize(n, 0);
+    let (sets, sizes) = (&mut scratch.sets, &mut scratch.sizes);
     // The same tests as the brute-force loop, on the sorted samples: `first` counts v's
     // samples below a - r, `end` those up to a + r (never fewer than `first`). Both only grow
     // with a. (A merge without data branches, a step per sample or per k, measured slower:
@@ -83,6 +86,7 @@ pub fn counts_into(
             end += 1;
         }
         let i = i as usize;
+        sizes[i] = (end - first) as u32;
         let (p_end, p_first) = (&v.prefix[end * w..][..w], &v.prefix[first * w..][..w]);
         for (s, (x, y)) in sets[i * stride..i * stride + w]
             .iter_mut()
@@ -91,7 +95,63 @@ pub fn counts_into(
             *s = x ^ y;
         }
     }
+    if m == 1 {
+        n_m.copy_from_slice(sizes);
+        return pairs_m1(sets, (n, w), n_m1);
+    }
     count_windows(sets, (n, w, m), n_m, n_m1);
+}
+
+/// N_i^2 = |S_i ∩ (S_{i+1} >> 1)| for m = 1 (N_i^1 is |S_i|, known from its range), with the
+/// widest vectors the processor has: the words of a window are independent, and AVX-512's
+/// population count takes 8 at once.
+fn pairs_m1(sets: Sets, nw: (usize, usize), n_m1: &mut [u32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512vpopcntdq") {
+            // SAFETY: the features were just detected on this processor.
+            return unsafe { pairs_m1_avx512(sets, nw, n_m1) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return unsafe { pairs_m1_avx2(sets, nw, n_m1) };
+        }
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: as above.
+            return unsafe { pairs_m1_popcnt(sets, nw, n_m1) };
+        }
+    }
+    pairs_m1_portable(sets, nw, n_m1)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vpopcntdq,popcnt")]
+fn pairs_m1_avx512(sets: Sets, nw: (usize, usize), n_m1: &mut [u32]) {
+    pairs_m1_portable(sets, nw, n_m1)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,popcnt")]
+fn pairs_m1_avx2(sets: Sets, nw: (usize, usize), n_m1: &mut [u32]) {
+    pairs_m1_portable(sets, nw, n_m1)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn pairs_m1_popcnt(sets: Sets, nw: (usize, usize), n_m1: &mut [u32]) {
+    pairs_m1_portable(sets, nw, n_m1)
+}
+
+#[inline(always)]
+fn pairs_m1_portable(sets: Sets, (n, w): (usize, usize), n_m1: &mut [u32]) {
+    let stride = w + 1;
+    for (i, out) in n_m1.iter_mut().enumerate().take(n - 1) {
+        let a = &sets[i * stride..][..w];
+        let b = &sets[(i + 1) * stride..][..stride];
+        *out = (0..w)
+            .map(|k| (a[k] & ((b[k] >> 1) | (b[k + 1] << 63))).count_ones())
+            .sum();
+    }
 }
 
 /// `count_windows`'s sets: `n` of `w` words, each followed by a zero word.
