@@ -695,10 +695,8 @@ const MATRIX_COLOURS: ColourMap = ColourMap::Viridis;
 /// The matrix in viridis over its finite range (NaN grey), one pixel a cell, and that range.
 pub fn matrix_image(mean: &[f64], channels: usize) -> (egui::ColorImage, (f64, f64)) {
     let range = finite_range(mean);
-    let pixels = mean
-        .iter()
-        .map(|&v| MATRIX_COLOURS.colour(v, range))
-        .collect();
+    let colour = MATRIX_COLOURS.colours(range);
+    let pixels = mean.iter().map(|&v| colour(v)).collect();
     (egui::ColorImage::new([channels, channels], pixels), range)
 }
 
