@@ -190,6 +190,9 @@ fn coefficient_vec(beat: u32, s: u32, q: u32) -> vec4<f32> {
     return 2.0 * c;
 }
 
+// SEL threads a beat, 256 / SEL beats a workgroup (linear over the grid's x and y): each
+// thread takes every SEL-th group of sigmas, the beat's best is reduced in workgroup memory
+// (the smaller sigma wins a tie, as in `fit`), then the threads share its coefficient vec4s.
 const SEL: u32 = 8u;
 var<workgroup> sel_mse: array<f32, 256>;
 var<workgroup> sel_s: array<u32, 256>;

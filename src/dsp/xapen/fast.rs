@@ -175,7 +175,8 @@ fn count_windows_popcnt(sets: Sets, nwm: (usize, usize, usize), n_m: &mut [u32],
     count_windows_portable(sets, nwm, n_m, n_m1)
 }
 
-/// With m a constant (the views' 1 and 2) every shift is one by a known amount.
+/// With m a constant (the views' 2; m = 1 goes by `pairs_m1`) every shift is one by a known
+/// amount.
 #[inline(always)]
 fn count_windows_portable(
     sets: Sets,
@@ -184,7 +185,6 @@ fn count_windows_portable(
     n_m1: &mut [u32],
 ) {
     match nwm.2 {
-        1 => windows::<1>(sets, nwm, n_m, n_m1),
         2 => windows::<2>(sets, nwm, n_m, n_m1),
         _ => windows::<0>(sets, nwm, n_m, n_m1),
     }
