@@ -49,8 +49,6 @@ pub fn prepare(v: &[f32]) -> Prepared {
 #[derive(Default)]
 pub struct Scratch {
     sets: Vec<u64>,
-    /// |S_i| by i: the range's length, N_i^1 without a count.
-    sizes: Vec<u32>,
 }
 
 /// N_i^m and N_i^{m+1} of prepared `u` against prepared `v`, written to `n_m` (N-m+1) and
@@ -69,8 +67,7 @@ pub fn counts_into(
     // Each set has a zero word after its own, so that shifting reads past it without a test.
     let stride = w + 1;
     scratch.sets.resize(n * stride, 0);
-    scratch.sizes.resize(n, 0);
-    let (sets, sizes) = (&mut scratch.sets, &mut scratch.sizes);
+    let sets = &mut scratch.sets;
     // The same tests as the brute-force loop, on the sorted samples: `first` counts v's
     // samples below a - r, `end` those up to a + r (never fewer than `first`). Both only grow
     // with a. (A merge without data branches, a step per sample or per k, measured slower:
@@ -86,7 +83,10 @@ pub fn counts_into(
             end += 1;
         }
         let i = i as usize;
-        sizes[i] = (end - first) as u32;
+        if m == 1 {
+            // N_i^1 = |S_i|: the range's length, without a count.
+            n_m[i] = (end - first) as u32;
+        }
         let (p_end, p_first) = (&v.prefix[end * w..][..w], &v.prefix[first * w..][..w]);
         for (s, (x, y)) in sets[i * stride..i * stride + w]
             .iter_mut()
@@ -96,7 +96,6 @@ pub fn counts_into(
         }
     }
     if m == 1 {
-        n_m.copy_from_slice(sizes);
         return pairs_m1(sets, (n, w), n_m1);
     }
     count_windows(sets, (n, w, m), n_m, n_m1);
