@@ -10,7 +10,8 @@ use eframe::wgpu;
 use eframe::wgpu::util::DeviceExt;
 use rayon::prelude::*;
 
-use super::context::{compute_pipeline, entry};
+use super::binds::Binds;
+use super::context::compute_pipeline;
 use super::fft::grid_of;
 use super::{GpuContext, GpuError};
 use crate::dsp::hermite::{BeatWindow, Fits, HermiteError, HermiteParams, MAX_ORDER};
@@ -71,6 +72,7 @@ pub struct GpuBeats {
     chunks: Vec<(wgpu::Buffer, usize)>,
 }
 
+#[derive(Clone)]
 struct Pipelines {
     basis_gram: wgpu::ComputePipeline,
     fit: wgpu::ComputePipeline,
@@ -88,6 +90,8 @@ pub struct HermiteKernels {
     pub max_buffer_bytes: u64,
     /// Buffers kept between fits, by `Slot`.
     buffers: [Option<wgpu::Buffer>; Slot::COUNT],
+    /// The last fit's bind groups: a refit of the same beats makes none.
+    binds: Binds,
 }
 
 impl HermiteKernels {
@@ -101,6 +105,7 @@ impl HermiteKernels {
                 .max_storage_buffer_binding_size
                 .min(limits.max_buffer_size),
             buffers: Default::default(),
+            binds: Binds::default(),
         }
     }
 
@@ -241,7 +246,8 @@ impl HermiteKernels {
                 ),
             )
         })?;
-        let pipes = self.pipelines(order);
+        let pipes = self.pipelines(order).clone();
+        let binds = &mut self.binds;
         let out = ctx.guarded(|| -> Result<Fits, GpuError> {
             let sigma_f32: Vec<f32> = sigmas.iter().map(|&v| v as f32).collect();
             ctx.queue
@@ -260,25 +266,12 @@ impl HermiteKernels {
                 stride: chunk.div_ceil(per_thread) as u32,
                 pad: [0; 2],
             };
-            let run = |enc: &mut wgpu::CommandEncoder,
-                       (pipeline, label): (&wgpu::ComputePipeline, &'static str),
-                       params: Params,
-                       buffers: &[(u32, &wgpu::Buffer)],
-                       (threads, rows, size): (usize, usize, usize)| {
-                let uniform = ctx
-                    .device
-                    .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                        label: Some("hermite params"),
-                        contents: bytemuck::bytes_of(&params),
-                        usage: wgpu::BufferUsages::UNIFORM,
-                    });
-                let mut entries = vec![entry(0, &uniform)];
-                entries.extend(buffers.iter().map(|&(b, buf)| entry(b, buf)));
-                let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("hermite"),
-                    layout: &pipeline.get_bind_group_layout(0),
-                    entries: &entries,
-                });
+            let mut run = |enc: &mut wgpu::CommandEncoder,
+                           (pipeline, label): (&wgpu::ComputePipeline, &'static str),
+                           params: Params,
+                           buffers: &[(u32, &wgpu::Buffer)],
+                           (threads, rows, size): (usize, usize, usize)| {
+                let bind = binds.group(&ctx, pipeline, bytemuck::bytes_of(&params), buffers);
                 let mut pass = ctx.pass(enc, label);
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, &bind, &[]);
@@ -362,6 +355,7 @@ impl HermiteKernels {
             read(enc, &held)?;
             Ok(out)
         })??;
+        self.binds.end_call();
         Ok(out)
     }
 }

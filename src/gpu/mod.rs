@@ -1,5 +1,6 @@
 //! GPU compute: the shared device context and one file per kernel family.
 
+mod binds;
 pub mod context;
 pub mod cwt;
 pub mod fft;
