@@ -362,3 +362,38 @@ fn record_100_cpu_gpu_and_reference_agree() {
         }
     }
 }
+
+/// Refits of one upload, as the beat explorer makes them while a slider is dragged: each
+/// reuses the last fit's bind groups where its dispatches repeat (gpu::binds), so a new sigma
+/// range (the same uniform parameters, other sigmas), fewer sigmas (the same pipelines and
+/// buffers, other parameters) and a new order must each give what the reference gives, and
+/// so must going back.
+#[test]
+fn refits_of_one_upload_follow_their_parameters() {
+    let Some(mut gpu) = gpu() else { return };
+    let mut rng = Rng(0x7e_f175);
+    let (fs, w) = (360.0, BeatWindow::new(360.0).unwrap().width());
+    let beats = random_beats(&mut rng, 40, w);
+    let up = gpu.upload(&beats, w).unwrap();
+    let wide = HermiteParams {
+        order: 8,
+        sigmas: 30,
+        ..Default::default()
+    };
+    let narrow = HermiteParams {
+        sigma_min: Some(0.004),
+        sigma_max: Some(0.012),
+        ..wide
+    };
+    let fewer = HermiteParams { sigmas: 12, ..wide };
+    let longer = HermiteParams { order: 12, ..wide };
+    for params in [wide, narrow, fewer, wide, longer, narrow] {
+        let fits = gpu.fit(&up, fs, &params).unwrap();
+        for i in 0..fits.len() {
+            let (s, mse, _) = hermite::reference(fs, &params, &beats[i * w..(i + 1) * w]);
+            assert_eq!(fits.sigma_index[i] as usize, s, "{params:?} beat {i}");
+            let rel = (fits.mse[i] as f64 - mse).abs() / mse;
+            assert!(rel < 1e-4, "{params:?} beat {i}: {} vs {mse}", fits.mse[i]);
+        }
+    }
+}
