@@ -71,6 +71,8 @@ struct Params {
     // Wavelet matrix levels (L) and words per level (W).
     levels: u32,
     words: u32,
+    // 1: the count kernels write `totals`; 0: they skip their sums (checks alone read them).
+    totals: u32,
 }
 
 // The window length m; a pipeline constant so the component loops unroll.
@@ -258,19 +260,35 @@ fn log_terms(cm: u32, cm1: u32, has_m1: bool) -> vec2<f32> {
 // Adds up the workgroup's log sums and count totals (in vcache[at..at + 4 WG), which every
 // thread must be done with) and writes the pair's value.
 fn finish(lid: u32, pair: Pair, sums: vec2<f32>, total_m: u32, total_m1: u32, at: u32) {
+    let with_totals = p.totals != 0u;
     workgroupBarrier();
     vcache[at + lid] = bitcast<u32>(sums.x);
     vcache[at + WG + lid] = bitcast<u32>(sums.y);
-    vcache[at + 2u * WG + lid] = total_m;
-    vcache[at + 3u * WG + lid] = total_m1;
-    for (var s = WG / 2u; s > 0u; s >>= 1u) {
+    if with_totals {
+        vcache[at + 2u * WG + lid] = total_m;
+        vcache[at + 3u * WG + lid] = total_m1;
+    }
+    // Four to one a round (WG is a power of 4): half the barriers of a pairwise tree, and a
+    // barrier costs more than the adds between them.
+    for (var s = WG / 4u; s > 0u; s >>= 2u) {
         workgroupBarrier();
         if lid < s {
-            vcache[at + lid] = bitcast<u32>(bitcast<f32>(vcache[at + lid]) + bitcast<f32>(vcache[at + lid + s]));
-            vcache[at + WG + lid] =
-                bitcast<u32>(bitcast<f32>(vcache[at + WG + lid]) + bitcast<f32>(vcache[at + WG + lid + s]));
-            vcache[at + 2u * WG + lid] += vcache[at + 2u * WG + lid + s];
-            vcache[at + 3u * WG + lid] += vcache[at + 3u * WG + lid + s];
+            let l = at + lid;
+            let f = l + WG;
+            vcache[l] = bitcast<u32>(
+                (bitcast<f32>(vcache[l]) + bitcast<f32>(vcache[l + s]))
+                    + (bitcast<f32>(vcache[l + 2u * s]) + bitcast<f32>(vcache[l + 3u * s]))
+            );
+            vcache[f] = bitcast<u32>(
+                (bitcast<f32>(vcache[f]) + bitcast<f32>(vcache[f + s]))
+                    + (bitcast<f32>(vcache[f + 2u * s]) + bitcast<f32>(vcache[f + 3u * s]))
+            );
+            if with_totals {
+                let c = l + 2u * WG;
+                let d = l + 3u * WG;
+                vcache[c] += vcache[c + s] + vcache[c + 2u * s] + vcache[c + 3u * s];
+                vcache[d] += vcache[d + s] + vcache[d + 2u * s] + vcache[d + 3u * s];
+            }
         }
     }
     if lid == 0u {
@@ -281,8 +299,10 @@ fn finish(lid: u32, pair: Pair, sums: vec2<f32>, total_m: u32, total_m1: u32, at
         } else {
             out[cell] = nan();
         }
-        totals[2u * cell] = vcache[at + 2u * WG];
-        totals[2u * cell + 1u] = vcache[at + 3u * WG];
+        if with_totals {
+            totals[2u * cell] = vcache[at + 2u * WG];
+            totals[2u * cell + 1u] = vcache[at + 3u * WG];
+        }
     }
 }
 

@@ -109,6 +109,8 @@ pub struct Prepared {
     valid: wgpu::Buffer,
     ln_table: wgpu::Buffer,
     out: wgpu::Buffer,
+    /// Per pair, N^m and N^{m+1} summed over its windows: written only by `count_with`
+    /// asked for them.
     totals: wgpu::Buffer,
     /// `[u][v]` (sum, count) over the epochs counted so far.
     acc: wgpu::Buffer,
@@ -387,6 +389,7 @@ impl XapenKernels {
                 r: 0.0,
                 correction: Correction::Max,
             },
+            false,
         );
         let sort = if n <= SORT {
             (self.pipeline(("sort", 1, false)), 1)
@@ -487,21 +490,39 @@ impl XapenKernels {
     }
 
     /// Submits the count for `params` and adds the chunk's valid values into the running sums
-    /// (cleared first when `fresh`). Not waited for.
+    /// (cleared first when `fresh`). Not waited for. The count totals are not written.
     pub fn count(
         &mut self,
         prep: &Prepared,
         params: &XapenParams,
         fresh: bool,
     ) -> Result<(), GpuXapenError> {
+        self.count_with(prep, params, fresh, false)
+    }
+
+    /// `count`, writing the count totals into `prep.totals` when `totals` (their sums cost the
+    /// count kernel 2-3 % of its time).
+    fn count_with(
+        &mut self,
+        prep: &Prepared,
+        params: &XapenParams,
+        fresh: bool,
+        totals: bool,
+    ) -> Result<(), GpuXapenError> {
         params.check(prep.n)?;
         assert!(params.m < prep.planes, "prepared for a shorter window");
         let ctx = self.ctx.clone();
-        Ok(ctx.guarded(|| self.count_unguarded(prep, params, fresh))?)
+        Ok(ctx.guarded(|| self.count_unguarded(prep, params, fresh, totals))?)
     }
 
-    fn count_unguarded(&mut self, prep: &Prepared, params: &XapenParams, fresh: bool) {
-        prep.write_params(&self.ctx, params);
+    fn count_unguarded(
+        &mut self,
+        prep: &Prepared,
+        params: &XapenParams,
+        fresh: bool,
+        totals: bool,
+    ) {
+        prep.write_params(&self.ctx, params, totals);
         let b = prep.channels as u32;
         // The pipeline, and how many u's a workgroup counts against its v.
         let (count, us) = match (params.m, prep.structure) {
@@ -568,7 +589,7 @@ impl XapenKernels {
             }
             let range = start..(start + chunk).min(ep.epochs);
             let prep = self.prepare(ep, range.clone(), params.m)?;
-            self.count(&prep, params, true)?;
+            self.count_with(&prep, params, true, readback.totals)?;
             let pairs = (range.len() * b2) as u64;
             if let Some(p) = per_epoch.as_mut() {
                 let raw = self.ctx.read_back(&prep.out, pairs * 4)?;
@@ -609,7 +630,7 @@ impl Prepared {
         (self.epochs * self.channels * self.planes * self.n * 4) as u64
     }
 
-    fn write_params(&self, ctx: &GpuContext, params: &XapenParams) {
+    fn write_params(&self, ctx: &GpuContext, params: &XapenParams, totals: bool) {
         let (n, m) = (self.n, params.m);
         let windows_m = (n - m + 1) as f64;
         let windows_m1 = (n - m) as f64;
@@ -632,6 +653,7 @@ impl Prepared {
         for v in shape {
             bytes.extend_from_slice(&(v as u32).to_le_bytes());
         }
+        bytes.extend_from_slice(&(totals as u32).to_le_bytes());
         bytes.resize(PARAMS_BYTES as usize, 0);
         ctx.queue.write_buffer(&self.params, 0, &bytes);
         // ln(k / windows) in f64, rounded once to f32.
@@ -644,7 +666,7 @@ impl Prepared {
     }
 }
 
-/// The shader's `Params`: ten 4-byte fields, padded to a multiple of 16 as uniforms are.
+/// The shader's `Params`: eleven 4-byte fields, padded to a multiple of 16 as uniforms are.
 const PARAMS_BYTES: u64 = 48;
 
 fn build(
