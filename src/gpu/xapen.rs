@@ -372,11 +372,22 @@ impl XapenKernels {
             }
             _ => self.allocate(n, b, e, m + 1),
         };
-        prep.staging
-            .slice(..)
-            .get_mapped_range_mut()
-            .map_err(|e| GpuError::Poll(e.to_string()))?
-            .copy_from_slice(x);
+        {
+            let mut staging = (prep.staging.slice(..).get_mapped_range_mut())
+                .map_err(|e| GpuError::Poll(e.to_string()))?;
+            // On threads: a subject is 30 MB, which one thread copies in about 3 ms, a tenth
+            // of the whole computation.
+            // Whole pieces as arrays: a write-only [u8] cannot be sent to another thread,
+            // a write-only [u8; N] can.
+            use rayon::prelude::*;
+            let (pieces, mut rest) = staging.slice(..).into_chunks::<COPY_PIECE>();
+            let pieces: Vec<_> = pieces.into_iter().collect();
+            let (whole, tail) = x.split_at(pieces.len() * COPY_PIECE);
+            (pieces.into_par_iter())
+                .zip(whole.par_chunks(COPY_PIECE))
+                .for_each(|(to, from)| wgpu::WriteOnly::<[u8]>::from(to).copy_from_slice(from));
+            rest.copy_from_slice(tail);
+        }
         prep.staging.unmap();
         self.ctx
             .queue
@@ -621,6 +632,9 @@ impl XapenKernels {
         }))
     }
 }
+
+/// Bytes of the upload each thread copies at a time.
+const COPY_PIECE: usize = 1 << 20;
 
 /// Largest planes buffer kept once a job is done (`trim_spare`).
 const SPARE_BYTES: u64 = 256 << 20;
