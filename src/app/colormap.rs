@@ -117,6 +117,7 @@ impl ColourMap {
         label: impl Fn(f64) -> String,
     ) {
         let steps = 64;
+        let colour = self.colours(range);
         let mut mesh = egui::Mesh::default();
         for k in 0..steps {
             let y0 = rect.bottom() - k as f32 / steps as f32 * rect.height();
@@ -124,7 +125,7 @@ impl ColourMap {
             let v = range.0 + (range.1 - range.0) * (k as f64 + 0.5) / steps as f64;
             mesh.add_colored_rect(
                 Rect::from_min_max(Pos2::new(rect.left(), y1), Pos2::new(rect.right(), y0)),
-                self.colour(v, range),
+                colour(v),
             );
         }
         painter.add(egui::Shape::mesh(mesh));

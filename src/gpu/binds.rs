@@ -15,7 +15,7 @@ use eframe::wgpu;
 
 use super::context::{GpuContext, entry};
 
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(PartialEq, Eq, Hash)]
 struct Key {
     pipeline: wgpu::ComputePipeline,
     params: Vec<u8>,

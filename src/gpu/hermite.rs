@@ -392,8 +392,8 @@ impl Slot {
 /// Threads of `select_best` per beat (SEL in the shader).
 const SELECT_THREADS: usize = 8;
 
-/// `select_best`'s grid for `beats` beats, as (threads along x, rows, workgroup size): its workgroups are
-/// counted over x and then y.
+/// `select_best`'s grid for `beats` beats, as (threads along x, rows, workgroup size): its
+/// workgroups are counted over x and then y.
 fn select_shape(beats: usize) -> (usize, usize, usize) {
     let groups = (beats * SELECT_THREADS).div_ceil(256).max(1);
     let x = groups.min(1 << 15);
