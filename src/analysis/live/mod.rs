@@ -4,9 +4,11 @@
 //! chunk was handed over) to the moment the hop came out cleaned: one hop of waiting plus the
 //! processing. Samples a source lost are filled (`source::gap_fill`) so that time goes on
 //! across the gap, and reported; so are stalls. The session may be recorded as it plays
-//! (`record`).
+//! (`record`). `play` is the headless session; `player` is the Live tab's, a thread the view
+//! commands (play, pause, step, seek, record) and reads what it made from.
 
 pub mod lsl;
+pub mod player;
 pub mod record;
 pub mod source;
 

@@ -1,0 +1,412 @@
+//! The channel browser: every trace stacked with its label, a time axis in seconds and clock
+//! time, annotations on the axis and in a side panel, montages, display filters, and
+//! EDFbrowser-like navigation (PageUp/PageDown, arrows, wheel, ctrl+wheel or pinch to zoom,
+//! up/down for amplitude, click a label to select, right-click to hide).
+//!
+//! The files: `mod.rs` the state (settings, the browser, measurements, statistics) with its
+//! constructor, navigation and the shared helpers; `menus` the menu bar's menus, the status
+//! line and the filter choices (`describe_filter`); `annotations` the annotation side panel;
+//! `draw` the lanes (traces, labels, the time grid, annotation markers) and Fit; `input`
+//! keyboard and mouse (navigation, zoom, selections, event gestures); `measure` the cursor,
+//! the two-point measurement and the selection's statistics; `format` number and time
+//! formatting.
+
+mod annotations;
+mod draw;
+mod format;
+mod input;
+mod measure;
+mod menus;
+
+pub use menus::describe_filter;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use eframe::egui::{self, Color32, Rect};
+use serde::{Deserialize, Serialize};
+
+use super::events::Events;
+use super::lanes::Lanes;
+use super::traces::{Screen, Traces};
+use crate::dsp::filter::DisplayFilter;
+use crate::dsp::montage::MontageKind;
+use crate::recording::{ChannelType, Recording};
+
+const LABEL_WIDTH: f32 = 110.0;
+const AXIS_HEIGHT: f32 = 38.0;
+const TIMEBASES_S: [f64; 16] = [
+    1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 14400.0,
+    28800.0, 86400.0,
+];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BrowserSettings {
+    pub montage: MontageKind,
+    pub filter: DisplayFilter,
+    /// Seconds on one screen.
+    pub span_s: f64,
+    /// Multiplies every channel's amplitude.
+    pub gain: f32,
+    pub show_annotations: bool,
+    /// Let traces leave their lanes (off: each is clipped to its own lane).
+    pub overlap: bool,
+    /// Lanes on one page (0: all), as MNE-Python's and EDFbrowser's browsers page them.
+    pub channels_per_page: usize,
+}
+
+impl Default for BrowserSettings {
+    fn default() -> Self {
+        Self {
+            montage: MontageKind::AsRecorded,
+            filter: DisplayFilter::default(),
+            span_s: 10.0,
+            gain: 1.0,
+            show_annotations: true,
+            overlap: false,
+            channels_per_page: 20,
+        }
+    }
+}
+
+pub struct Browser {
+    pub rec: Arc<Recording>,
+    pub settings: BrowserSettings,
+    pub traces: Traces,
+    /// Left edge of the window, seconds from the recording start.
+    pub t0: f64,
+    /// Per-trace amplitude multiplier on top of the unit's default scale.
+    channel_gain: Vec<f32>,
+    /// Fit every shown trace to its lane from the next screen's values.
+    fit_requested: bool,
+    /// The page of lanes shown and the traces hidden.
+    lanes: Lanes,
+    /// Wheel movement not yet a whole lane.
+    lane_wheel: f32,
+    selected: Option<usize>,
+    /// A time range (seconds) chosen with shift+drag, for analyses of a stretch.
+    pub selection: Option<(f64, f64)>,
+    /// Where a shift+drag started.
+    selecting_from: Option<f64>,
+    cache: Option<(CacheKey, Arc<Screen>)>,
+    /// The annotation list's filter text, and the indices of the annotations matching the
+    /// filter they were computed for.
+    annotation_filter: String,
+    annotation_matches: (String, u64, Vec<usize>),
+    /// The annotations as the reviewer edits them (the recording keeps the originals).
+    pub events: Events,
+    /// The last save's outcome, shown above the annotation list.
+    pub message: Option<Result<String, String>>,
+    /// Where an alt+drag of the selected event started: (pointer time, event onset).
+    moving: Option<(f64, f64)>,
+    /// Where the traces were drawn last frame (views align their time axes with it).
+    pub plot_rect: Rect,
+    /// Size of the recording's file: large files get a memory figure in the status line.
+    file_bytes: u64,
+    /// The two-point measurement: up to two points, set with ctrl+click on a trace.
+    pub measure: Vec<MeasurePoint>,
+    /// Whether the selection's statistics window is open.
+    pub show_stats: bool,
+    /// The statistics shown, and the selection and traces they are of.
+    stats: Option<SelectionStats>,
+}
+
+/// Statistics of the shown traces over a selection: `(selection, traces, per trace)`.
+type SelectionStats = ((f64, f64), Vec<usize>, Vec<TraceStats>);
+
+/// A point of a two-point measurement: a time, a trace and the trace's value there.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MeasurePoint {
+    pub t: f64,
+    pub trace: usize,
+    pub value: f32,
+}
+
+/// Two points measured against each other.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measurement {
+    /// Seconds from the first point to the second.
+    pub dt: f64,
+    /// The frequency that time difference implies (1 / |dt|).
+    pub hz: f64,
+    /// Second value minus first; `None` when the traces have different units.
+    pub dv: Option<f32>,
+}
+
+/// One trace's statistics over the selection.
+#[derive(Debug, Clone)]
+pub struct TraceStats {
+    pub label: String,
+    pub unit: String,
+    pub summary: Option<crate::dsp::stats::Summary>,
+}
+
+/// Statistics are computed for selections of at most this many samples in all.
+const MAX_STATS_SAMPLES: usize = 50_000_000;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct CacheKey {
+    t0: f64,
+    span: f64,
+    columns: usize,
+    exact_possible: bool,
+}
+
+/// Physical amplitude of one channel slot before gains: what clinicians expect per unit.
+fn default_scale(unit: &str, physical_range: f64, kind: ChannelType) -> f32 {
+    // An ECG is millivolts where EEG is tens of microvolts: 2 mV a slot, in its own unit.
+    let volts = match unit.trim() {
+        "uV" | "µV" | "microvolt" => Some(1e-6),
+        "mV" => Some(1e-3),
+        "V" => Some(1.0),
+        "nV" => Some(1e-9),
+        _ => None,
+    };
+    match (kind, volts) {
+        (ChannelType::Ecg, Some(v)) => (2e-3 / v) as f32,
+        (_, Some(v)) => (100e-6 / v) as f32,
+        (_, None) => match unit.trim() {
+            "T" => 1e-12,
+            "T/m" => 4e-11,
+            _ if physical_range.is_finite() && physical_range > 0.0 => {
+                (physical_range / 2.0) as f32
+            }
+            _ => 1.0,
+        },
+    }
+}
+
+impl Browser {
+    pub fn new(rec: Arc<Recording>, settings: BrowserSettings) -> Self {
+        let traces = Traces::new(rec.clone(), settings.montage, settings.filter);
+        let n = traces.spec.derivations.len();
+        let n_annotations = rec.annotations.len();
+        let mut b = Self {
+            rec: rec.clone(),
+            settings,
+            traces,
+            t0: 0.0,
+            channel_gain: vec![1.0; n],
+            fit_requested: false,
+            lanes: Lanes::default(),
+            lane_wheel: 0.0,
+            selected: None,
+            selection: None,
+            selecting_from: None,
+            cache: None,
+            annotation_filter: String::new(),
+            annotation_matches: (String::new(), 0, (0..n_annotations).collect()),
+            events: Events::new(rec.annotations.clone()),
+            message: None,
+            moving: None,
+            plot_rect: Rect::NOTHING,
+            file_bytes: 0,
+            measure: Vec::new(),
+            show_stats: false,
+            stats: None,
+        };
+        b.file_bytes = (b.rec.path.as_ref())
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map_or(0, |m| m.len());
+        b.settings.span_s = b.settings.span_s.clamp(0.1, b.total_s().max(1.0));
+        b
+    }
+
+    /// The visible window `(start, end)` in seconds.
+    pub fn visible_span(&self) -> (f64, f64) {
+        (self.t0, self.t0 + self.settings.span_s)
+    }
+
+    /// True once what the screen shows is exact (the overview is built or not needed).
+    pub fn ready(&self) -> bool {
+        self.traces.overview_ready() || self.cache.as_ref().is_some_and(|(_, s)| s.exact)
+    }
+
+    /// The trace clicked last (an index in `traces.spec.derivations`).
+    pub fn selected_trace(&self) -> Option<usize> {
+        self.selected
+    }
+
+    /// The label of trace `d` (empty for an index past the traces).
+    pub fn trace_label(&self, d: usize) -> &str {
+        self.traces
+            .spec
+            .derivations
+            .get(d)
+            .map_or("", |der| der.label.as_str())
+    }
+
+    /// The labels of the lanes on the current page.
+    pub fn page_labels(&mut self) -> Vec<String> {
+        let total = self.traces.spec.derivations.len();
+        (self
+            .lanes
+            .page(total, self.settings.channels_per_page)
+            .into_iter())
+        .map(|d| self.trace_label(d).to_string())
+        .collect()
+    }
+
+    pub fn trace_labels(&self) -> Vec<String> {
+        self.traces
+            .spec
+            .derivations
+            .iter()
+            .map(|d| d.label.clone())
+            .collect()
+    }
+
+    fn total_s(&self) -> f64 {
+        self.rec.time_span_s()
+    }
+
+    /// New traces for the settings; a new montage also resets what belongs to its traces
+    /// (gains, hidden traces, their own filters, the selected trace).
+    fn rebuild(&mut self, montage_changed: bool) {
+        let own = if montage_changed {
+            HashMap::new()
+        } else {
+            self.traces.spec.channel_filters.clone()
+        };
+        self.new_traces(own);
+        if !montage_changed {
+            return;
+        }
+        self.channel_gain = vec![1.0; self.traces.spec.derivations.len()];
+        self.lanes = Lanes::default();
+        self.selected = None;
+    }
+
+    fn clamp_view(&mut self) {
+        let total = self.total_s().max(0.1);
+        self.settings.span_s = self.settings.span_s.clamp(0.05, total.max(1.0) * 1.05);
+        self.t0 = self.t0.clamp(0.0, (total - self.settings.span_s).max(0.0));
+    }
+
+    /// Shows `span` seconds (the whole recording when `None`) from `start`, within the recording.
+    pub fn show(&mut self, start: f64, span: Option<f64>) {
+        self.settings.span_s = span.unwrap_or_else(|| self.total_s());
+        self.clamp_view();
+        self.t0 = start;
+        self.clamp_view();
+    }
+
+    /// Scrolls by `seconds` (positive: later).
+    pub fn scroll(&mut self, seconds: f64) {
+        self.t0 += seconds;
+        self.clamp_view();
+    }
+
+    /// Zooms the time axis by `factor` (>1 shows more time) keeping `anchor` (0..1) fixed.
+    pub fn zoom(&mut self, factor: f64, anchor: f64) {
+        let at = self.t0 + anchor * self.settings.span_s;
+        self.settings.span_s *= factor;
+        self.clamp_view();
+        self.t0 = at - anchor * self.settings.span_s;
+        self.clamp_view();
+    }
+
+    fn clock(&self, t: f64) -> String {
+        let at = self.rec.start + chrono::Duration::milliseconds((t * 1000.0).round() as i64);
+        at.format("%H:%M:%S%.3f").to_string()
+    }
+
+    /// Side panel (annotations) and the traces.
+    pub fn ui(&mut self, ui: &mut egui::Ui) {
+        if self.settings.show_annotations {
+            egui::Panel::right("annotations")
+                .default_size(230.0)
+                .show(ui, |ui| self.annotation_list(ui));
+        }
+        egui::CentralPanel::default()
+            .frame(egui::Frame::new().fill(Color32::from_rgb(252, 252, 250)))
+            .show(ui, |ui| self.traces_ui(ui));
+        self.stats_window(ui.ctx());
+    }
+
+    /// The amplitude of one lane of trace `d` (physical units), gains applied.
+    pub fn lane_scale(&self, d: usize) -> f32 {
+        let sig = &self.rec.signals[self.traces.spec.derivations[d].plus];
+        default_scale(&sig.unit, sig.physical_max - sig.physical_min, sig.kind)
+            / (self.settings.gain * self.channel_gain[d])
+    }
+
+    /// Gives trace `d` its own display filter (`None`: the Filter menu's again).
+    pub fn set_channel_filter(&mut self, d: usize, filter: Option<DisplayFilter>) {
+        let mut own = self.traces.spec.channel_filters.clone();
+        match filter {
+            Some(f) => own.insert(d, f),
+            None => own.remove(&d),
+        };
+        self.new_traces(own);
+    }
+
+    /// Traces for the current montage and filters, with `own` filters for some of them.
+    fn new_traces(&mut self, own: HashMap<usize, DisplayFilter>) {
+        self.traces = Traces::with_channel_filters(
+            self.rec.clone(),
+            self.settings.montage,
+            self.settings.filter,
+            own,
+        );
+        self.settings.montage = self.traces.spec.montage;
+        self.cache = None;
+    }
+
+    /// The recording's signals behind the shown traces (each trace's electrode and, for a
+    /// bipolar montage, its reference), in recording order.
+    pub fn shown_signals(&self) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        for (d, der) in self.traces.spec.derivations.iter().enumerate() {
+            if self.lanes.hidden.contains(&d) {
+                continue;
+            }
+            out.push(der.plus);
+            if let crate::dsp::montage::Reference::Channel(r) = der.reference {
+                out.push(r);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Writes the visible window (the whole data records covering it) of the shown traces'
+    /// signals, with the events inside it, as EDF+/BDF+ at `path`.
+    pub fn export_visible_clip(&self, path: &std::path::Path) -> Result<(), String> {
+        use crate::recording::edf_write::{Clip, write_clip};
+        let clip = Clip::covering(&self.rec, self.visible_span(), self.shown_signals());
+        write_clip(&self.rec, path, self.events.list(), Some(&clip)).map_err(|e| e.to_string())
+    }
+
+    /// The unit of trace `d`.
+    fn trace_unit(&self, d: usize) -> &str {
+        self.rec.signals[self.traces.spec.derivations[d].plus]
+            .unit
+            .trim()
+    }
+
+    /// Asks for "Fit" at the next frame (as the button and the F key do).
+    pub fn request_fit(&mut self) {
+        self.fit_requested = true;
+    }
+
+    fn screen(&mut self, columns: usize) -> Arc<Screen> {
+        let key = CacheKey {
+            t0: self.t0,
+            span: self.settings.span_s,
+            columns,
+            exact_possible: self.traces.overview_ready(),
+        };
+        if let Some((k, s)) = &self.cache
+            && *k == key
+            && (s.exact || !key.exact_possible)
+        {
+            return s.clone();
+        }
+        let s = Arc::new(self.traces.screen(self.t0, self.settings.span_s, columns));
+        self.cache = Some((key, s.clone()));
+        s
+    }
+}
