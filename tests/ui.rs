@@ -793,10 +793,10 @@ fn a_channel_filter_changes_that_trace_only() {
     let spec = h.state().browser.traces.spec.clone();
     assert_eq!(spec.filter_of(2), lowpass);
     h.run_steps(2);
-    h.get_by_label("notch 50 Hz (1 channel(s) their own)");
+    h.get_by_label("notch 50 Hz + harmonics (1 channel(s) their own)");
     h.state_mut().browser.set_channel_filter(2, None);
     h.run_steps(2);
-    h.get_by_label("notch 50 Hz");
+    h.get_by_label("notch 50 Hz + harmonics");
 }
 
 /// Events on an EDF+ file: a key adds one at the cursor, double-click adds the first label,

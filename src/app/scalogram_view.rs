@@ -840,8 +840,9 @@ mod tests {
         let rec = Arc::new(crate::recording::demo::demo_recording());
         let view = ScalogramView::new(rec.clone(), None);
         let spec = {
-            let settings = super::super::browser::BrowserSettings::default();
-            super::super::traces::Traces::new(rec, settings.montage, settings.filter).spec
+            let montage = crate::dsp::montage::BuiltIn::as_recorded(&rec);
+            super::super::traces::Traces::new(rec, montage, Default::default(), Default::default())
+                .spec
         };
         let req = Request {
             spec: spec.clone(),

@@ -1,13 +1,13 @@
 //! Scalp maps of ICA components: each component's topography (its mixing column) at the
 //! electrodes the file places (positions from FIF, BrainVision, EEGLAB or BIDS), or whose
-//! 10-20/10-10 labels `dsp::montage::electrode_position` knows, spread over the
+//! 10-20/10-10 labels `recording::electrodes::electrode_position` knows, spread over the
 //! head by inverse-distance weighting and drawn in a diverging colour map, with the head's
 //! outline, nose and electrodes. Textures are made once per window, not every frame.
 
 use eframe::egui::{self, Color32, ColorImage, Pos2, Stroke, TextureHandle, TextureOptions, Vec2};
 
 use crate::dsp::ica::Ica;
-use crate::dsp::montage::electrode_position;
+use crate::recording::electrodes::electrode_position;
 
 /// Pixels across a map's texture.
 const SIZE: usize = 64;

@@ -11,17 +11,21 @@ use rayon::prelude::*;
 
 use crate::dsp::decimate::{self, MinMaxPyramid};
 use crate::dsp::filter::DisplayFilter;
-use crate::dsp::montage::{self, Derivation, MontageKind, Reference};
+use crate::dsp::montage::{self, BuiltIn, Derivation, Montage, Reference};
 use crate::recording::Recording;
 
 /// Samples decoded per step when building pyramids.
 const CHUNK: usize = 1 << 16;
 
-/// What is shown: the recording, its montage and its filters.
+/// What is shown: the recording, its montage and reference, and its filters.
 pub struct TraceSpec {
     pub rec: Arc<Recording>,
-    pub montage: MontageKind,
+    /// The montage shown (as recorded where the one asked for did not fit).
+    pub montage: Montage,
+    pub reference: Reference,
     pub derivations: Vec<Derivation>,
+    /// Why the montage asked for is not shown, or which of its traces were left out.
+    pub problem: Option<String>,
     /// The display filter of every trace without its own.
     pub filter: DisplayFilter,
     /// Traces' own filters, by derivation index.
@@ -58,30 +62,48 @@ pub struct Screen {
 }
 
 impl Traces {
-    /// Applies `montage` (falling back to "as recorded" when the recording lacks its
-    /// electrodes) and starts building the overview pyramids in the background.
-    pub fn new(rec: Arc<Recording>, montage: MontageKind, filter: DisplayFilter) -> Self {
-        Self::with_channel_filters(rec, montage, filter, HashMap::new())
+    /// Applies `montage` under `reference` (falling back to "as recorded", said in
+    /// `spec.problem`, when the recording cannot give it) and starts building the overview
+    /// pyramids in the background.
+    pub fn new(
+        rec: Arc<Recording>,
+        montage: Montage,
+        reference: Reference,
+        filter: DisplayFilter,
+    ) -> Self {
+        Self::with_channel_filters(rec, montage, reference, filter, HashMap::new())
     }
 
     /// As `new`, with some traces filtered their own way (`channel_filters` by derivation
     /// index; ignored when the montage falls back).
     pub fn with_channel_filters(
         rec: Arc<Recording>,
-        montage: MontageKind,
+        montage: Montage,
+        reference: Reference,
         filter: DisplayFilter,
         mut channel_filters: HashMap<usize, DisplayFilter>,
     ) -> Self {
-        let (montage, derivations) = match montage::derivations(&rec, montage) {
-            Some(d) => (montage, d),
-            None => {
-                channel_filters.clear();
-                (
-                    MontageKind::AsRecorded,
-                    montage::derivations(&rec, MontageKind::AsRecorded).unwrap_or_default(),
-                )
-            }
-        };
+        let (montage, reference, derivations, problem) =
+            match montage::resolve(&rec, &montage, &reference) {
+                Ok(r) => {
+                    let problem = (!r.skipped.is_empty())
+                        .then(|| format!("left out: {}", r.skipped.join("; ")));
+                    (montage, reference, r.derivations, problem)
+                }
+                Err(e) => {
+                    channel_filters.clear();
+                    let plain = BuiltIn::as_recorded(&rec);
+                    let derivations = montage::resolve(&rec, &plain, &Reference::AsRecorded)
+                        .map(|r| r.derivations)
+                        .unwrap_or_default();
+                    (
+                        plain,
+                        Reference::AsRecorded,
+                        derivations,
+                        Some(e.to_string()),
+                    )
+                }
+            };
         let total_samples: usize = derivations
             .iter()
             .map(|d| rec.signals[d.plus].samples)
@@ -90,7 +112,9 @@ impl Traces {
             spec: Arc::new(TraceSpec {
                 rec,
                 montage,
+                reference,
                 derivations,
+                problem,
                 filter,
                 channel_filters,
             }),
@@ -104,8 +128,13 @@ impl Traces {
     }
 
     /// Builds the pyramids synchronously (tests and benchmarks).
-    pub fn new_blocking(rec: Arc<Recording>, montage: MontageKind, filter: DisplayFilter) -> Self {
-        let t = Self::new(rec, montage, filter);
+    pub fn new_blocking(
+        rec: Arc<Recording>,
+        montage: Montage,
+        reference: Reference,
+        filter: DisplayFilter,
+    ) -> Self {
+        let t = Self::new(rec, montage, reference, filter);
         while !t.overview_ready() {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
@@ -172,6 +201,12 @@ impl TraceSpec {
                 }
                 let len = CHUNK.min(n - k);
                 let mut data = self.derive(&group, k, len).ok()?;
+                if k == 0 {
+                    // Started on its first value, a trace's offset leaves no step at the start.
+                    for (chain, x) in chains.iter_mut().zip(&data) {
+                        chain.settle_on_first(x);
+                    }
+                }
                 data.par_iter_mut()
                     .zip(chains.par_iter_mut())
                     .zip(builders.par_iter_mut())
@@ -219,67 +254,14 @@ impl TraceSpec {
             .unwrap_or(0)
     }
 
-    /// Samples `start..start + len` of derivations `group` (one rate), each source signal read
-    /// once; past a signal's end the values are NaN.
+    /// Samples `start..start + len` of derivations `group` (one rate), unfiltered.
     pub fn derive(
         &self,
         group: &[usize],
         start: usize,
         len: usize,
     ) -> Result<Vec<Vec<f32>>, crate::recording::ReadError> {
-        let mut sources: Vec<usize> = Vec::new();
-        for &d in group {
-            let der = &self.derivations[d];
-            sources.push(der.plus);
-            match &der.reference {
-                Reference::None => {}
-                Reference::Channel(r) => sources.push(*r),
-                Reference::Average(g) => sources.extend(g),
-            }
-        }
-        sources.sort_unstable();
-        sources.dedup();
-        let read: Vec<(usize, Vec<f32>)> = sources
-            .par_iter()
-            .map(|&s| {
-                let mut v = vec![f32::NAN; len];
-                let avail = self.rec.signals[s].samples.saturating_sub(start).min(len);
-                self.rec.read(s, start, &mut v[..avail]).map(|_| (s, v))
-            })
-            .collect::<Result<_, _>>()?;
-        let data: HashMap<usize, Vec<f32>> = read.into_iter().collect();
-        let mut averages: HashMap<Vec<usize>, Vec<f32>> = HashMap::new();
-        Ok(group
-            .iter()
-            .map(|&d| {
-                let der = &self.derivations[d];
-                let mut x = data[&der.plus].clone();
-                match &der.reference {
-                    Reference::None => {}
-                    Reference::Channel(r) => {
-                        for (a, b) in x.iter_mut().zip(&data[r]) {
-                            *a -= b;
-                        }
-                    }
-                    Reference::Average(g) => {
-                        let avg = averages.entry(g.clone()).or_insert_with(|| {
-                            let mut m = vec![0f32; len];
-                            for s in g {
-                                for (a, b) in m.iter_mut().zip(&data[s]) {
-                                    *a += b;
-                                }
-                            }
-                            m.iter_mut().for_each(|v| *v /= g.len() as f32);
-                            m
-                        });
-                        for (a, b) in x.iter_mut().zip(avg.iter()) {
-                            *a -= b;
-                        }
-                    }
-                }
-                x
-            })
-            .collect())
+        montage::derive(&self.rec, &self.derivations, group, start, len)
     }
 
     fn screen(
@@ -332,19 +314,22 @@ impl TraceSpec {
                     );
                     continue;
                 }
-                // Decode the window (plus the filter's warm-up) and reduce per column.
+                // Decode the window (with the filters' margins) and reduce per column.
                 let s = first.floor().max(seg_first as f64) as usize;
                 let e = ((first + ncols as f64 * spp).ceil() as usize + 1).min(seg_first + seg_n);
-                let warm_s = (group.iter())
-                    .map(|&d| self.filter_of(d).warm_up_s())
-                    .fold(0.0, f64::max);
-                let warm = ((warm_s * fs) as usize).min(s - seg_first);
-                let Ok(mut data) = self.derive(&group, s - warm, e - s + warm) else {
+                let Ok(data) = montage::derive_filtered(
+                    &self.rec,
+                    &self.derivations,
+                    &group,
+                    s,
+                    e - s,
+                    (seg_first, seg_first + seg_n),
+                    |d| self.filter_of(d),
+                ) else {
                     continue;
                 };
-                for (&d, x) in group.iter().zip(data.iter_mut()) {
-                    self.filter_of(d).build(fs).run(x);
-                    let cols = decimate::raw_columns(&x[warm..], spp, ncols);
+                for (&d, x) in group.iter().zip(&data) {
+                    let cols = decimate::raw_columns(x, spp, ncols);
                     out[d][c0..c1].copy_from_slice(&cols);
                 }
             }

@@ -33,7 +33,7 @@ pub fn detect(x: &[f32], fs: f64) -> Vec<usize> {
         let f = DisplayFilter {
             highpass: Some(lo),
             lowpass: Some(hi),
-            notch: None,
+            ..Default::default()
         };
         zero_phase(&mut y, fs, &f);
         y

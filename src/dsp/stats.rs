@@ -67,3 +67,37 @@ mod tests {
         assert_eq!(mean_sd([].into_iter()), (0.0, 0.0));
     }
 }
+
+/// How far a trace ranges, robust to its offset, spikes and flat stretches: the distance from
+/// its 2nd to its 98th percentile over the finite samples; `None` without any, or for a flat
+/// trace.
+pub fn robust_spread(x: &[f32]) -> Option<f32> {
+    let mut v: Vec<f32> = x.iter().copied().filter(|v| v.is_finite()).collect();
+    if v.len() < 2 {
+        return None;
+    }
+    let at = |v: &mut Vec<f32>, q: f64| {
+        let k = ((v.len() - 1) as f64 * q).round() as usize;
+        *v.select_nth_unstable_by(k, f32::total_cmp).1
+    };
+    let spread = at(&mut v, 0.98) - at(&mut v, 0.02);
+    (spread > 0.0).then_some(spread)
+}
+
+#[cfg(test)]
+mod spread_tests {
+    use super::robust_spread;
+
+    #[test]
+    fn the_spread_ignores_offsets_and_rare_spikes() {
+        let x: Vec<f32> = (0..1000)
+            .map(|i| {
+                -2000.0 + (i as f32 * 0.05).sin() * 10.0 + if i % 400 == 7 { 1e4 } else { 0.0 }
+            })
+            .collect();
+        let s = robust_spread(&x).unwrap();
+        assert!((s - 20.0).abs() < 0.5, "{s}");
+        assert_eq!(robust_spread(&[5.0; 10]), None);
+        assert_eq!(robust_spread(&[f32::NAN, 1.0]), None);
+    }
+}

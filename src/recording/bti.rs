@@ -481,8 +481,8 @@ fn coil_position(coil: &[[f64; 4]; 4], head_to_device: &Transform) -> [f64; 3] {
 fn channel_type(name: &str) -> (ChannelType, &'static str) {
     let eeg_like = (name.split_once('-')).is_some_and(|(a, b)| {
         !b.contains('-')
-            && crate::dsp::montage::electrode_position(a).is_some()
-            && crate::dsp::montage::electrode_position(b).is_some()
+            && crate::recording::electrodes::electrode_position(a).is_some()
+            && crate::recording::electrodes::electrode_position(b).is_some()
     });
     if name.starts_with('A') {
         (ChannelType::Mag, "T")

@@ -50,36 +50,79 @@ pub fn write_converted(
     }
     let n = rec.signals.iter().map(|s| s.samples).min().unwrap_or(0);
     let new = |i: usize| replaced.iter().find(|r| r.0 == i).map(|r| r.1);
-    let read = |i: usize, at: usize, buf: &mut [f32]| -> Result<(), ReadError> {
-        match new(i) {
-            Some(v) => {
-                buf.copy_from_slice(&v[at..at + buf.len()]);
-                Ok(())
-            }
-            None => rec.read(i, at, buf),
-        }
+    let read = |at: usize, len: usize| -> Result<Vec<Vec<f32>>, ReadError> {
+        (0..rec.signals.len())
+            .map(|i| match new(i) {
+                Some(v) => Ok(v[at..at + len].to_vec()),
+                None => {
+                    let mut buf = vec![0f32; len];
+                    rec.read(i, at, &mut buf).map(|()| buf)
+                }
+            })
+            .collect()
     };
-    // The physical ranges come from the data (a first pass), so nothing clips.
-    let mut ranges = vec![(f64::INFINITY, f64::NEG_INFINITY); rec.signals.len()];
-    let mut buf = vec![0f32; CHUNK];
-    for (i, range) in ranges.iter_mut().enumerate() {
-        let mut at = 0;
-        while at < n {
-            let len = CHUNK.min(n - at);
-            read(i, at, &mut buf[..len])?;
-            for &v in buf[..len].iter().filter(|v| v.is_finite()) {
+    let header = NewFile {
+        patient: rec.patient.clone(),
+        recording: format!("Converted by ede from {}", rec.display_name()),
+        start: rec.start,
+        fs: first.fs,
+        signals: rec
+            .signals
+            .iter()
+            .map(|s| {
+                (
+                    s.label.clone(),
+                    s.unit.clone(),
+                    s.transducer.clone(),
+                    s.prefilter.clone(),
+                )
+            })
+            .collect(),
+        source: rec.path.clone(),
+    };
+    write_samples(out, &header, n, read, &rec.annotations)
+}
+
+/// What a new EDF+/BDF+ file says of itself; signals as (label, unit, transducer, prefilter).
+pub struct NewFile {
+    pub patient: String,
+    pub recording: String,
+    pub start: chrono::NaiveDateTime,
+    pub fs: f64,
+    pub signals: Vec<(String, String, String, String)>,
+    /// The file it derives from (its header's format details are kept where they fit).
+    pub source: Option<std::path::PathBuf>,
+}
+
+/// Writes `n` samples of every signal of `file` to `out` (BDF+ unless `out` ends in `.edf`),
+/// `read(at, len)` giving each signal's samples `at..at + len` (called twice per stretch: the
+/// physical ranges come from a first pass, so nothing clips), with `annotations`. Written
+/// beside `out` and renamed, so a failure leaves no partial file.
+pub fn write_samples(
+    out: &Path,
+    file: &NewFile,
+    n: usize,
+    read: impl Fn(usize, usize) -> Result<Vec<Vec<f32>>, ReadError>,
+    annotations: &[super::Annotation],
+) -> Result<(), ReadError> {
+    let mut ranges = vec![(f64::INFINITY, f64::NEG_INFINITY); file.signals.len()];
+    let mut at = 0;
+    while at < n {
+        let len = CHUNK.min(n - at);
+        for (range, x) in ranges.iter_mut().zip(read(at, len)?) {
+            for &v in x.iter().filter(|v| v.is_finite()) {
                 range.0 = range.0.min(v as f64);
                 range.1 = range.1.max(v as f64);
             }
-            at += len;
         }
+        at += len;
     }
     let bdf = !out
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("edf"));
-    let signals = (rec.signals.iter().zip(&ranges))
-        .map(|(s, &(lo, hi))| {
-            let (k, unit) = edf_unit(&s.unit);
+    let signals = (file.signals.iter().zip(&ranges))
+        .map(|((label, unit, transducer, prefilter), &(lo, hi))| {
+            let (k, unit) = edf_unit(unit);
             let (lo, hi) = if lo < hi {
                 (lo, hi)
             } else {
@@ -92,40 +135,41 @@ pub fn write_converted(
             };
             let margin = (hi - lo) * 0.01;
             SignalSpec {
-                label: s.label.clone(),
+                label: label.clone(),
                 unit: unit.to_string(),
-                transducer: s.transducer.clone(),
-                prefilter: s.prefilter.clone(),
+                transducer: transducer.clone(),
+                prefilter: prefilter.clone(),
                 physical: ((lo - margin) * k, (hi + margin) * k),
             }
         })
         .collect();
     let header = RecordHeader {
         bdf,
-        patient: rec.patient.clone(),
-        recording: format!("Converted by ede from {}", rec.display_name()),
-        start: rec.start,
-        fs: first.fs,
+        patient: file.patient.clone(),
+        recording: file.recording.clone(),
+        start: file.start,
+        fs: file.fs,
         signals,
     };
     let partial = out.with_extension("partial");
     let written = (|| {
-        let mut w = EdfRecorder::create(&partial, &header, rec.path.as_deref())?;
-        for a in &rec.annotations {
+        let mut w = EdfRecorder::create(&partial, &header, file.source.as_deref())?;
+        for a in annotations {
             w.annotate(a.onset, a.duration, &a.text);
         }
-        let mut chunk = vec![vec![0f32; CHUNK]; rec.signals.len()];
+        let scale: Vec<f32> = (file.signals.iter())
+            .map(|s| edf_unit(&s.1).0 as f32)
+            .collect();
         let mut at = 0;
         while at < n {
             let len = CHUNK.min(n - at);
-            for (i, c) in chunk.iter_mut().enumerate() {
-                read(i, at, &mut c[..len])?;
-                let k = edf_unit(&rec.signals[i].unit).0 as f32;
+            let mut chunk = read(at, len)?;
+            for (c, &k) in chunk.iter_mut().zip(&scale) {
                 if k != 1.0 {
-                    c[..len].iter_mut().for_each(|v| *v *= k);
+                    c.iter_mut().for_each(|v| *v *= k);
                 }
             }
-            let rows: Vec<&[f32]> = chunk.iter().map(|c| &c[..len]).collect();
+            let rows: Vec<&[f32]> = chunk.iter().map(|c| c.as_slice()).collect();
             w.push(&rows)?;
             at += len;
         }

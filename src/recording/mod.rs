@@ -17,6 +17,7 @@ pub mod edf;
 pub mod edf_record;
 pub mod edf_write;
 pub mod eeglab;
+pub mod electrodes;
 pub mod fif;
 pub mod mat5;
 pub mod mat73;

@@ -445,7 +445,7 @@ fn event_band(x: &[f32], fs: f64) -> Vec<f32> {
     let filter = crate::dsp::filter::DisplayFilter {
         highpass: Some(EVENT_BAND_HZ.0),
         lowpass: Some(EVENT_BAND_HZ.1),
-        notch: None,
+        ..Default::default()
     };
     crate::dsp::filter::zero_phase(&mut b, fs, &filter);
     b

@@ -6,7 +6,7 @@ use eframe::egui::{self, Color32, Pos2, Rect, Sense, Stroke, Vec2};
 
 use super::format::{fmt_amp, format_time, nice_step, shown_in};
 use super::menus::filter_choices;
-use super::{AXIS_HEIGHT, Browser, LABEL_WIDTH, default_scale};
+use super::{AXIS_HEIGHT, Browser, LABEL_WIDTH};
 use crate::app::lanes::trace_colour;
 use crate::app::traces::Screen;
 
@@ -70,7 +70,11 @@ impl Browser {
             };
             let scale = self.lane_scale(d);
             let cols = &screen.columns[d];
-            let baseline = screen.baselines[d];
+            let baseline = if self.settings.centre {
+                screen.baselines[d]
+            } else {
+                0.0
+            };
             let px_per_unit = row_h / scale;
             let mut prev: Option<(f32, f32)> = None;
             for (c, v) in cols.iter().enumerate() {
@@ -193,7 +197,11 @@ impl Browser {
     /// fill 45 % of the lane each side of its centre. Flat traces keep their gain.
     fn fit(&mut self, screen: &Screen, visible: &[usize]) {
         for &d in visible {
-            let base = screen.baselines[d];
+            let base = if self.settings.centre {
+                screen.baselines[d]
+            } else {
+                0.0
+            };
             let mut extents: Vec<f32> = screen.columns[d]
                 .iter()
                 .filter(|v| v[0].is_finite() && v[1].is_finite())
@@ -207,9 +215,7 @@ impl Browser {
             if !(extent.is_finite() && extent > 0.0) {
                 continue;
             }
-            let sig = &self.rec.signals[self.traces.spec.derivations[d].plus];
-            let unit_scale =
-                default_scale(&sig.unit, sig.physical_max - sig.physical_min, sig.kind);
+            let unit_scale = self.type_lane_scale(d);
             // px_per_unit = row_h / scale and extent * px_per_unit = 0.45 row_h.
             self.channel_gain[d] = unit_scale * 0.45 / (extent * self.settings.gain);
         }

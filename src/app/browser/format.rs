@@ -21,6 +21,19 @@ pub(super) fn nice_step(raw: f64) -> f64 {
         .unwrap_or(10.0 * p)
 }
 
+/// `raw` rounded up to 1, 2 or 5 times a power of ten (amplitudes of any unit: uV, T).
+pub(super) fn nice_amplitude(raw: f64) -> f64 {
+    if !(raw.is_finite() && raw > 0.0) {
+        return 1.0;
+    }
+    let p = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|&s| s >= raw * (1.0 - 1e-9))
+        .unwrap_or(10.0 * p)
+}
+
 pub(super) fn format_time(t: f64) -> String {
     if t.abs() >= 3600.0 {
         let s = t.round() as i64;

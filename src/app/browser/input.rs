@@ -7,6 +7,21 @@ use eframe::egui::{self, Rect};
 use super::Browser;
 use crate::recording::Annotation;
 
+const FUNCTION_KEYS: [egui::Key; 12] = [
+    egui::Key::F1,
+    egui::Key::F2,
+    egui::Key::F3,
+    egui::Key::F4,
+    egui::Key::F5,
+    egui::Key::F6,
+    egui::Key::F7,
+    egui::Key::F8,
+    egui::Key::F9,
+    egui::Key::F10,
+    egui::Key::F11,
+    egui::Key::F12,
+];
+
 impl Browser {
     /// `paged`: more lanes than one page holds (the vertical wheel then moves the lanes);
     /// `row_h`: a lane's height.
@@ -20,6 +35,17 @@ impl Browser {
         let span = self.settings.span_s;
         // Keys typed into a text field (the annotation filter) are not navigation.
         let typing = ui.ctx().egui_wants_keyboard_input();
+        // F1-F12: the montages in the Montage menu's order.
+        let f_key = ui.input(|i| {
+            FUNCTION_KEYS
+                .iter()
+                .position(|&k| i.key_pressed(k) && !i.modifiers.any())
+        });
+        if let Some(k) = f_key.filter(|_| !typing)
+            && let Some((choice, _)) = self.montage_choices().into_iter().nth(k)
+        {
+            self.set_montage(choice);
+        }
         ui.input(|i| {
             if typing {
                 return;

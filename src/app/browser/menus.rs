@@ -3,29 +3,25 @@
 
 use eframe::egui::{self, Color32};
 
+use super::MontageChoice;
 use super::format::{fmt_value, format_span, format_time, hz, shown_in};
 use super::{Browser, TIMEBASES_S};
 use crate::app::lanes::PER_PAGE_CHOICES;
-use crate::dsp::filter::DisplayFilter;
-use crate::dsp::montage::MontageKind;
+use crate::dsp::filter::{DisplayFilter, MAX_ORDER};
+use crate::dsp::montage::{BuiltIn, Montage, Reference, mastoids};
 use crate::recording::ChannelType;
 
 impl Browser {
-    /// Montage, filter and timebase menus for the menu bar.
+    /// Montage, reference, filter and timebase menus for the menu bar.
     pub fn menus(&mut self, ui: &mut egui::Ui) {
-        let before = (self.settings.montage, self.settings.filter);
-        ui.menu_button("Montage", |ui| {
-            for m in MontageKind::ALL {
-                let available = crate::dsp::montage::derivations(&self.rec, m).is_some();
-                ui.add_enabled_ui(available, |ui| {
-                    ui.radio_value(&mut self.settings.montage, m, m.name());
-                });
-            }
-        });
+        ui.menu_button("Montage", |ui| self.montage_menu(ui));
+        ui.menu_button("Reference", |ui| self.reference_menu(ui));
         ui.menu_button("Filter", |ui| {
             ui.label("Every channel (right-click a channel's label for its own)");
             ui.separator();
-            filter_choices(ui, &mut self.settings.filter);
+            let mut f = self.settings.filter;
+            filter_choices(ui, &mut f);
+            self.set_filter(f);
         });
         ui.menu_button("Channels", |ui| {
             let labels = self.trace_labels();
@@ -87,10 +83,123 @@ impl Browser {
         }
         ui.toggle_value(&mut self.settings.overlap, "Overlap")
             .on_hover_text("let traces leave their lanes (off: each is clipped to its own)");
+        ui.toggle_value(&mut self.settings.centre, "Centre")
+            .on_hover_text(
+                "centre each trace on its level in the window (off: zero at the lane's centre)",
+            );
         ui.toggle_value(&mut self.settings.show_annotations, "Annotations");
-        if before != (self.settings.montage, self.settings.filter) {
-            self.rebuild(before.0 != self.settings.montage);
+    }
+
+    /// The montages (F1-F12 in this order), and loading and saving montage files.
+    fn montage_menu(&mut self, ui: &mut egui::Ui) {
+        for (k, (choice, name)) in self.montage_choices().into_iter().enumerate() {
+            let key = if k < 12 {
+                format!("F{}", k + 1)
+            } else {
+                String::new()
+            };
+            let button =
+                egui::Button::selectable(self.settings.montage == choice, name).shortcut_text(key);
+            if ui.add(button).clicked() {
+                self.set_montage(choice);
+                ui.close();
+            }
         }
+        ui.separator();
+        if ui
+            .button("Load montage file… (.json, EDFbrowser .mtg)")
+            .clicked()
+        {
+            ui.close();
+            if let Some(path) = rfd::FileDialog::new()
+                .add_filter("montage", &["json", "mtg"])
+                .pick_file()
+            {
+                self.load_montage_file(&path);
+            }
+        }
+        if ui.button("Save this montage as…").clicked() {
+            ui.close();
+            let m = &self.traces.spec.montage;
+            if let Some(path) = rfd::FileDialog::new()
+                .set_file_name(format!("{}.json", m.name))
+                .add_filter("montage", &["json"])
+                .save_file()
+            {
+                self.message = Some(
+                    crate::app::export::write_atomic(&path, m.to_json().as_bytes())
+                        .map(|()| format!("montage saved to {}", path.display())),
+                );
+            }
+        }
+        if let MontageChoice::User { user } = self.settings.montage.clone()
+            && ui.button(format!("Forget \"{user}\"")).clicked()
+        {
+            self.settings.user_montages.retain(|m| m.name != user);
+            self.set_montage(MontageChoice::BuiltIn(BuiltIn::AsRecorded));
+            ui.close();
+        }
+    }
+
+    /// Reads a montage file into the user's montages and shows it; what it cannot take over
+    /// is said.
+    pub fn load_montage_file(&mut self, path: &std::path::Path) {
+        match Montage::load(path) {
+            Ok((m, left_out)) => {
+                let name = m.name.clone();
+                self.add_user_montage(m);
+                if self.message.as_ref().is_none_or(|m| m.is_ok()) {
+                    self.message = Some(Ok(if left_out.is_empty() {
+                        format!("montage \"{name}\" loaded")
+                    } else {
+                        format!(
+                            "montage \"{name}\" loaded; left out {}",
+                            left_out.join("; ")
+                        )
+                    }));
+                }
+            }
+            Err(e) => self.message = Some(Err(e)),
+        }
+    }
+
+    fn reference_menu(&mut self, ui: &mut egui::Ui) {
+        ui.label("Re-references the EEG channels (other types never)");
+        ui.separator();
+        let has_mastoids = mastoids(&self.rec).is_some();
+        let mut r = self.settings.reference.clone();
+        ui.radio_value(&mut r, Reference::AsRecorded, "As recorded");
+        ui.radio_value(&mut r, Reference::Average, "Average (good EEG channels)");
+        ui.add_enabled_ui(has_mastoids, |ui| {
+            ui.radio_value(
+                &mut r,
+                Reference::Mastoids,
+                "Linked mastoids (A1/A2, M1/M2, TP9/TP10)",
+            );
+        });
+        ui.horizontal(|ui| {
+            ui.label("Channels:");
+            let id = ui.make_persistent_id("reference channels");
+            let mut text: String = ui.data_mut(|d| d.get_temp(id)).unwrap_or_else(|| match &r {
+                Reference::Channels(c) => c.join(", "),
+                _ => String::new(),
+            });
+            let edit = ui.add(
+                egui::TextEdit::singleline(&mut text)
+                    .hint_text("Cz or A1, A2")
+                    .desired_width(90.0),
+            );
+            if edit.lost_focus()
+                && ui.input(|i| i.key_pressed(egui::Key::Enter))
+                && !text.trim().is_empty()
+            {
+                if let Ok(parsed) = text.parse::<Reference>() {
+                    r = parsed;
+                }
+            }
+            ui.data_mut(|d| d.insert_temp(id, text));
+        });
+        self.set_reference(r);
     }
 
     pub fn status(&mut self, ui: &mut egui::Ui) {
@@ -109,18 +218,25 @@ impl Browser {
             self.clock(self.t0 + self.settings.span_s)
         ));
         ui.separator();
-        ui.label(self.traces.spec.montage.name());
+        let reference = match &self.traces.spec.reference {
+            Reference::AsRecorded => String::new(),
+            r => format!(" · ref {r}"),
+        };
+        let montage = ui.label(format!("{}{reference}", self.traces.spec.montage.name));
+        if let Some(p) = &self.traces.spec.problem {
+            montage.on_hover_text(p);
+        }
         ui.separator();
         let own = &self.traces.spec.channel_filters;
         let text = match own.len() {
-            0 => describe_filter(&self.settings.filter),
+            0 => self.settings.filter.describe(),
             n => format!(
                 "{} ({n} channel(s) their own)",
-                describe_filter(&self.settings.filter)
+                self.settings.filter.describe()
             ),
         };
         let details: Vec<String> = (own.iter())
-            .map(|(&d, f)| format!("{}: {}", self.trace_label(d), describe_filter(f)))
+            .map(|(&d, f)| format!("{}: {}", self.trace_label(d), f.describe()))
             .collect();
         let label = ui.label(text);
         if !details.is_empty() {
@@ -185,35 +301,104 @@ impl Browser {
     }
 }
 
-/// High-pass, low-pass and notch choices, as in the Filter menu.
+/// The filter as typed: high-pass and low-pass corners and orders, a band-stop, the mains notch
+/// and the direction, with the usual corners one click away.
 pub(super) fn filter_choices(ui: &mut egui::Ui, f: &mut DisplayFilter) {
-    ui.label("High-pass");
-    for hp in [None, Some(0.1), Some(0.5), Some(1.0), Some(5.0)] {
-        ui.radio_value(&mut f.highpass, hp, hz(hp));
-    }
+    let corner = |ui: &mut egui::Ui,
+                  name: &str,
+                  on: &mut Option<f32>,
+                  order: &mut u8,
+                  presets: &[f32],
+                  default: f32| {
+        ui.horizontal(|ui| {
+            let mut enabled = on.is_some();
+            ui.checkbox(&mut enabled, name);
+            let mut hz_value = on.unwrap_or(default);
+            ui.add_enabled(
+                enabled,
+                egui::DragValue::new(&mut hz_value)
+                    .speed(0.05)
+                    .range(0.01..=5000.0)
+                    .suffix(" Hz"),
+            );
+            ui.add_enabled(
+                enabled,
+                egui::DragValue::new(order)
+                    .range(1..=MAX_ORDER)
+                    .prefix("order "),
+            );
+            *on = enabled.then_some(hz_value);
+        });
+        ui.horizontal(|ui| {
+            for &p in presets {
+                if ui.selectable_label(*on == Some(p), hz(Some(p))).clicked() {
+                    *on = Some(p);
+                }
+            }
+            if ui.selectable_label(on.is_none(), "off").clicked() {
+                *on = None;
+            }
+        });
+    };
+    corner(
+        ui,
+        "High-pass",
+        &mut f.highpass,
+        &mut f.highpass_order,
+        &[0.1, 0.3, 0.5, 1.0, 5.0],
+        0.5,
+    );
     ui.separator();
-    ui.label("Low-pass");
-    for lp in [None, Some(15.0), Some(35.0), Some(70.0)] {
-        ui.radio_value(&mut f.lowpass, lp, hz(lp));
-    }
+    corner(
+        ui,
+        "Low-pass",
+        &mut f.lowpass,
+        &mut f.lowpass_order,
+        &[15.0, 35.0, 40.0, 70.0],
+        35.0,
+    );
     ui.separator();
-    ui.label("Notch");
-    for n in [None, Some(50.0), Some(60.0)] {
-        ui.radio_value(&mut f.notch, n, hz(n));
-    }
-}
-
-/// "HP 0.5 Hz · LP 35 Hz · notch 50 Hz", or "no filter".
-pub fn describe_filter(f: &DisplayFilter) -> String {
-    let parts: Vec<String> = [("HP", f.highpass), ("LP", f.lowpass), ("notch", f.notch)]
-        .iter()
-        .filter_map(|(name, v)| v.map(|v| format!("{name} {v} Hz")))
-        .collect();
-    if parts.is_empty() {
-        "no filter".into()
-    } else {
-        parts.join(" · ")
-    }
+    ui.horizontal(|ui| {
+        let mut enabled = f.bandstop.is_some();
+        ui.checkbox(&mut enabled, "Band-stop");
+        let [mut lo, mut hi] = f.bandstop.unwrap_or([45.0, 55.0]);
+        ui.add_enabled(
+            enabled,
+            egui::DragValue::new(&mut lo)
+                .speed(0.1)
+                .range(0.01..=5000.0),
+        );
+        ui.label("–");
+        ui.add_enabled(
+            enabled,
+            egui::DragValue::new(&mut hi)
+                .speed(0.1)
+                .range(0.01..=5000.0)
+                .suffix(" Hz"),
+        );
+        ui.add_enabled(
+            enabled,
+            egui::DragValue::new(&mut f.bandstop_order)
+                .range(1..=MAX_ORDER)
+                .prefix("order "),
+        );
+        f.bandstop = enabled.then_some([lo, hi]);
+    });
+    ui.separator();
+    ui.horizontal(|ui| {
+        ui.label("Notch");
+        for n in [None, Some(50.0), Some(60.0)] {
+            ui.radio_value(&mut f.notch, n, hz(n));
+        }
+        ui.checkbox(&mut f.notch_harmonics, "harmonics");
+    });
+    ui.separator();
+    ui.horizontal(|ui| {
+        ui.radio_value(&mut f.zero_phase, false, "causal")
+            .on_hover_text("one direction, as clinical viewers draw: no look-ahead, some delay");
+        ui.radio_value(&mut f.zero_phase, true, "zero phase")
+            .on_hover_text("forward and backward: no delay, twice the attenuation");
+    });
 }
 
 /// The process's resident memory, split as `top` does not: its own (heap, stacks) and the

@@ -5,7 +5,7 @@
 //!
 //! The files: `mod.rs` the state (settings, the browser, measurements, statistics) with its
 //! constructor, navigation and the shared helpers; `menus` the menu bar's menus, the status
-//! line and the filter choices (`describe_filter`); `annotations` the annotation side panel;
+//! line and the filter controls (`filter_choices`); `annotations` the annotation side panel;
 //! `draw` the lanes (traces, labels, the time grid, annotation markers) and Fit; `input`
 //! keyboard and mouse (navigation, zoom, selections, event gestures); `measure` the cursor,
 //! the two-point measurement and the selection's statistics; `format` number and time
@@ -18,8 +18,6 @@ mod input;
 mod measure;
 mod menus;
 
-pub use menus::describe_filter;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -30,7 +28,7 @@ use super::events::Events;
 use super::lanes::Lanes;
 use super::traces::{Screen, Traces};
 use crate::dsp::filter::DisplayFilter;
-use crate::dsp::montage::MontageKind;
+use crate::dsp::montage::{BuiltIn, Montage, Reference};
 use crate::recording::{ChannelType, Recording};
 
 const LABEL_WIDTH: f32 = 110.0;
@@ -43,8 +41,14 @@ const TIMEBASES_S: [f64; 16] = [
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct BrowserSettings {
-    pub montage: MontageKind,
+    pub montage: MontageChoice,
+    /// How the EEG channels are re-referenced before the montage.
+    pub reference: Reference,
+    /// The user's own montages (kept with the settings; File > Load montage adds one).
+    pub user_montages: Vec<Montage>,
     pub filter: DisplayFilter,
+    /// Centre each trace on its level in the window (off: on zero, as recorded).
+    pub centre: bool,
     /// Seconds on one screen.
     pub span_s: f64,
     /// Multiplies every channel's amplitude.
@@ -59,8 +63,11 @@ pub struct BrowserSettings {
 impl Default for BrowserSettings {
     fn default() -> Self {
         Self {
-            montage: MontageKind::AsRecorded,
+            montage: MontageChoice::BuiltIn(BuiltIn::AsRecorded),
+            reference: Reference::AsRecorded,
+            user_montages: Vec::new(),
             filter: DisplayFilter::default(),
+            centre: true,
             span_s: 10.0,
             gain: 1.0,
             show_annotations: true,
@@ -70,14 +77,26 @@ impl Default for BrowserSettings {
     }
 }
 
+/// Which montage the browser shows: a built-in one, or one of the user's by name. (Untagged,
+/// so that settings saved as a built-in's bare name still read.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MontageChoice {
+    BuiltIn(BuiltIn),
+    User { user: String },
+}
+
 pub struct Browser {
     pub rec: Arc<Recording>,
     pub settings: BrowserSettings,
     pub traces: Traces,
     /// Left edge of the window, seconds from the recording start.
     pub t0: f64,
-    /// Per-trace amplitude multiplier on top of the unit's default scale.
+    /// Per-trace amplitude multiplier on top of its type's scale.
     channel_gain: Vec<f32>,
+    /// The amplitude of one lane per channel type, from the data's spread when the montage
+    /// was applied (types without data keep their unit's default).
+    type_scale: HashMap<ChannelType, f32>,
     /// Fit every shown trace to its lane from the next screen's values.
     fit_requested: bool,
     /// The page of lanes shown and the traces hidden.
@@ -153,6 +172,18 @@ struct CacheKey {
     exact_possible: bool,
 }
 
+/// The montage `choice` names for `rec` (as recorded where it names none the recording has).
+fn montage_of(rec: &Recording, settings: &BrowserSettings, choice: &MontageChoice) -> Montage {
+    let plain = || BuiltIn::as_recorded(rec);
+    match choice {
+        MontageChoice::BuiltIn(b) => b.montage(rec).unwrap_or_else(plain),
+        MontageChoice::User { user } => (settings.user_montages.iter())
+            .find(|m| &m.name == user)
+            .cloned()
+            .unwrap_or_else(plain),
+    }
+}
+
 /// Physical amplitude of one channel slot before gains: what clinicians expect per unit.
 fn default_scale(unit: &str, physical_range: f64, kind: ChannelType) -> f32 {
     // An ECG is millivolts where EEG is tens of microvolts: 2 mV a slot, in its own unit.
@@ -179,7 +210,12 @@ fn default_scale(unit: &str, physical_range: f64, kind: ChannelType) -> f32 {
 
 impl Browser {
     pub fn new(rec: Arc<Recording>, settings: BrowserSettings) -> Self {
-        let traces = Traces::new(rec.clone(), settings.montage, settings.filter);
+        let traces = Traces::new(
+            rec.clone(),
+            montage_of(&rec, &settings, &settings.montage),
+            settings.reference.clone(),
+            settings.filter,
+        );
         let n = traces.spec.derivations.len();
         let n_annotations = rec.annotations.len();
         let mut b = Self {
@@ -188,6 +224,7 @@ impl Browser {
             traces,
             t0: 0.0,
             channel_gain: vec![1.0; n],
+            type_scale: HashMap::new(),
             fit_requested: false,
             lanes: Lanes::default(),
             lane_wheel: 0.0,
@@ -210,7 +247,89 @@ impl Browser {
             .and_then(|p| std::fs::metadata(p).ok())
             .map_or(0, |m| m.len());
         b.settings.span_s = b.settings.span_s.clamp(0.1, b.total_s().max(1.0));
+        b.type_scale = b.data_scales();
         b
+    }
+
+    /// Each channel type's lane amplitude from what the traces do in the window (up to 30 s
+    /// of it): the median over the type's traces of their 2nd-98th percentile range, rounded
+    /// up to 1, 2 or 5 times a power of ten, so that a typical trace fills its lane whatever
+    /// its offset and units (a Neuromag magnetometer's -2 pT offset and 3.5 pT swings, an
+    /// ECG's millivolts beside EEG's microvolts).
+    fn data_scales(&self) -> HashMap<ChannelType, f32> {
+        let screen = self
+            .traces
+            .screen(self.t0, self.settings.span_s.min(30.0), 600);
+        let mut spreads: HashMap<ChannelType, Vec<f32>> = HashMap::new();
+        for (der, cols) in self.traces.spec.derivations.iter().zip(&screen.columns) {
+            let values: Vec<f32> = cols.iter().flat_map(|c| [c[0], c[1]]).collect();
+            if let Some(s) = crate::dsp::stats::robust_spread(&values) {
+                let kind = self.rec.signals[der.plus].kind;
+                spreads.entry(kind).or_default().push(s);
+            }
+        }
+        spreads
+            .into_iter()
+            .map(|(kind, mut v)| {
+                let k = v.len() / 2;
+                let median = *v.select_nth_unstable_by(k, f32::total_cmp).1;
+                (kind, format::nice_amplitude(median as f64) as f32)
+            })
+            .collect()
+    }
+
+    /// The montages offered, in menu (and F1-F12) order: the user's, then the built-in ones
+    /// this recording has the electrodes for.
+    pub fn montage_choices(&self) -> Vec<(MontageChoice, String)> {
+        let user = self.settings.user_montages.iter().map(|m| {
+            (
+                MontageChoice::User {
+                    user: m.name.clone(),
+                },
+                m.name.clone(),
+            )
+        });
+        let built_in = BuiltIn::ALL
+            .into_iter()
+            .filter(|b| b.montage(&self.rec).is_some())
+            .map(|b| (MontageChoice::BuiltIn(b), b.name().to_string()));
+        user.chain(built_in).collect()
+    }
+
+    /// Shows `choice` under the current reference.
+    pub fn set_montage(&mut self, choice: MontageChoice) {
+        if choice != self.settings.montage {
+            self.settings.montage = choice;
+            self.rebuild(true);
+        }
+    }
+
+    /// Adds (or replaces, by name) a user montage and shows it.
+    pub fn add_user_montage(&mut self, montage: Montage) {
+        let name = montage.name.clone();
+        let list = &mut self.settings.user_montages;
+        match list.iter_mut().find(|m| m.name == name) {
+            Some(m) => *m = montage,
+            None => list.push(montage),
+        }
+        self.settings.montage = MontageChoice::User { user: name };
+        self.rebuild(true);
+    }
+
+    /// Re-references the EEG channels.
+    pub fn set_reference(&mut self, reference: Reference) {
+        if reference != self.settings.reference {
+            self.settings.reference = reference;
+            self.rebuild(true);
+        }
+    }
+
+    /// The filter of every trace without its own.
+    pub fn set_filter(&mut self, filter: DisplayFilter) {
+        if filter != self.settings.filter {
+            self.settings.filter = filter;
+            self.rebuild(false);
+        }
     }
 
     /// The visible window `(start, end)` in seconds.
@@ -276,6 +395,7 @@ impl Browser {
         self.channel_gain = vec![1.0; self.traces.spec.derivations.len()];
         self.lanes = Lanes::default();
         self.selected = None;
+        self.type_scale = self.data_scales();
     }
 
     fn clamp_view(&mut self) {
@@ -327,9 +447,15 @@ impl Browser {
 
     /// The amplitude of one lane of trace `d` (physical units), gains applied.
     pub fn lane_scale(&self, d: usize) -> f32 {
+        self.type_lane_scale(d) / (self.settings.gain * self.channel_gain[d])
+    }
+
+    /// The amplitude of one lane of trace `d`'s type, before gains.
+    fn type_lane_scale(&self, d: usize) -> f32 {
         let sig = &self.rec.signals[self.traces.spec.derivations[d].plus];
-        default_scale(&sig.unit, sig.physical_max - sig.physical_min, sig.kind)
-            / (self.settings.gain * self.channel_gain[d])
+        (self.type_scale.get(&sig.kind).copied()).unwrap_or_else(|| {
+            default_scale(&sig.unit, sig.physical_max - sig.physical_min, sig.kind)
+        })
     }
 
     /// Gives trace `d` its own display filter (`None`: the Filter menu's again).
@@ -346,11 +472,19 @@ impl Browser {
     fn new_traces(&mut self, own: HashMap<usize, DisplayFilter>) {
         self.traces = Traces::with_channel_filters(
             self.rec.clone(),
-            self.settings.montage,
+            montage_of(&self.rec, &self.settings, &self.settings.montage),
+            self.settings.reference.clone(),
             self.settings.filter,
             own,
         );
-        self.settings.montage = self.traces.spec.montage;
+        if let Some(problem) = &self.traces.spec.problem
+            && self.traces.spec.montage.name == BuiltIn::AsRecorded.name()
+        {
+            // The montage or reference cannot be had here: say why, show the channels.
+            self.message = Some(Err(problem.clone()));
+            self.settings.montage = MontageChoice::BuiltIn(BuiltIn::AsRecorded);
+            self.settings.reference = Reference::AsRecorded;
+        }
         self.cache = None;
     }
 
@@ -362,10 +496,7 @@ impl Browser {
             if self.lanes.hidden.contains(&d) {
                 continue;
             }
-            out.push(der.plus);
-            if let crate::dsp::montage::Reference::Channel(r) = der.reference {
-                out.push(r);
-            }
+            out.extend(der.sources());
         }
         out.sort_unstable();
         out.dedup();

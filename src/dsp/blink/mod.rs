@@ -63,7 +63,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::dsp::ica::{Ica, IcaError, Observations};
-use crate::dsp::montage::electrode_name;
+use crate::recording::electrodes::electrode_name;
 pub use candidates::candidate_peaks;
 use candidates::*;
 pub use channels::*;

@@ -15,8 +15,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::dsp::montage::electrode_position;
 use crate::recording::demo::SplitMix;
+use crate::recording::electrodes::electrode_position;
 
 /// Angle (radians) over which the blink field falls by 1/e.
 pub const FALL_OFF_RAD: f64 = 0.66;
