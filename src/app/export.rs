@@ -49,14 +49,10 @@ pub fn buttons(ui: &mut egui::Ui, stem: &str) -> Option<(Format, PathBuf)> {
     Some((format, path))
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it.
+/// `recording::write_whole`, its error said for the status line.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let partial = path.with_extension("partial");
-    let result = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, path));
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&partial);
-        format!("cannot write {}: {e}", path.display())
-    })
+    crate::recording::write_whole(path, bytes)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 #[cfg(test)]

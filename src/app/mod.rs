@@ -157,6 +157,10 @@ pub struct StartOptions {
     pub span: Option<Span>,
     /// An LSL stream for the Live tab (which it then opens on).
     pub lsl: Option<String>,
+    /// A built-in montage's name or a montage file to open in.
+    pub montage: Option<String>,
+    pub reference: Option<crate::dsp::montage::Reference>,
+    pub filter: Option<crate::dsp::filter::DisplayFilter>,
 }
 
 /// What persists between runs (eframe storage).
@@ -924,6 +928,15 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
             let mut app = EdeApp::new(args.file.clone(), args.fs, settings, gpu);
             if let Some(e) = &app.error {
                 eprintln!("ede: {e}");
+            }
+            if let Some(r) = &args.reference {
+                app.browser.set_reference(r.clone());
+            }
+            if let Some(m) = &args.montage {
+                app.browser.open_montage(m);
+            }
+            if let Some(f) = args.filter {
+                app.browser.set_filter(f);
             }
             if args.start.is_some() || args.span.is_some() {
                 let (t0, t1) = app.browser.visible_span();

@@ -54,7 +54,7 @@ pub struct ExportArgs {
     pub fs: Option<f64>,
 }
 
-fn parse_filter(s: &str) -> Result<DisplayFilter, String> {
+pub(super) fn parse_filter(s: &str) -> Result<DisplayFilter, String> {
     DisplayFilter::parse(s).map_err(|e| e.to_string())
 }
 

@@ -59,6 +59,15 @@ pub struct GuiArgs {
     /// Open the Live tab on this LSL stream (its name, or PROPERTY=VALUE such as type=EEG).
     #[arg(long, value_name = "NAME")]
     pub lsl: Option<String>,
+    /// Open in this montage: a built-in one by name or a montage file (.json, .mtg).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub montage: Option<String>,
+    /// Re-reference the EEG channels: average, mastoids or channel labels.
+    #[arg(long)]
+    pub reference: Option<crate::dsp::montage::Reference>,
+    /// Filters of every channel, e.g. hp=0.5,lp=35,order=4,notch=50.
+    #[arg(long, value_parser = export::parse_filter)]
+    pub filter: Option<crate::dsp::filter::DisplayFilter>,
 }
 
 impl GuiArgs {
@@ -84,6 +93,9 @@ impl GuiArgs {
             start: self.start,
             span: self.span,
             lsl: self.lsl.clone(),
+            montage: self.montage.clone(),
+            reference: self.reference.clone(),
+            filter: self.filter,
         })
     }
 }
@@ -359,18 +371,11 @@ pub fn write_json(value: &impl serde::Serialize, out: Option<&Path>) -> anyhow::
     Ok(())
 }
 
-/// Writes `bytes` to a file beside `path` and renames it there, so that `path` holds either
-/// its earlier content or all of `bytes`.
+/// `recording::write_whole`, its error naming the file.
 pub fn write_whole(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use anyhow::Context;
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(format!(".partial-{}", std::process::id()));
-    let partial = PathBuf::from(partial);
-    let written = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&partial);
-    }
-    written.with_context(|| format!("cannot write {}", path.display()))
+    crate::recording::write_whole(path, bytes)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

@@ -207,6 +207,19 @@ pub(crate) fn stim_events(
 
 /// The sampling rate most of `rates` share (of equally common ones, the last seen), `None` for
 /// none.
+/// Writes `bytes` to a file beside `path` and renames it there, so that `path` holds either
+/// its earlier content or all of `bytes`: what every writer of ede does.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(format!(".partial-{}", std::process::id()));
+    let partial = PathBuf::from(partial);
+    let written = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written
+}
+
 pub fn most_common_rate(rates: impl IntoIterator<Item = f64>) -> Option<f64> {
     let mut counts: Vec<(f64, usize)> = Vec::new();
     for fs in rates {

@@ -83,7 +83,8 @@ pub fn draw_all(g: &Group, dir: &Path, column: Option<&str>) -> anyhow::Result<V
                 size.1,
                 image::ExtendedColorType::Rgb8,
             )?;
-            crate::cli::write_whole(&path, &png)?;
+            crate::recording::write_whole(&path, &png)
+                .with_context(|| format!("cannot write {}", path.display()))?;
             written.push(path);
         }
     }

@@ -457,7 +457,8 @@ impl Group {
         let mut table = |name: &str, columns: &str, body: String| -> anyhow::Result<()> {
             let path = dir.join(name);
             let text = format!("{head},{columns}\n{body}");
-            crate::cli::write_whole(&path, text.as_bytes())?;
+            crate::recording::write_whole(&path, text.as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))?;
             written.push(path);
             Ok(())
         };

@@ -141,6 +141,21 @@ impl Browser {
         }
     }
 
+    /// A built-in montage by name, or a montage file (`--montage`).
+    pub fn open_montage(&mut self, name: &str) {
+        let path = std::path::Path::new(name);
+        if path.is_file() {
+            self.load_montage_file(path);
+        } else if let Some(b) = BuiltIn::from_name(name) {
+            self.set_montage(MontageChoice::BuiltIn(b));
+        } else {
+            self.message = Some(Err(format!(
+                "no montage file or built-in montage {name:?} (built in: {})",
+                BuiltIn::ALL.map(|b| b.name()).join(", ")
+            )));
+        }
+    }
+
     /// Reads a montage file into the user's montages and shows it; what it cannot take over
     /// is said.
     pub fn load_montage_file(&mut self, path: &std::path::Path) {

@@ -15,6 +15,8 @@ use serde::Serialize;
 use super::Stats;
 use crate::app::{EdeApp, Settings};
 use crate::cli::write_json;
+use crate::dsp::filter::DisplayFilter;
+use crate::dsp::montage::{DerivationSpec, Minus, Montage, Reference};
 use crate::recording::{OpenOptions, Recording};
 
 /// The formats the benchmark generates.
@@ -68,6 +70,8 @@ struct IoReport {
 
 #[derive(Debug, Serialize)]
 struct FrameReport {
+    /// What the page shows.
+    page: String,
     span_s: f64,
     window_px: [f32; 2],
     /// The whole window: layout, columns, mesh and tessellation.
@@ -156,34 +160,33 @@ pub fn run(args: &IoArgs) -> anyhow::Result<()> {
 
     let mut frames = Vec::new();
     for span in [10.0, 86_400.0] {
-        app.browser.settings.span_s = span;
-        app.browser.t0 = 0.0;
-        let _ = run_frame(&ctx, &mut app, size);
-        let mut times = Vec::new();
-        for k in 0..args.frames {
-            // Scroll by a few pixels each frame, as a drag does.
-            app.browser.t0 = (k as f64) * span / 400.0;
-            times.push(run_frame(&ctx, &mut app, size));
-        }
-        let columns = (size.x - 350.0) as usize;
-        let mut col_times = Vec::new();
-        for k in 0..args.frames {
-            let t = Instant::now();
-            let s = app.browser.traces.screen(
-                k as f64 * span / 400.0,
-                app.browser.settings.span_s,
-                columns,
-            );
-            col_times.push(t.elapsed().as_secs_f64());
-            std::hint::black_box(s);
-        }
-        frames.push(FrameReport {
-            span_s: app.browser.settings.span_s,
-            window_px: [size.x, size.y],
-            cpu_frame_s: Stats::of(times),
-            columns_s: Stats::of(col_times),
-        });
+        frames.push(measure_frames(
+            &ctx,
+            &mut app,
+            size,
+            span,
+            args.frames,
+            "as recorded",
+        ));
     }
+    // The page a clinician reads: 20 derivations of a lab's montage (bipolar pairs, Hjorth
+    // Laplacians, channels against the average) under an average reference, band-passed by
+    // order-4 Butterworths; the goal is a frame within 1.5x of the plain page's.
+    app.browser.add_user_montage(lab_montage(&rec));
+    app.browser.set_reference(Reference::Average);
+    app.browser
+        .set_filter(DisplayFilter::parse("hp=0.5,lp=35,order=4").expect("a valid filter"));
+    while !app.browser.traces.overview_ready() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    frames.push(measure_frames(
+        &ctx,
+        &mut app,
+        size,
+        10.0,
+        args.frames,
+        "20 derivations, average reference, HP 0.5 + LP 35 Hz order 4",
+    ));
 
     let report = IoReport {
         format: rec.format.to_string(),
@@ -204,6 +207,81 @@ pub fn run(args: &IoArgs) -> anyhow::Result<()> {
 }
 
 /// One egui pass of the whole window plus tessellation; returns its seconds.
+/// `frames` frames of the browser at `span` seconds, the window moved a few pixels each.
+fn measure_frames(
+    ctx: &egui::Context,
+    app: &mut EdeApp,
+    size: egui::Vec2,
+    span: f64,
+    frames: usize,
+    page: &str,
+) -> FrameReport {
+    app.browser.settings.span_s = span;
+    app.browser.t0 = 0.0;
+    let _ = run_frame(ctx, app, size);
+    let mut times = Vec::new();
+    for k in 0..frames {
+        // Scroll by a few pixels each frame, as a drag does.
+        app.browser.t0 = (k as f64) * span / 400.0;
+        times.push(run_frame(ctx, app, size));
+    }
+    let columns = (size.x - 350.0) as usize;
+    let mut col_times = Vec::new();
+    for k in 0..frames {
+        let t = Instant::now();
+        let s = app.browser.traces.screen(
+            k as f64 * span / 400.0,
+            app.browser.settings.span_s,
+            columns,
+        );
+        col_times.push(t.elapsed().as_secs_f64());
+        std::hint::black_box(s);
+    }
+    FrameReport {
+        page: page.to_string(),
+        span_s: app.browser.settings.span_s,
+        window_px: [size.x, size.y],
+        cpu_frame_s: Stats::of(times),
+        columns_s: Stats::of(col_times),
+    }
+}
+
+/// 20 derivations over the bench recording's EEG00..EEG63: 8 neighbouring pairs, 4 Hjorth
+/// Laplacians and 8 channels against the average.
+fn lab_montage(rec: &Recording) -> Montage {
+    let n = rec.signals.len();
+    let label = |c: usize| rec.signals[c % n].label.clone();
+    let mut derivations = Vec::new();
+    for k in 0..8 {
+        let c = 2 * k;
+        derivations.push(DerivationSpec::new(
+            format!("{}-{}", label(c), label(c + 1)),
+            label(c),
+            Minus::Channel(label(c + 1)),
+        ));
+    }
+    for k in 0..4 {
+        let c = 20 + 5 * k;
+        derivations.push(DerivationSpec::new(
+            format!("{} Lap", label(c)),
+            label(c),
+            Minus::Mean((1..=4).map(|j| label(c + j)).collect()),
+        ));
+    }
+    for k in 0..8 {
+        let c = 40 + k;
+        derivations.push(DerivationSpec::new(
+            format!("{}-avg", label(c)),
+            label(c),
+            Minus::None,
+        ));
+    }
+    Montage {
+        name: "bench lab montage".into(),
+        derivations,
+    }
+}
+
 /// One frame's CPU work: the egui pass of the whole window and its tessellation, seconds.
 pub(super) fn run_frame(ctx: &egui::Context, app: &mut EdeApp, size: egui::Vec2) -> f64 {
     let input = egui::RawInput {
