@@ -14,6 +14,7 @@ pub mod lanes;
 pub mod live_view;
 pub mod scalogram_view;
 pub mod scalp_map;
+pub mod shortcuts;
 pub mod traces;
 pub mod worker;
 pub mod xapen_view;
@@ -371,8 +372,14 @@ impl EdeApp {
     /// `rec` when next shown (as following starts and ends; in between they keep the copy they
     /// were made on).
     fn replace_recording(&mut self, rec: Arc<Recording>, remake: bool) {
-        let live = VIEWS.iter().position(|v| v.id == "live");
         self.browser = Browser::new(rec.clone(), self.browser.settings.clone());
+        self.hand_views(rec, remake);
+    }
+
+    /// Hands `rec` to the views other than Live that follow a recording; with `remake`, the
+    /// others are made again on it when next shown.
+    fn hand_views(&mut self, rec: Arc<Recording>, remake: bool) {
+        let live = VIEWS.iter().position(|v| v.id == "live");
         for (k, view) in self.views.iter_mut().enumerate() {
             let Some(v) = view.as_mut().filter(|_| Some(k) != live) else {
                 continue;
@@ -557,6 +564,15 @@ impl EdeApp {
                     }
                 });
                 self.browser.menus(ui);
+                ui.menu_button("Help", |ui| {
+                    if ui
+                        .add(egui::Button::new("Keyboard and mouse").shortcut_text("?"))
+                        .clicked()
+                    {
+                        shortcuts::toggle(ui.ctx());
+                        ui.close();
+                    }
+                });
                 ui.separator();
                 ui.selectable_value(&mut self.view, None, "Browser");
                 for (k, v) in VIEWS.iter().enumerate() {
@@ -566,6 +582,7 @@ impl EdeApp {
         });
         self.poll_dialog(&ctx);
         self.path_window(&ctx);
+        shortcuts::show(&ctx);
         if let Some(e) = self.error.clone() {
             // A file that failed to open is said where the user looks, not only in the status.
             egui::Window::new("Cannot open the file")
@@ -614,6 +631,11 @@ impl EdeApp {
                 let view = self.views[k].get_or_insert_with(|| (VIEWS[k].make)(rec, gpu));
                 view.ui(ui, &mut self.browser);
             }
+        }
+        // Channels marked bad change the recording: the views are made again on it (their
+        // default picks leave bad channels out) unless they follow it themselves.
+        if self.browser.take_recording_changed() {
+            self.hand_views(self.browser.rec.clone(), true);
         }
         self.settings.browser = self.browser.settings.clone();
     }

@@ -58,15 +58,22 @@ impl Browser {
         let mut mesh = egui::Mesh::default();
         let col_w = plot.width() / columns as f32;
         let label_font = egui::FontId::proportional(12.0_f32.min(row_h * 0.8).max(7.0));
+        let mut mark_bad = None;
         for (row, &d) in visible.iter().enumerate() {
-            let der = &self.traces.spec.derivations[d];
+            let der = &self.traces.spec.derivations[d].clone();
             let sig = &self.rec.signals[der.plus];
             let center = plot.top() + (row as f32 + 0.5) * row_h;
             let selected = self.selected == Some(d);
+            // A bad channel's trace is greyed: it stays readable but out of the way.
             let color = if selected {
                 Color32::from_rgb(200, 30, 30)
+            } else if sig.bad {
+                Color32::from_gray(175)
             } else {
-                trace_colour(sig.kind)
+                der.colour.map_or_else(
+                    || trace_colour(sig.kind),
+                    |[r, g, b]| Color32::from_rgb(r, g, b),
+                )
             };
             let scale = self.lane_scale(d);
             let cols = &screen.columns[d];
@@ -163,6 +170,16 @@ impl Browser {
                     self.lanes.hidden.insert(d);
                     ui.close();
                 }
+                let bad = sig.bad;
+                let text = if bad { "Mark good (B)" } else { "Mark bad (B)" };
+                if ui
+                    .button(text)
+                    .on_hover_text("bad: out of every average and of the analyses' default picks")
+                    .clicked()
+                {
+                    mark_bad = Some((der.plus, !bad));
+                    ui.close();
+                }
                 ui.separator();
                 let mut custom = own.is_some();
                 ui.checkbox(&mut custom, "own filters")
@@ -181,6 +198,9 @@ impl Browser {
             }
         }
         painter.add(egui::Shape::mesh(mesh));
+        if let Some((c, bad)) = mark_bad {
+            self.set_bad(c, bad);
+        }
         // Labels go over the traces so that a large deflection cannot hide them.
         painter.extend(annotation_labels);
         self.cursor_and_measure(ui, &response, &painter, plot, &visible, row_h);

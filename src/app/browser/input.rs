@@ -46,6 +46,7 @@ impl Browser {
         {
             self.set_montage(choice);
         }
+        let mut mark_bad = None;
         ui.input(|i| {
             if typing {
                 return;
@@ -95,6 +96,9 @@ impl Browser {
             if i.key_pressed(egui::Key::F) && !i.modifiers.any() {
                 self.fit_requested = true;
             }
+            if i.key_pressed(egui::Key::B) && !i.modifiers.any() {
+                mark_bad = self.selected.map(|d| self.traces.spec.derivations[d].plus);
+            }
             if i.modifiers.command && i.key_pressed(egui::Key::Z) {
                 if i.modifiers.shift {
                     self.events.redo();
@@ -111,6 +115,9 @@ impl Browser {
                 self.events.delete(k);
             }
         });
+        if let Some(c) = mark_bad {
+            self.set_bad(c, !self.rec.signals[c].bad);
+        }
         if response.hovered() {
             let (scroll, zoom, ctrl, pointer) = ui.input(|i| {
                 (

@@ -97,6 +97,8 @@ pub struct Browser {
     /// The amplitude of one lane per channel type, from the data's spread when the montage
     /// was applied (types without data keep their unit's default).
     type_scale: HashMap<ChannelType, f32>,
+    /// Channels were marked bad or good since the app last looked.
+    recording_changed: bool,
     /// Fit every shown trace to its lane from the next screen's values.
     fit_requested: bool,
     /// The page of lanes shown and the traces hidden.
@@ -225,6 +227,7 @@ impl Browser {
             t0: 0.0,
             channel_gain: vec![1.0; n],
             type_scale: HashMap::new(),
+            recording_changed: false,
             fit_requested: false,
             lanes: Lanes::default(),
             lane_wheel: 0.0,
@@ -322,6 +325,26 @@ impl Browser {
             self.settings.reference = reference;
             self.rebuild(true);
         }
+    }
+
+    /// Marks recorded channel `c` bad (or good again): greyed, out of every average (so the
+    /// traces are made again) and of the analyses' default picks. The recording's bad marks
+    /// are its state: the app hands the marked recording to the other views
+    /// (`take_recording_changed`).
+    pub fn set_bad(&mut self, c: usize, bad: bool) {
+        if c >= self.rec.signals.len() || self.rec.signals[c].bad == bad {
+            return;
+        }
+        let mut rec = (*self.rec).clone();
+        rec.signals[c].bad = bad;
+        self.rec = Arc::new(rec);
+        self.recording_changed = true;
+        self.rebuild(false);
+    }
+
+    /// Whether the recording changed (bad marks) since the last call.
+    pub fn take_recording_changed(&mut self) -> bool {
+        std::mem::take(&mut self.recording_changed)
     }
 
     /// The filter of every trace without its own.
