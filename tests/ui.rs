@@ -1130,3 +1130,81 @@ fn live_view_plays_pauses_steps_and_takes_a_contrast_change() {
         "{b0}..{b1} vs {t0}+{span}"
     );
 }
+
+/// F-keys switch montages in the Montage menu's order; the Reference menu's average and a
+/// channel marked bad (B on the selected trace) change the average-referenced traces, and the
+/// status line names montage and reference.
+#[test]
+fn montages_on_keys_references_and_bad_channels() {
+    use ede::app::browser::MontageChoice;
+    use ede::dsp::montage::{BuiltIn, Reference};
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    let choices = h.state().browser.montage_choices();
+    let banana = choices
+        .iter()
+        .position(|(c, _)| *c == MontageChoice::BuiltIn(BuiltIn::DoubleBanana))
+        .unwrap();
+    h.key_press(FUNCTION_KEYS[banana]);
+    settle(&mut h);
+    assert_eq!(h.state().browser.traces.spec.derivations.len(), 18);
+    assert_eq!(h.state().browser.trace_label(0), "FP1-F7");
+    h.get_by_label("Bipolar: double banana");
+    h.key_press(FUNCTION_KEYS[0]);
+    settle(&mut h);
+    assert_eq!(h.state().browser.settings.montage, choices[0].0);
+
+    h.state_mut().browser.set_reference(Reference::Average);
+    settle(&mut h);
+    h.get_by_label("As recorded · ref average");
+    let screen = |h: &Harness<'_, EdeApp>| h.state().browser.traces.screen(0.0, 10.0, 200).columns;
+    let before = screen(&h);
+    // Mark the first channel bad: it leaves the average, so every other EEG trace moves, and
+    // it is itself left as recorded (as MNE-Python does).
+    let fp1 = h.state().browser.traces.spec.derivations[0].plus;
+    h.state_mut().browser.set_bad(fp1, true);
+    settle(&mut h);
+    assert!(h.state().browser.rec.signals[fp1].bad);
+    let after = screen(&h);
+    assert_ne!(after[1], before[1], "the average moved");
+    assert!(h.state().browser.traces.spec.derivations[0].minus.is_empty());
+    h.get_by_label_contains("(bad)");
+}
+
+const FUNCTION_KEYS: [egui::Key; 12] = [
+    egui::Key::F1,
+    egui::Key::F2,
+    egui::Key::F3,
+    egui::Key::F4,
+    egui::Key::F5,
+    egui::Key::F6,
+    egui::Key::F7,
+    egui::Key::F8,
+    egui::Key::F9,
+    egui::Key::F10,
+    egui::Key::F11,
+    egui::Key::F12,
+];
+
+/// A user montage file (EDFbrowser's .mtg) loads into the Montage menu and draws its traces.
+#[test]
+fn a_montage_file_loads_and_is_offered() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lab.mtg");
+    std::fs::write(
+        &path,
+        "<EDFbrowser_montage><signalcomposition><alias>Cz Lap</alias><polarity>1</polarity>\
+         <signal><label>Cz</label><factor>1</factor></signal>\
+         <signal><label>C3</label><factor>-0.5</factor></signal>\
+         <signal><label>C4</label><factor>-0.5</factor></signal>\
+         </signalcomposition></EDFbrowser_montage>",
+    )
+    .unwrap();
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    h.state_mut().browser.load_montage_file(&path);
+    settle(&mut h);
+    assert_eq!(h.state().browser.trace_labels(), ["Cz Lap"]);
+    assert_eq!(h.state().browser.montage_choices()[0].1, "lab");
+    h.get_by_label_contains("montage \"lab\" loaded");
+}

@@ -255,9 +255,9 @@ impl Browser {
     }
 
     /// Each channel type's lane amplitude from what the traces do in the window (up to 30 s
-    /// of it): the median over the type's traces of their 2nd-98th percentile range, rounded
-    /// up to 1, 2 or 5 times a power of ten, so that a typical trace fills its lane whatever
-    /// its offset and units (a Neuromag magnetometer's -2 pT offset and 3.5 pT swings, an
+    /// of it): 1.5 times the median over the type's traces of their 2nd-98th percentile range,
+    /// rounded up to 1, 2 or 5 times a power of ten, so that a typical trace fills two thirds of
+    /// its lane whatever its offset and units (a Neuromag magnetometer's -2 pT offset and 3.5 pT swings, an
     /// ECG's millivolts beside EEG's microvolts).
     fn data_scales(&self) -> HashMap<ChannelType, f32> {
         let screen = self
@@ -276,7 +276,7 @@ impl Browser {
             .map(|(kind, mut v)| {
                 let k = v.len() / 2;
                 let median = *v.select_nth_unstable_by(k, f32::total_cmp).1;
-                (kind, format::nice_amplitude(median as f64) as f32)
+                (kind, format::nice_amplitude(1.5 * median as f64) as f32)
             })
             .collect()
     }
