@@ -35,7 +35,7 @@ impl Browser {
         }
         self.plot_rect = plot;
         let row_h = plot.height() / visible.len().max(1) as f32;
-        self.handle_input(ui, &response, plot, (paged, row_h));
+        let montage = self.handle_input(ui, &response, plot, (paged, row_h));
         self.clamp_view();
         let track = Rect::from_min_max(
             Pos2::new(plot.right() + 4.0, plot.top()),
@@ -200,6 +200,9 @@ impl Browser {
         painter.add(egui::Shape::mesh(mesh));
         if let Some((c, bad)) = mark_bad {
             self.set_bad(c, bad);
+        }
+        if let Some(choice) = montage {
+            self.set_montage(choice);
         }
         // Labels go over the traces so that a large deflection cannot hide them.
         painter.extend(annotation_labels);

@@ -4,7 +4,7 @@
 
 use eframe::egui::{self, Rect};
 
-use super::Browser;
+use super::{Browser, MontageChoice};
 use crate::recording::Annotation;
 
 const FUNCTION_KEYS: [egui::Key; 12] = [
@@ -31,7 +31,7 @@ impl Browser {
         response: &egui::Response,
         plot: Rect,
         (paged, row_h): (bool, f32),
-    ) {
+    ) -> Option<MontageChoice> {
         let span = self.settings.span_s;
         // Keys typed into a text field (the annotation filter) are not navigation.
         let typing = ui.ctx().egui_wants_keyboard_input();
@@ -41,11 +41,11 @@ impl Browser {
                 .iter()
                 .position(|&k| i.key_pressed(k) && !i.modifiers.any())
         });
-        if let Some(k) = f_key.filter(|_| !typing)
-            && let Some((choice, _)) = self.montage_choices().into_iter().nth(k)
-        {
-            self.set_montage(choice);
-        }
+        // Applied after the frame's lanes are drawn: they were laid out for this montage.
+        let montage = f_key
+            .filter(|_| !typing)
+            .and_then(|k| self.montage_choices().into_iter().nth(k))
+            .map(|(choice, _)| choice);
         let mut mark_bad = None;
         ui.input(|i| {
             if typing {
@@ -206,7 +206,7 @@ impl Browser {
             if response.drag_stopped() {
                 self.moving = None;
             }
-            return;
+            return montage;
         }
         if response.drag_started() && ui.input(|i| i.modifiers.shift) {
             self.selecting_from = pointer.map(|p| time_at(p.x));
@@ -226,5 +226,6 @@ impl Browser {
         if response.drag_stopped() && self.selecting_from.take().is_some() {
             self.selection = self.selection.filter(|(a, b)| b > a);
         }
+        montage
     }
 }
