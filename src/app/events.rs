@@ -104,6 +104,16 @@ impl Events {
         self.apply(Some(i), None);
     }
 
+    /// Replaces every event (edits recovered after a crash), as one undo step.
+    pub fn replace_all(&mut self, mut list: Vec<Annotation>) {
+        self.checkpoint();
+        list.sort_by(|a, b| a.onset.total_cmp(&b.onset));
+        self.list = list;
+        self.selected = None;
+        self.unsaved = true;
+        self.version += 1;
+    }
+
     pub fn undo(&mut self) -> bool {
         self.step(true)
     }

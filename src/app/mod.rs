@@ -16,6 +16,7 @@ pub mod scalogram_view;
 pub mod scalp_map;
 pub mod shortcuts;
 pub mod traces;
+pub mod unsaved;
 pub mod worker;
 pub mod xapen_view;
 
@@ -198,6 +199,8 @@ pub struct EdeApp {
     followed_file: Option<Arc<Recording>>,
     /// The BIDS dataset the recording is a run of, listed beside the views.
     pub dataset: Option<dataset_view::DatasetPanel>,
+    /// Unsaved edits: the autosave, the question before they are dropped, a crash's offer.
+    pub guard: unsaved::Guard,
 }
 
 /// A dialog that answers "nothing chosen" faster than this could not be shown at all.
@@ -255,6 +258,7 @@ impl EdeApp {
             path_field: None,
             followed_file: None,
             dataset: None,
+            guard: unsaved::Guard::default(),
         };
         match file {
             Some(p) if crate::recording::bids::is_dataset(&p) => app.open_dataset(p),
@@ -311,8 +315,18 @@ impl EdeApp {
         self.settings.recent.truncate(10);
     }
 
-    /// Shows `rec` in every view: the browser is rebuilt, analysis views start afresh.
+    /// Shows `rec` in every view, once unsaved edits of the open one are saved or discarded
+    /// (the user is asked first).
     pub fn show(&mut self, rec: Recording) {
+        if unsaved::edits_of(&self.browser).is_some() {
+            self.guard.pending = Some(unsaved::Pending::Show(Box::new(rec)));
+            return;
+        }
+        self.show_now(rec);
+    }
+
+    /// Shows `rec` in every view: the browser is rebuilt, analysis views start afresh.
+    fn show_now(&mut self, rec: Recording) {
         self.browser = Browser::new(Arc::new(rec), self.browser.settings.clone());
         self.views.iter_mut().for_each(|v| *v = None);
         self.followed_file = None;
@@ -424,7 +438,7 @@ impl EdeApp {
 
     /// Opens `path` with options the file cannot tell (an XDF file's stream).
     pub fn open_with(&mut self, path: PathBuf, options: OpenOptions) {
-        match Recording::open(&path, &options) {
+        match crate::recording::bids::open_file(&path, &options) {
             Ok(rec) => {
                 self.show(rec);
                 self.error = None;
@@ -583,6 +597,7 @@ impl EdeApp {
         self.poll_dialog(&ctx);
         self.path_window(&ctx);
         shortcuts::show(&ctx);
+        self.guard_edits(&ctx);
         if let Some(e) = self.error.clone() {
             // A file that failed to open is said where the user looks, not only in the status.
             egui::Window::new("Cannot open the file")
@@ -638,6 +653,70 @@ impl EdeApp {
             self.hand_views(self.browser.rec.clone(), true);
         }
         self.settings.browser = self.browser.settings.clone();
+    }
+
+    /// Autosaves the edits, asks before unsaved edits would be dropped (another recording, a
+    /// closing window) and offers a crash's edits back.
+    fn guard_edits(&mut self, ctx: &egui::Context) {
+        use unsaved::{Answer, Pending};
+        self.guard.tick(&self.browser);
+        let edits = unsaved::edits_of(&self.browser).is_some();
+        if ctx.input(|i| i.viewport().close_requested()) && edits && !self.guard.close_confirmed {
+            ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
+            self.guard.pending = Some(Pending::Quit);
+        }
+        if self.guard.pending.is_some() {
+            let go_on = match (edits, unsaved::ask(ctx, &self.browser)) {
+                (false, _) | (_, Some(Answer::Discard)) => true,
+                (true, Some(Answer::Save)) => match unsaved::save_beside(&mut self.browser) {
+                    Ok(saved) => {
+                        self.browser.message = Some(Ok(saved));
+                        true
+                    }
+                    Err(e) => {
+                        self.browser.message = Some(Err(e));
+                        self.guard.pending = None;
+                        false
+                    }
+                },
+                (true, Some(Answer::Cancel)) => {
+                    self.guard.pending = None;
+                    false
+                }
+                (true, None) => false,
+            };
+            if go_on {
+                self.guard.clear();
+                match self.guard.pending.take() {
+                    Some(Pending::Show(rec)) => self.show_now(*rec),
+                    Some(Pending::Quit) => {
+                        self.guard.close_confirmed = true;
+                        ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+                    }
+                    None => {}
+                }
+            }
+        }
+        if let Some(edits) = self.guard.recovered.clone()
+            && let Some(recover) = unsaved::offer(ctx, &edits)
+        {
+            self.guard.recovered = None;
+            if !recover {
+                self.guard.clear();
+                return;
+            }
+            if edits.file.is_some() && edits.file != self.browser.rec.path {
+                let path = edits.file.clone().unwrap_or_default();
+                match crate::recording::bids::open_file(&path, &OpenOptions::default()) {
+                    Ok(rec) => self.show_now(rec),
+                    Err(e) => {
+                        self.error = Some(format!("the edits' recording: {e}"));
+                        return;
+                    }
+                }
+            }
+            unsaved::restore(&mut self.browser, &edits);
+        }
     }
 
     /// Opens the system's file dialog on a thread: rfd blocks while it is open, and the window
@@ -968,6 +1047,13 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
                     None => Some(t1 - t0),
                 };
                 app.browser.show(args.start.unwrap_or(t0), span);
+            }
+            if screenshot.is_none()
+                && let Some(dir) = std::env::var_os("EDE_AUTOSAVE_DIR")
+                    .map(PathBuf::from)
+                    .or_else(|| eframe::storage_dir("ede"))
+            {
+                app.guard.enable(dir);
             }
             app.page_png = screenshot.map(|p| PagePng::new(p, None, true));
             match &args.lsl {

@@ -216,10 +216,7 @@ impl LazyGpu {
 /// Opens a recording for a subcommand, with the CSV rate if given; a run of a BIDS dataset
 /// (by its name and folder) with its sidecars.
 pub fn open(path: &std::path::Path, fs: Option<f64>) -> Result<Recording, ReadError> {
-    if let Some(run) = bids::Run::of_file(path) {
-        return run.open();
-    }
-    Recording::open(
+    bids::open_file(
         path,
         &OpenOptions {
             csv_fs: fs,

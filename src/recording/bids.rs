@@ -18,6 +18,15 @@ const DATATYPES: [&str; 3] = ["eeg", "meg", "ieeg"];
 const EXTENSIONS: [&str; 6] = ["vhdr", "edf", "bdf", "set", "fif", "con"];
 
 /// Whether `path` is the root of a BIDS dataset.
+/// Opens a recording file; a run of a BIDS dataset (by its name and folder) with its sidecars
+/// (the events, channel types and bad channels that ede saves beside it too).
+pub fn open_file(path: &Path, options: &OpenOptions) -> Result<Recording, ReadError> {
+    match Run::of_file(path) {
+        Some(run) => run.open(),
+        None => Recording::open(path, options),
+    }
+}
+
 pub fn is_dataset(path: &Path) -> bool {
     path.is_dir() && path.join("dataset_description.json").is_file()
 }

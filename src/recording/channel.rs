@@ -55,6 +55,22 @@ impl ChannelType {
         }
     }
 
+    /// The type's name in BIDS' `channels.tsv`.
+    pub fn bids_name(self) -> &'static str {
+        match self {
+            ChannelType::Eeg => "EEG",
+            ChannelType::Mag => "MEGMAG",
+            ChannelType::Grad => "MEGGRADPLANAR",
+            ChannelType::RefMeg => "MEGREFMAG",
+            ChannelType::Eog => "EOG",
+            ChannelType::Ecg => "ECG",
+            ChannelType::Emg => "EMG",
+            ChannelType::Stim => "TRIG",
+            ChannelType::Resp => "RESP",
+            ChannelType::Misc => "MISC",
+        }
+    }
+
     /// Brain signals: what Cross-ApEn, scalograms and ICA take by default.
     pub fn is_brain(self) -> bool {
         matches!(

@@ -99,6 +99,8 @@ pub struct Browser {
     type_scale: HashMap<ChannelType, f32>,
     /// Channels were marked bad or good since the app last looked.
     recording_changed: bool,
+    /// The bad marks as last saved (or as the file has them).
+    saved_bad: Vec<bool>,
     /// Fit every shown trace to its lane from the next screen's values.
     fit_requested: bool,
     /// The page of lanes shown and the traces hidden.
@@ -228,6 +230,7 @@ impl Browser {
             channel_gain: vec![1.0; n],
             type_scale: HashMap::new(),
             recording_changed: false,
+            saved_bad: rec.signals.iter().map(|s| s.bad).collect(),
             fit_requested: false,
             lanes: Lanes::default(),
             lane_wheel: 0.0,
@@ -340,6 +343,20 @@ impl Browser {
         self.rec = Arc::new(rec);
         self.recording_changed = true;
         self.rebuild(false);
+    }
+
+    /// Whether channels are marked bad or good otherwise than last saved.
+    pub fn bad_marks_changed(&self) -> bool {
+        self.rec
+            .signals
+            .iter()
+            .zip(&self.saved_bad)
+            .any(|(s, &b)| s.bad != b)
+    }
+
+    /// The bad marks are saved as they are now.
+    pub fn bad_marks_saved(&mut self) {
+        self.saved_bad = self.rec.signals.iter().map(|s| s.bad).collect();
     }
 
     /// Whether the recording changed (bad marks) since the last call.
