@@ -207,10 +207,9 @@ impl Browser {
             if edit.lost_focus()
                 && ui.input(|i| i.key_pressed(egui::Key::Enter))
                 && !text.trim().is_empty()
+                && let Ok(parsed) = text.parse::<Reference>()
             {
-                if let Ok(parsed) = text.parse::<Reference>() {
-                    r = parsed;
-                }
+                r = parsed;
             }
             ui.data_mut(|d| d.insert_temp(id, text));
         });
