@@ -1136,7 +1136,7 @@ fn live_view_plays_pauses_steps_and_takes_a_contrast_change() {
 /// status line names montage and reference.
 #[test]
 fn montages_on_keys_references_and_bad_channels() {
-    use ede::app::browser::MontageChoice;
+    use ede::app::browser::{FUNCTION_KEYS, MontageChoice};
     use ede::dsp::montage::{BuiltIn, Reference};
     let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
     settle(&mut h);
@@ -1173,21 +1173,6 @@ fn montages_on_keys_references_and_bad_channels() {
             .is_empty()
     );
 }
-
-const FUNCTION_KEYS: [egui::Key; 12] = [
-    egui::Key::F1,
-    egui::Key::F2,
-    egui::Key::F3,
-    egui::Key::F4,
-    egui::Key::F5,
-    egui::Key::F6,
-    egui::Key::F7,
-    egui::Key::F8,
-    egui::Key::F9,
-    egui::Key::F10,
-    egui::Key::F11,
-    egui::Key::F12,
-];
 
 /// A user montage file (EDFbrowser's .mtg) loads into the Montage menu and draws its traces.
 #[test]

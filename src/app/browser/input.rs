@@ -7,7 +7,8 @@ use eframe::egui::{self, Rect};
 use super::{Browser, MontageChoice};
 use crate::recording::Annotation;
 
-const FUNCTION_KEYS: [egui::Key; 12] = [
+/// The keys that switch montages, in the Montage menu's order.
+pub const FUNCTION_KEYS: [egui::Key; 12] = [
     egui::Key::F1,
     egui::Key::F2,
     egui::Key::F3,

@@ -15,6 +15,7 @@ mod annotations;
 mod draw;
 mod format;
 mod input;
+pub use input::FUNCTION_KEYS;
 mod measure;
 mod menus;
 
