@@ -12,8 +12,13 @@ pub mod export;
 pub mod hermite_view;
 pub mod lanes;
 pub mod live_view;
+mod page_png;
 pub mod scalogram_view;
 pub mod scalp_map;
+mod sessions;
+
+use page_png::PagePng;
+pub use page_png::save_png;
 pub mod shortcuts;
 pub mod traces;
 pub mod unsaved;
@@ -171,6 +176,8 @@ pub struct StartOptions {
 pub struct Settings {
     pub recent: Vec<PathBuf>,
     pub browser: BrowserSettings,
+    /// The last state of the recordings read lately (newest first), offered on reopening.
+    pub last_sessions: Vec<browser::Session>,
 }
 
 pub struct EdeApp {
@@ -201,6 +208,8 @@ pub struct EdeApp {
     pub dataset: Option<dataset_view::DatasetPanel>,
     /// Unsaved edits: the autosave, the question before they are dropped, a crash's offer.
     pub guard: unsaved::Guard,
+    /// The last state of the file just opened, offered until taken or dismissed.
+    pub offered_session: Option<browser::Session>,
 }
 
 /// A dialog that answers "nothing chosen" faster than this could not be shown at all.
@@ -259,6 +268,7 @@ impl EdeApp {
             followed_file: None,
             dataset: None,
             guard: unsaved::Guard::default(),
+            offered_session: None,
         };
         match file {
             Some(p) if crate::recording::bids::is_dataset(&p) => app.open_dataset(p),
@@ -325,8 +335,19 @@ impl EdeApp {
         self.show_now(rec);
     }
 
-    /// Shows `rec` in every view: the browser is rebuilt, analysis views start afresh.
+    /// Shows `rec` in every view: the browser is rebuilt, analysis views start afresh. The
+    /// state the recording left is remembered, and the one the new one was last left in is
+    /// offered.
     fn show_now(&mut self, rec: Recording) {
+        self.remember_session();
+        self.offered_session = (rec.path.as_ref())
+            .and_then(|p| {
+                self.settings
+                    .last_sessions
+                    .iter()
+                    .find(|s| s.file.as_ref() == Some(p))
+            })
+            .cloned();
         self.browser = Browser::new(Arc::new(rec), self.browser.settings.clone());
         self.views.iter_mut().for_each(|v| *v = None);
         self.followed_file = None;
@@ -485,6 +506,32 @@ impl EdeApp {
                         ui.close();
                         self.show_path_field(None);
                     }
+                    if ui.button("Save session…").clicked() {
+                        ui.close();
+                        let name = format!("{}.ede-session.json", self.browser.rec.display_name());
+                        if let Some(p) = rfd::FileDialog::new()
+                            .set_file_name(name)
+                            .add_filter("ede session", &["json"])
+                            .save_file()
+                        {
+                            self.browser.message = Some(
+                                export::write_atomic(&p, self.session().to_json().as_bytes())
+                                    .map(|()| format!("session saved to {}", p.display())),
+                            );
+                        }
+                    }
+                    if ui.button("Open session…").clicked() {
+                        ui.close();
+                        if let Some(p) = rfd::FileDialog::new()
+                            .add_filter("ede session", &["json"])
+                            .pick_file()
+                        {
+                            match browser::Session::load(&p) {
+                                Ok(s) => self.open_session(&s),
+                                Err(e) => self.error = Some(e),
+                            }
+                        }
+                    }
                     ui.menu_button("Open recent", |ui| {
                         let mut chosen = None;
                         for p in &self.settings.recent {
@@ -598,6 +645,7 @@ impl EdeApp {
         self.path_window(&ctx);
         shortcuts::show(&ctx);
         self.guard_edits(&ctx);
+        self.offer_session(ui);
         if let Some(e) = self.error.clone() {
             // A file that failed to open is said where the user looks, not only in the status.
             egui::Window::new("Cannot open the file")
@@ -653,70 +701,6 @@ impl EdeApp {
             self.hand_views(self.browser.rec.clone(), true);
         }
         self.settings.browser = self.browser.settings.clone();
-    }
-
-    /// Autosaves the edits, asks before unsaved edits would be dropped (another recording, a
-    /// closing window) and offers a crash's edits back.
-    fn guard_edits(&mut self, ctx: &egui::Context) {
-        use unsaved::{Answer, Pending};
-        self.guard.tick(&self.browser);
-        let edits = unsaved::edits_of(&self.browser).is_some();
-        if ctx.input(|i| i.viewport().close_requested()) && edits && !self.guard.close_confirmed {
-            ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
-            self.guard.pending = Some(Pending::Quit);
-        }
-        if self.guard.pending.is_some() {
-            let go_on = match (edits, unsaved::ask(ctx, &self.browser)) {
-                (false, _) | (_, Some(Answer::Discard)) => true,
-                (true, Some(Answer::Save)) => match unsaved::save_beside(&mut self.browser) {
-                    Ok(saved) => {
-                        self.browser.message = Some(Ok(saved));
-                        true
-                    }
-                    Err(e) => {
-                        self.browser.message = Some(Err(e));
-                        self.guard.pending = None;
-                        false
-                    }
-                },
-                (true, Some(Answer::Cancel)) => {
-                    self.guard.pending = None;
-                    false
-                }
-                (true, None) => false,
-            };
-            if go_on {
-                self.guard.clear();
-                match self.guard.pending.take() {
-                    Some(Pending::Show(rec)) => self.show_now(*rec),
-                    Some(Pending::Quit) => {
-                        self.guard.close_confirmed = true;
-                        ctx.send_viewport_cmd(egui::ViewportCommand::Close);
-                    }
-                    None => {}
-                }
-            }
-        }
-        if let Some(edits) = self.guard.recovered.clone()
-            && let Some(recover) = unsaved::offer(ctx, &edits)
-        {
-            self.guard.recovered = None;
-            if !recover {
-                self.guard.clear();
-                return;
-            }
-            if edits.file.is_some() && edits.file != self.browser.rec.path {
-                let path = edits.file.clone().unwrap_or_default();
-                match crate::recording::bids::open_file(&path, &OpenOptions::default()) {
-                    Ok(rec) => self.show_now(rec),
-                    Err(e) => {
-                        self.error = Some(format!("the edits' recording: {e}"));
-                        return;
-                    }
-                }
-            }
-            unsaved::restore(&mut self.browser, &edits);
-        }
     }
 
     /// Opens the system's file dialog on a thread: rfd blocks while it is open, and the window
@@ -877,104 +861,9 @@ impl eframe::App for EdeApp {
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        self.remember_session();
         eframe::set_value(storage, eframe::APP_KEY, &self.settings);
     }
-}
-
-/// A PNG of the whole window, at its size or resized for the shot (and back after); for
-/// `--screenshot`, the app closes once it is written.
-struct PagePng {
-    path: PathBuf,
-    /// Pixels.
-    size: Option<[u32; 2]>,
-    close_after: bool,
-    /// The window's size (points) before a resize, to go back to.
-    restore: Option<egui::Vec2>,
-    frames: u32,
-    requested: bool,
-    result: Arc<std::sync::Mutex<Option<Result<(), String>>>>,
-}
-
-impl PagePng {
-    fn new(path: PathBuf, size: Option<[u32; 2]>, close_after: bool) -> Self {
-        PagePng {
-            path,
-            size,
-            close_after,
-            restore: None,
-            frames: 0,
-            requested: false,
-            result: Arc::new(std::sync::Mutex::new(None)),
-        }
-    }
-}
-
-impl EdeApp {
-    /// Advances a page PNG: resize if asked, wait until the view is ready, take it, and then
-    /// restore the size (or close, for `--screenshot`).
-    fn page_png_frame(&mut self, ctx: &egui::Context) {
-        let ready = self.ready();
-        let Some(job) = self.page_png.as_mut() else {
-            return;
-        };
-        ctx.request_repaint();
-        job.frames += 1;
-        let finished = job.result.lock().ok().and_then(|r| r.clone());
-        if let Some(result) = finished {
-            if job.close_after {
-                ctx.send_viewport_cmd(egui::ViewportCommand::Close);
-                return;
-            }
-            if let Some(size) = job.restore {
-                ctx.send_viewport_cmd(egui::ViewportCommand::InnerSize(size));
-            }
-            let path = job.path.display().to_string();
-            self.browser.message = Some(result.map(|()| format!("saved {path}")));
-            self.page_png = None;
-            return;
-        }
-        if job.frames == 1
-            && let Some([w, h]) = job.size
-        {
-            let ppp = ctx.pixels_per_point();
-            job.restore = ctx.input(|i| i.viewport().inner_rect.map(|r| r.size()));
-            ctx.send_viewport_cmd(egui::ViewportCommand::InnerSize(egui::vec2(
-                w as f32 / ppp,
-                h as f32 / ppp,
-            )));
-        }
-        // A resized window takes a few frames to settle.
-        let wait = if job.size.is_some() { 8 } else { 3 };
-        if !job.requested && job.frames >= wait && ready {
-            job.requested = true;
-            let (path, result, repaint) = (job.path.clone(), job.result.clone(), ctx.clone());
-            ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(
-                egui::ScreenshotCallback::new(move |image| {
-                    let saved = save_png(&image, &path).map_err(|e| e.to_string());
-                    if let Err(e) = &saved {
-                        eprintln!("ede: {e}");
-                    }
-                    if let Ok(mut r) = result.lock() {
-                        *r = Some(saved);
-                    }
-                    repaint.request_repaint();
-                }),
-            ));
-        }
-    }
-}
-
-pub fn save_png(image: &egui::ColorImage, path: &std::path::Path) -> anyhow::Result<()> {
-    let [w, h] = image.size;
-    let bytes: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
-    image::save_buffer(
-        path,
-        &bytes,
-        w as u32,
-        h as u32,
-        image::ExtendedColorType::Rgba8,
-    )
-    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
 }
 
 /// Turns transparent huge pages off for this process. The allocator asks for them, so a

@@ -10,6 +10,7 @@ use eframe::egui;
 use serde::{Deserialize, Serialize};
 
 use super::browser::Browser;
+use super::{EdeApp, OpenOptions};
 use crate::recording::{Annotation, Recording};
 
 /// How often edits are written to the autosave, at most.
@@ -41,6 +42,16 @@ pub struct SavedEvent {
     pub onset: f64,
     pub duration: f64,
     pub text: String,
+}
+
+impl SavedEvent {
+    pub fn annotation(&self) -> Annotation {
+        Annotation {
+            onset: self.onset,
+            duration: self.duration,
+            text: self.text.clone(),
+        }
+    }
 }
 
 /// The autosave, the question of unsaved edits and the offer of a crash's edits.
@@ -148,14 +159,9 @@ pub fn edits_of(browser: &Browser) -> Option<Autosave> {
 /// Puts `edits` back into `browser` (the recording they belong to must be open).
 pub fn restore(browser: &mut Browser, edits: &Autosave) {
     if let Some(events) = &edits.events {
-        let list: Vec<Annotation> = (events.iter())
-            .map(|e| Annotation {
-                onset: e.onset,
-                duration: e.duration,
-                text: e.text.clone(),
-            })
-            .collect();
-        browser.events.replace_all(list);
+        browser
+            .events
+            .replace_all(events.iter().map(SavedEvent::annotation).collect());
     }
     if let Some(bad) = &edits.bad {
         for c in 0..browser.rec.signals.len() {
@@ -302,4 +308,69 @@ fn capitalised(s: &str) -> String {
     c.next()
         .map(|f| f.to_uppercase().chain(c).collect())
         .unwrap_or_default()
+}
+
+impl EdeApp {
+    /// Autosaves the edits, asks before unsaved edits would be dropped (another recording, a
+    /// closing window) and offers a crash's edits back.
+    pub(super) fn guard_edits(&mut self, ctx: &egui::Context) {
+        self.guard.tick(&self.browser);
+        let edits = edits_of(&self.browser).is_some();
+        if ctx.input(|i| i.viewport().close_requested()) && edits && !self.guard.close_confirmed {
+            ctx.send_viewport_cmd(egui::ViewportCommand::CancelClose);
+            self.guard.pending = Some(Pending::Quit);
+        }
+        if self.guard.pending.is_some() {
+            let go_on = match (edits, ask(ctx, &self.browser)) {
+                (false, _) | (_, Some(Answer::Discard)) => true,
+                (true, Some(Answer::Save)) => match save_beside(&mut self.browser) {
+                    Ok(saved) => {
+                        self.browser.message = Some(Ok(saved));
+                        true
+                    }
+                    Err(e) => {
+                        self.browser.message = Some(Err(e));
+                        self.guard.pending = None;
+                        false
+                    }
+                },
+                (true, Some(Answer::Cancel)) => {
+                    self.guard.pending = None;
+                    false
+                }
+                (true, None) => false,
+            };
+            if go_on {
+                self.guard.clear();
+                match self.guard.pending.take() {
+                    Some(Pending::Show(rec)) => self.show_now(*rec),
+                    Some(Pending::Quit) => {
+                        self.guard.close_confirmed = true;
+                        ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+                    }
+                    None => {}
+                }
+            }
+        }
+        if let Some(edits) = self.guard.recovered.clone()
+            && let Some(recover) = offer(ctx, &edits)
+        {
+            self.guard.recovered = None;
+            if !recover {
+                self.guard.clear();
+                return;
+            }
+            if edits.file.is_some() && edits.file != self.browser.rec.path {
+                let path = edits.file.clone().unwrap_or_default();
+                match crate::recording::bids::open_file(&path, &OpenOptions::default()) {
+                    Ok(rec) => self.show_now(rec),
+                    Err(e) => {
+                        self.error = Some(format!("the edits' recording: {e}"));
+                        return;
+                    }
+                }
+            }
+            restore(&mut self.browser, &edits);
+        }
+    }
 }

@@ -18,6 +18,9 @@ mod input;
 pub use input::FUNCTION_KEYS;
 mod measure;
 mod menus;
+mod session;
+
+pub use session::Session;
 
 use std::collections::HashMap;
 use std::sync::Arc;
