@@ -168,6 +168,9 @@ pub struct StartOptions {
     pub montage: Option<String>,
     pub reference: Option<crate::dsp::montage::Reference>,
     pub filter: Option<crate::dsp::filter::DisplayFilter>,
+    /// uV/mm and mm/s on the calibrated screen.
+    pub sensitivity: Option<f32>,
+    pub paper_speed: Option<f32>,
 }
 
 /// What persists between runs (eframe storage).
@@ -928,6 +931,9 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
             if let Some(f) = args.filter {
                 app.browser.set_filter(f);
             }
+            let calibration = &mut app.browser.settings.calibration;
+            calibration.uv_per_mm = args.sensitivity.or(calibration.uv_per_mm);
+            calibration.mm_per_s = args.paper_speed.or(calibration.mm_per_s);
             if args.start.is_some() || args.span.is_some() {
                 let (t0, t1) = app.browser.visible_span();
                 let span = match args.span {

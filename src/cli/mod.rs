@@ -65,6 +65,12 @@ pub struct GuiArgs {
     /// Re-reference the EEG channels: average, mastoids or channel labels.
     #[arg(long)]
     pub reference: Option<crate::dsp::montage::Reference>,
+    /// Sensitivity of EEG (and other channels in volts) in uV/mm on the calibrated screen.
+    #[arg(long, value_name = "UV_PER_MM")]
+    pub sensitivity: Option<f32>,
+    /// Paper speed in mm/s on the calibrated screen.
+    #[arg(long, value_name = "MM_PER_S")]
+    pub paper_speed: Option<f32>,
     /// Filters of every channel, e.g. hp=0.5,lp=35,order=4,notch=50.
     #[arg(long, value_parser = export::parse_filter)]
     pub filter: Option<crate::dsp::filter::DisplayFilter>,
@@ -96,6 +102,8 @@ impl GuiArgs {
             montage: self.montage.clone(),
             reference: self.reference.clone(),
             filter: self.filter,
+            sensitivity: self.sensitivity.filter(|v| *v > 0.0),
+            paper_speed: self.paper_speed.filter(|v| *v > 0.0),
         })
     }
 }

@@ -35,6 +35,11 @@ impl Browser {
         }
         self.plot_rect = plot;
         let row_h = plot.height() / visible.len().max(1) as f32;
+        self.lane_points = row_h;
+        // At a paper speed, the page holds what the plot's width in mm covers.
+        if let Some(span) = self.settings.calibration.span_s(plot.width()) {
+            self.settings.span_s = span;
+        }
         let montage = self.handle_input(ui, &response, plot, (paged, row_h));
         self.clamp_view();
         let track = Rect::from_min_max(

@@ -16,6 +16,7 @@ impl Browser {
     pub fn menus(&mut self, ui: &mut egui::Ui) {
         ui.menu_button("Montage", |ui| self.montage_menu(ui));
         ui.menu_button("Reference", |ui| self.reference_menu(ui));
+        ui.menu_button("Page", |ui| self.page_menu(ui));
         ui.menu_button("Filter", |ui| {
             ui.label("Every channel (right-click a channel's label for its own)");
             ui.separator();
@@ -236,6 +237,11 @@ impl Browser {
             Reference::AsRecorded => String::new(),
             r => format!(" · ref {r}"),
         };
+        let calibrated = self.settings.calibration.describe();
+        if !calibrated.is_empty() {
+            ui.label(calibrated);
+            ui.separator();
+        }
         let montage = ui.label(format!("{}{reference}", self.traces.spec.montage.name));
         if let Some(p) = &self.traces.spec.problem {
             montage.on_hover_text(p);

@@ -12,6 +12,7 @@
 //! formatting.
 
 mod annotations;
+mod calibration;
 mod draw;
 mod format;
 mod input;
@@ -20,6 +21,7 @@ mod measure;
 mod menus;
 mod session;
 
+pub use calibration::Calibration;
 pub use session::Session;
 
 use std::collections::HashMap;
@@ -53,6 +55,8 @@ pub struct BrowserSettings {
     pub filter: DisplayFilter,
     /// Centre each trace on its level in the window (off: on zero, as recorded).
     pub centre: bool,
+    /// Sensitivity and paper speed against the screen's measured size.
+    pub calibration: Calibration,
     /// Seconds on one screen.
     pub span_s: f64,
     /// Multiplies every channel's amplitude.
@@ -72,6 +76,7 @@ impl Default for BrowserSettings {
             user_montages: Vec::new(),
             filter: DisplayFilter::default(),
             centre: true,
+            calibration: Calibration::default(),
             span_s: 10.0,
             gain: 1.0,
             show_annotations: true,
@@ -105,6 +110,10 @@ pub struct Browser {
     recording_changed: bool,
     /// The bad marks as last saved (or as the file has them).
     saved_bad: Vec<bool>,
+    /// The height of a lane last frame, in points (calibrated sensitivities need it).
+    lane_points: f32,
+    /// The calibration window's typed length while it is open.
+    calibrating: Option<f32>,
     /// Fit every shown trace to its lane from the next screen's values.
     fit_requested: bool,
     /// The page of lanes shown and the traces hidden.
@@ -235,6 +244,8 @@ impl Browser {
             type_scale: HashMap::new(),
             recording_changed: false,
             saved_bad: rec.signals.iter().map(|s| s.bad).collect(),
+            lane_points: 40.0,
+            calibrating: None,
             fit_requested: false,
             lanes: Lanes::default(),
             lane_wheel: 0.0,
@@ -487,6 +498,7 @@ impl Browser {
             .frame(egui::Frame::new().fill(Color32::from_rgb(252, 252, 250)))
             .show(ui, |ui| self.traces_ui(ui));
         self.stats_window(ui.ctx());
+        self.calibration_window(ui.ctx());
     }
 
     /// The amplitude of one lane of trace `d` (physical units), gains applied.
@@ -497,6 +509,13 @@ impl Browser {
     /// The amplitude of one lane of trace `d`'s type, before gains.
     fn type_lane_scale(&self, d: usize) -> f32 {
         let sig = &self.rec.signals[self.traces.spec.derivations[d].plus];
+        if let Some(s) = self
+            .settings
+            .calibration
+            .lane_scale(&sig.unit, self.lane_points)
+        {
+            return s;
+        }
         (self.type_scale.get(&sig.kind).copied()).unwrap_or_else(|| {
             default_scale(&sig.unit, sig.physical_max - sig.physical_min, sig.kind)
         })

@@ -30,6 +30,8 @@ pub struct Session {
     pub gain: f32,
     /// Traces' own amplitude multipliers (other than 1), by derivation label.
     pub channel_gains: Vec<(String, f32)>,
+    /// Sensitivities and paper speed (the screen's own calibration stays this machine's).
+    pub calibration: super::Calibration,
     /// Hidden traces, by derivation label.
     pub hidden: Vec<String>,
     /// Recorded channels marked bad, by label.
@@ -55,6 +57,7 @@ impl Default for Session {
             channel_filters: Vec::new(),
             gain: 1.0,
             channel_gains: Vec::new(),
+            calibration: super::Calibration::default(),
             hidden: Vec::new(),
             bad: Vec::new(),
             events: None,
@@ -100,6 +103,7 @@ impl Browser {
                 .filter(|(_, g)| **g != 1.0)
                 .map(|(d, &g)| (label(d), g))
                 .collect(),
+            calibration: self.settings.calibration,
             hidden,
             bad: (self.rec.signals.iter())
                 .filter(|s| s.bad)
@@ -144,6 +148,10 @@ impl Browser {
             self.new_traces(own);
         }
         self.settings.gain = session.gain;
+        self.settings.calibration = super::Calibration {
+            points_per_mm: self.settings.calibration.points_per_mm,
+            ..session.calibration
+        };
         for (l, g) in &session.channel_gains {
             if let Some(&d) = index.get(l) {
                 self.channel_gain[d] = *g;
