@@ -1196,3 +1196,42 @@ fn a_montage_file_loads_and_is_offered() {
     assert_eq!(h.state().browser.montage_choices()[0].1, "lab");
     h.get_by_label_contains("montage \"lab\" loaded");
 }
+
+/// The montage editor: a built-in montage edited as a copy, a derivation added and one
+/// removed, applied as the user's own montage and shown.
+#[test]
+fn the_montage_editor_makes_a_user_montage() {
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    let n = h.state().browser.traces.spec.derivations.len();
+    h.state_mut().browser.edit_montage();
+    h.run_steps(2);
+    let rows = |h: &Harness<'_, EdeApp>| h.get_all_by_label("remove").count();
+    assert_eq!(rows(&h), n);
+    h.snapshot("montage_editor");
+    h.get_by_label("Add a derivation").click();
+    h.run_steps(2);
+    h.get_by_label("Add a derivation").click();
+    h.run_steps(2);
+    assert_eq!(rows(&h), n + 2);
+    h.get_all_by_label("remove").next().unwrap().click();
+    h.run_steps(2);
+    h.get_by_label("Apply").click();
+    settle(&mut h);
+    let b = &h.state().browser;
+    assert_eq!(b.traces.spec.montage.name, "As recorded (mine)");
+    assert_eq!(b.traces.spec.derivations.len(), n + 1);
+    assert_eq!(b.settings.user_montages.len(), 1);
+    assert_eq!(b.montage_choices()[0].1, "As recorded (mine)");
+}
+
+/// The shortcut sheet opens on `?` and draws (every glyph it uses is in the font).
+#[test]
+fn the_shortcut_sheet_opens_on_question_mark() {
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    h.key_press(egui::Key::Questionmark);
+    h.run_steps(2);
+    h.get_by_label("Keyboard and mouse");
+    h.get_by_label("mark the selected channel bad (again: good)");
+}

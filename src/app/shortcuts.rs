@@ -8,7 +8,7 @@ const SHEET: &[(&str, &[(&str, &str)])] = &[
         "Time",
         &[
             ("PageDown / PageUp", "next / previous page"),
-            ("→ / ←", "a tenth of a page later / earlier"),
+            ("Right / Left", "a tenth of a page later / earlier"),
             ("Home / End", "start / end of the recording"),
             ("+ / −, ctrl+wheel, pinch", "zoom the time axis"),
             ("wheel over the traces", "move through the channels"),
@@ -21,9 +21,9 @@ const SHEET: &[(&str, &[(&str, &str)])] = &[
                 "Shift+PageDown / PageUp",
                 "next / previous page of channels",
             ),
-            ("↑ / ↓", "amplitude of every channel"),
+            ("Up / Down", "amplitude of every channel"),
             (
-                "click a label, then shift+↑ / ↓",
+                "click a label, then shift+Up / Down",
                 "amplitude of that channel",
             ),
             ("F", "fit each channel to its lane"),

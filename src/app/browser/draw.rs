@@ -164,7 +164,7 @@ impl Browser {
                 self.selected = if selected { None } else { Some(d) };
             }
             let r = r.on_hover_text(format!(
-                "{} · {} Hz · {}\nclick: select (shift+↑/↓ scales it) · right-click: hide, \
+                "{} · {} Hz · {}\nclick: select (shift+up/down scales it) · right-click: hide, \
                  this channel's filters",
                 der.label, sig.fs, sig.unit
             ));

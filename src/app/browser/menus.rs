@@ -107,6 +107,10 @@ impl Browser {
             }
         }
         ui.separator();
+        if ui.button("Edit montages…").clicked() {
+            self.edit_montage();
+            ui.close();
+        }
         if ui
             .button("Load montage file… (.json, EDFbrowser .mtg)")
             .clicked()

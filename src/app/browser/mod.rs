@@ -19,6 +19,7 @@ mod input;
 pub use input::FUNCTION_KEYS;
 mod measure;
 mod menus;
+mod montage_editor;
 mod session;
 
 pub use calibration::Calibration;
@@ -114,6 +115,8 @@ pub struct Browser {
     lane_points: f32,
     /// The calibration window's typed length while it is open.
     calibrating: Option<f32>,
+    /// The montage editor's state while it is open.
+    editing: Option<montage_editor::Editing>,
     /// Fit every shown trace to its lane from the next screen's values.
     fit_requested: bool,
     /// The page of lanes shown and the traces hidden.
@@ -246,6 +249,7 @@ impl Browser {
             saved_bad: rec.signals.iter().map(|s| s.bad).collect(),
             lane_points: 40.0,
             calibrating: None,
+            editing: None,
             fit_requested: false,
             lanes: Lanes::default(),
             lane_wheel: 0.0,
@@ -499,6 +503,7 @@ impl Browser {
             .show(ui, |ui| self.traces_ui(ui));
         self.stats_window(ui.ctx());
         self.calibration_window(ui.ctx());
+        self.montage_editor(ui.ctx());
     }
 
     /// The amplitude of one lane of trace `d` (physical units), gains applied.
