@@ -1235,3 +1235,25 @@ fn the_shortcut_sheet_opens_on_question_mark() {
     h.get_by_label("Keyboard and mouse");
     h.get_by_label("mark the selected channel bad (again: good)");
 }
+
+/// A channel type's own filter changes that type's traces only and is named in the status line.
+#[test]
+fn a_type_filter_changes_that_type_only() {
+    use ede::recording::ChannelType;
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    let screen = |h: &Harness<'_, EdeApp>| h.state().browser.traces.screen(0.0, 10.0, 300).columns;
+    let before = screen(&h);
+    let lowpass = ede::dsp::filter::DisplayFilter::parse("lp=15,order=4").unwrap();
+    h.state_mut()
+        .browser
+        .set_type_filter(ChannelType::Ecg, Some(lowpass));
+    settle(&mut h);
+    let after = screen(&h);
+    let b = &h.state().browser;
+    for (d, der) in b.traces.spec.derivations.iter().enumerate() {
+        let ecg = b.rec.signals[der.plus].kind == ChannelType::Ecg;
+        assert_eq!(after[d] != before[d], ecg, "trace {d}");
+    }
+    h.get_by_label("no filter · ECG: LP 15 Hz (order 4)");
+}

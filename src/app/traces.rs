@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use crate::dsp::decimate::{self, MinMaxPyramid};
 use crate::dsp::filter::DisplayFilter;
 use crate::dsp::montage::{self, BuiltIn, Derivation, Montage, Reference};
-use crate::recording::Recording;
+use crate::recording::{ChannelType, Recording};
 
 /// Samples decoded per step when building pyramids.
 const CHUNK: usize = 1 << 16;
@@ -30,6 +30,8 @@ pub struct TraceSpec {
     pub filter: DisplayFilter,
     /// Traces' own filters, by derivation index.
     pub channel_filters: HashMap<usize, DisplayFilter>,
+    /// The filters of channel types that have their own (EOG, ECG, EMG ...), before `filter`.
+    pub type_filters: Vec<(ChannelType, DisplayFilter)>,
 }
 
 pub struct Traces {
@@ -71,16 +73,17 @@ impl Traces {
         reference: Reference,
         filter: DisplayFilter,
     ) -> Self {
-        Self::with_channel_filters(rec, montage, reference, filter, HashMap::new())
+        Self::with_channel_filters(rec, montage, reference, filter, Vec::new(), HashMap::new())
     }
 
-    /// As `new`, with some traces filtered their own way (`channel_filters` by derivation
-    /// index; ignored when the montage falls back).
+    /// As `new`, with some channel types (`type_filters`) and some traces (`channel_filters`
+    /// by derivation index; ignored when the montage falls back) filtered their own way.
     pub fn with_channel_filters(
         rec: Arc<Recording>,
         montage: Montage,
         reference: Reference,
         filter: DisplayFilter,
+        type_filters: Vec<(ChannelType, DisplayFilter)>,
         mut channel_filters: HashMap<usize, DisplayFilter>,
     ) -> Self {
         let (montage, reference, derivations, problem) =
@@ -117,6 +120,7 @@ impl Traces {
                 problem,
                 filter,
                 channel_filters,
+                type_filters,
             }),
             pyramids: Arc::new(Mutex::new(None)),
             progress: Arc::new(AtomicUsize::new(0)),
@@ -239,7 +243,15 @@ impl TraceSpec {
 
     /// The display filter trace `d` is drawn with.
     pub fn filter_of(&self, d: usize) -> DisplayFilter {
-        self.channel_filters.get(&d).copied().unwrap_or(self.filter)
+        let kind = self.rec.signals[self.derivations[d].plus].kind;
+        (self.channel_filters.get(&d).copied())
+            .or_else(|| {
+                self.type_filters
+                    .iter()
+                    .find(|(k, _)| *k == kind)
+                    .map(|(_, f)| *f)
+            })
+            .unwrap_or(self.filter)
     }
 
     pub fn fs(&self, d: usize) -> f64 {

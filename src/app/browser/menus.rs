@@ -17,13 +17,7 @@ impl Browser {
         ui.menu_button("Montage", |ui| self.montage_menu(ui));
         ui.menu_button("Reference", |ui| self.reference_menu(ui));
         ui.menu_button("Page", |ui| self.page_menu(ui));
-        ui.menu_button("Filter", |ui| {
-            ui.label("Every channel (right-click a channel's label for its own)");
-            ui.separator();
-            let mut f = self.settings.filter;
-            filter_choices(ui, &mut f);
-            self.set_filter(f);
-        });
+        ui.menu_button("Filter", |ui| self.filter_menu(ui));
         ui.menu_button("Channels", |ui| {
             let labels = self.trace_labels();
             let kinds: Vec<ChannelType> = (self.traces.spec.derivations.iter())
@@ -89,6 +83,51 @@ impl Browser {
                 "centre each trace on its level in the window (off: zero at the lane's centre)",
             );
         ui.toggle_value(&mut self.settings.show_annotations, "Annotations");
+    }
+
+    /// The filter of every channel, or of the channels of one type (right-click a label for a
+    /// channel's own).
+    fn filter_menu(&mut self, ui: &mut egui::Ui) {
+        let id = ui.make_persistent_id("filter scope");
+        let mut scope: Option<ChannelType> = ui.data_mut(|d| d.get_temp(id)).unwrap_or(None);
+        ui.horizontal_wrapped(|ui| {
+            ui.label("Filter");
+            ui.selectable_value(&mut scope, None, "every channel");
+            for kind in FILTER_TYPES {
+                let own = self.settings.type_filters.iter().any(|(k, _)| *k == kind);
+                let text = if own {
+                    format!("{} *", kind.name())
+                } else {
+                    kind.name().to_string()
+                };
+                ui.selectable_value(&mut scope, Some(kind), text);
+            }
+        });
+        ui.data_mut(|d| d.insert_temp(id, scope));
+        ui.label("(right-click a channel's label for its own)");
+        ui.separator();
+        match scope {
+            None => {
+                let mut f = self.settings.filter;
+                filter_choices(ui, &mut f);
+                self.set_filter(f);
+            }
+            Some(kind) => {
+                let current = (self.settings.type_filters.iter())
+                    .find(|(k, _)| *k == kind)
+                    .map(|(_, f)| *f);
+                let mut own = current.is_some();
+                ui.checkbox(
+                    &mut own,
+                    format!("{} channels their own filter", kind.name()),
+                );
+                let mut f = current.unwrap_or(self.settings.filter);
+                if own {
+                    filter_choices(ui, &mut f);
+                }
+                self.set_type_filter(kind, own.then_some(f));
+            }
+        }
     }
 
     /// The montages (F1-F12 in this order), and loading and saving montage files.
@@ -252,10 +291,13 @@ impl Browser {
         }
         ui.separator();
         let own = &self.traces.spec.channel_filters;
+        let by_type: String = (self.settings.type_filters.iter())
+            .map(|(k, f)| format!(" · {}: {}", k.name(), f.describe()))
+            .collect();
         let text = match own.len() {
-            0 => self.settings.filter.describe(),
+            0 => format!("{}{by_type}", self.settings.filter.describe()),
             n => format!(
-                "{} ({n} channel(s) their own)",
+                "{}{by_type} ({n} channel(s) their own)",
                 self.settings.filter.describe()
             ),
         };
@@ -324,6 +366,14 @@ impl Browser {
         }
     }
 }
+
+/// The channel types a filter can be set for apart from every channel's.
+const FILTER_TYPES: [ChannelType; 4] = [
+    ChannelType::Eeg,
+    ChannelType::Eog,
+    ChannelType::Emg,
+    ChannelType::Ecg,
+];
 
 /// The filter as typed: high-pass and low-pass corners and orders, a band-stop, the mains notch
 /// and the direction, with the usual corners one click away.

@@ -54,6 +54,8 @@ pub struct BrowserSettings {
     /// The user's own montages (kept with the settings; File > Load montage adds one).
     pub user_montages: Vec<Montage>,
     pub filter: DisplayFilter,
+    /// Channel types filtered their own way (EOG, ECG, EMG ...): before `filter`.
+    pub type_filters: Vec<(ChannelType, DisplayFilter)>,
     /// Centre each trace on its level in the window (off: on zero, as recorded).
     pub centre: bool,
     /// Sensitivity and paper speed against the screen's measured size.
@@ -76,6 +78,7 @@ impl Default for BrowserSettings {
             reference: Reference::AsRecorded,
             user_montages: Vec::new(),
             filter: DisplayFilter::default(),
+            type_filters: Vec::new(),
             centre: true,
             calibration: Calibration::default(),
             span_s: 10.0,
@@ -383,6 +386,17 @@ impl Browser {
         std::mem::take(&mut self.recording_changed)
     }
 
+    /// The filter of channels of `kind` (`None`: as every channel's).
+    pub fn set_type_filter(&mut self, kind: ChannelType, filter: Option<DisplayFilter>) {
+        let mut list = self.settings.type_filters.clone();
+        list.retain(|(k, _)| *k != kind);
+        list.extend(filter.map(|f| (kind, f)));
+        if list != self.settings.type_filters {
+            self.settings.type_filters = list;
+            self.rebuild(false);
+        }
+    }
+
     /// The filter of every trace without its own.
     pub fn set_filter(&mut self, filter: DisplayFilter) {
         if filter != self.settings.filter {
@@ -543,6 +557,7 @@ impl Browser {
             montage_of(&self.rec, &self.settings, &self.settings.montage),
             self.settings.reference.clone(),
             self.settings.filter,
+            self.settings.type_filters.clone(),
             own,
         );
         if let Some(problem) = &self.traces.spec.problem

@@ -24,6 +24,8 @@ pub struct Session {
     pub montage: Montage,
     pub reference: Reference,
     pub filter: DisplayFilter,
+    /// Channel types' own filters.
+    pub type_filters: Vec<(crate::recording::ChannelType, DisplayFilter)>,
     /// Traces' own filters, by derivation label.
     pub channel_filters: Vec<(String, DisplayFilter)>,
     /// Every trace's amplitude multiplier.
@@ -54,6 +56,7 @@ impl Default for Session {
             },
             reference: Reference::AsRecorded,
             filter: DisplayFilter::default(),
+            type_filters: Vec::new(),
             channel_filters: Vec::new(),
             gain: 1.0,
             channel_gains: Vec::new(),
@@ -97,6 +100,7 @@ impl Browser {
             montage: spec.montage.clone(),
             reference: spec.reference.clone(),
             filter: self.settings.filter,
+            type_filters: self.settings.type_filters.clone(),
             channel_filters,
             gain: self.settings.gain,
             channel_gains: (self.channel_gain.iter().enumerate())
@@ -123,6 +127,7 @@ impl Browser {
         }
         self.settings.reference = session.reference.clone();
         self.settings.filter = session.filter;
+        self.settings.type_filters = session.type_filters.clone();
         if session.montage.derivations.is_empty() {
             self.rebuild(true);
         } else {
