@@ -1257,3 +1257,55 @@ fn a_type_filter_changes_that_type_only() {
     }
     h.get_by_label("no filter · ECG: LP 15 Hz (order 4)");
 }
+
+/// ctrl+drag on a lane makes an event of that trace's channel (EDF+'s `text@@channel`), drawn
+/// on its lane; the events TSV writes it in BIDS' `channel` column.
+#[test]
+fn ctrl_drag_marks_an_event_on_one_channel() {
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    let before = h.state().browser.events.list().len();
+    let plot = h.state().browser.plot_rect;
+    let lanes = h.state_mut().browser.page_labels();
+    let row_h = plot.height() / lanes.len() as f32;
+    let y = plot.top() + 2.5 * row_h;
+    let ctrl = egui::Modifiers::CTRL;
+    h.event(egui::Event::ModifiersChanged(ctrl));
+    h.hover_at(egui::pos2(300.0, y));
+    h.step();
+    h.event(egui::Event::PointerButton {
+        pos: egui::pos2(300.0, y),
+        button: egui::PointerButton::Primary,
+        pressed: true,
+        modifiers: ctrl,
+    });
+    h.step();
+    for x in [400.0, 600.0] {
+        h.hover_at(egui::pos2(x, y));
+        h.step();
+    }
+    h.drop_at(egui::pos2(600.0, y));
+    h.event(egui::Event::ModifiersChanged(egui::Modifiers::NONE));
+    h.run_steps(2);
+    let events = h.state().browser.events.list().to_vec();
+    assert_eq!(events.len(), before + 1);
+    let made = events
+        .iter()
+        .find(|a| a.channel().is_some())
+        .expect("a channel event");
+    assert_eq!(made.channel(), Some(lanes[2].as_str()));
+    assert_eq!(made.description(), "spike");
+    assert!(made.duration > 1.0, "{made:?}");
+    assert_eq!(
+        h.state().browser.visible_span(),
+        (0.0, 10.0),
+        "a ctrl+drag does not pan"
+    );
+    let tsv = h.state().browser.events.tsv();
+    assert!(
+        tsv.starts_with("onset\tduration\ttrial_type\tchannel\n"),
+        "{tsv}"
+    );
+    assert!(tsv.contains(&format!("\tspike\t{}\n", lanes[2])), "{tsv}");
+    assert!(tsv.contains("\tn/a\n"), "the others belong to no channel");
+}

@@ -140,10 +140,19 @@ impl Events {
 
     /// The BIDS events table: onset, duration (seconds), trial_type.
     pub fn tsv(&self) -> String {
-        let mut out = String::from("onset\tduration\ttrial_type\n");
+        let clean = |s: &str| s.replace(['\t', '\n', '\r'], " ");
+        // BIDS' optional `channel` column, where any event belongs to a channel.
+        let channels = self.list.iter().any(|a| a.channel().is_some());
+        let mut out = String::from("onset\tduration\ttrial_type");
+        out += if channels { "\tchannel\n" } else { "\n" };
         for a in &self.list {
-            let text = a.text.replace(['\t', '\n', '\r'], " ");
-            out += &format!("{:.6}\t{:.6}\t{text}\n", a.onset, a.duration);
+            out += &format!("{:.6}\t{:.6}\t", a.onset, a.duration);
+            if channels {
+                let channel = a.channel().map_or("n/a".into(), clean);
+                out += &format!("{}\t{channel}\n", clean(a.description()));
+            } else {
+                out += &format!("{}\n", clean(&a.text));
+            }
         }
         out
     }

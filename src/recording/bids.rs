@@ -230,7 +230,8 @@ fn apply_channels(rec: &mut Recording, t: &Table) {
     }
 }
 
-/// `_events.tsv`: onset, duration, and `trial_type` (else `value`) as the text. They replace
+/// `_events.tsv`: onset, duration, `trial_type` (else `value`) as the text, and `channel`
+/// where an event belongs to one (kept as EDF+ keeps it, `text@@channel`). They replace
 /// the file's own markers: BIDS keeps the events there.
 fn apply_events(rec: &mut Recording, t: &Table) {
     let events: Vec<Annotation> = (t.rows.iter())
@@ -243,8 +244,12 @@ fn apply_events(rec: &mut Recording, t: &Table) {
             let text = t
                 .get(row, "trial_type")
                 .or(t.get(row, "value"))
-                .unwrap_or("event")
-                .to_string();
+                .unwrap_or("event");
+            // BIDS' optional `channel` column ties an event to a channel (n/a: to none).
+            let text = match t.get(row, "channel").map(str::trim) {
+                Some(c) if !c.is_empty() && c != "n/a" => Annotation::on_channel(text, c),
+                _ => text.to_string(),
+            };
             onset.is_finite().then_some(Annotation {
                 onset,
                 duration,
@@ -451,6 +456,22 @@ fn runs_in(dir: &Path, datatype: &str) -> Vec<Run> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_read_their_channel_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.tsv");
+        std::fs::write(
+            &path,
+            "onset\tduration\ttrial_type\tchannel\n1.5\t0\tspike\tC3\n2\t0.5\tblink\tn/a\n",
+        )
+        .unwrap();
+        let mut rec = crate::recording::demo::demo_recording();
+        apply_events(&mut rec, &read_tsv(&path).unwrap());
+        let channels: Vec<Option<&str>> = rec.annotations.iter().map(|a| a.channel()).collect();
+        assert_eq!(channels, [Some("C3"), None]);
+        assert_eq!(rec.annotations[0].description(), "spike");
+    }
 
     #[test]
     fn labels_and_filters() {

@@ -367,6 +367,27 @@ pub struct Annotation {
     pub text: String,
 }
 
+impl Annotation {
+    /// The channel an event belongs to, as EDFbrowser and MNE-Python write it in EDF+:
+    /// `text@@channel` (`None`: the whole recording).
+    pub fn channel(&self) -> Option<&str> {
+        self.text
+            .rsplit_once("@@")
+            .map(|(_, c)| c.trim())
+            .filter(|c| !c.is_empty())
+    }
+
+    /// The text without its channel.
+    pub fn description(&self) -> &str {
+        self.text.rsplit_once("@@").map_or(&self.text, |(t, _)| t)
+    }
+
+    /// `text` tied to `channel` (EDF+'s `text@@channel`).
+    pub fn on_channel(text: &str, channel: &str) -> String {
+        format!("{text}@@{channel}")
+    }
+}
+
 /// A stretch of records without a gap. Continuous recordings have one; EDF+D has one per
 /// jump in the record onsets, so the time axis keeps the gaps.
 #[derive(Debug, Clone, Copy, PartialEq)]

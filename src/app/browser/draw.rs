@@ -59,7 +59,7 @@ impl Browser {
             self.fit(&screen, &visible);
         }
         self.draw_time_grid(&painter, plot, full);
-        let annotation_labels = self.draw_annotations(&painter, plot);
+        let annotation_labels = self.draw_annotations(&painter, plot, &visible, row_h);
         let mut mesh = egui::Mesh::default();
         let col_w = plot.width() / columns as f32;
         let label_font = egui::FontId::proportional(12.0_f32.min(row_h * 0.8).max(7.0));
@@ -315,10 +315,30 @@ impl Browser {
 
     /// Draws the selection, annotation bands and markers (under the traces) and returns the
     /// labels, to be drawn over them.
-    fn draw_annotations(&self, painter: &egui::Painter, plot: Rect) -> Vec<egui::Shape> {
+    /// The selection and the events: an event of the whole recording spans every lane, one
+    /// tied to a channel (`text@@channel`) only that channel's lane, and only where it is shown.
+    fn draw_annotations(
+        &self,
+        painter: &egui::Painter,
+        plot: Rect,
+        lanes: &[usize],
+        row_h: f32,
+    ) -> Vec<egui::Shape> {
         let (t0, t1) = self.visible_span();
         let span = self.settings.span_s;
         let x_of = |t: f64| plot.left() + ((t - t0) / span) as f32 * plot.width();
+        // A channel event being marked: its lane over the stretch dragged so far.
+        if let Some((d, a, b)) = self.marking
+            && let Some(r) = lanes.iter().position(|&l| l == d)
+        {
+            let top = plot.top() + r as f32 * row_h;
+            let (xa, xb) = (x_of(a.min(b)), x_of(a.max(b)));
+            painter.rect_filled(
+                Rect::from_min_max(Pos2::new(xa, top), Pos2::new(xb.max(xa + 1.0), top + row_h)),
+                0.0,
+                Color32::from_rgba_unmultiplied(30, 120, 200, 60),
+            );
+        }
         if let Some((a, b)) = self.selection.filter(|&(a, b)| b >= t0 && a <= t1) {
             let (xa, xb) = (x_of(a).max(plot.left()), x_of(b).min(plot.right()));
             painter.rect_filled(
@@ -343,15 +363,34 @@ impl Browser {
         let mut last_column = f32::NEG_INFINITY;
         let mut label_end = f32::NEG_INFINITY;
         let mut labels = Vec::new();
+        // The vertical extent of an event: every lane, its channel's lane, or none shown.
+        let extent = |a: &crate::recording::Annotation| match a.channel() {
+            None => Some((plot.top(), plot.bottom())),
+            Some(ch) => lanes
+                .iter()
+                .position(|&d| {
+                    let plus = self.traces.spec.derivations[d].plus;
+                    self.trace_label(d) == ch || self.rec.signals[plus].label.trim() == ch
+                })
+                .map(|r| {
+                    let top = plot.top() + r as f32 * row_h;
+                    (top, top + row_h)
+                }),
+        };
         for a in visible {
+            let Some((top, bottom)) = extent(a) else {
+                continue;
+            };
+            let marker_bottom = if a.channel().is_some() {
+                bottom
+            } else {
+                marker_bottom
+            };
             let x = x_of(a.onset);
             if a.duration > 0.0 {
                 let x2 = x_of(a.onset + a.duration).min(plot.right());
                 painter.rect_filled(
-                    Rect::from_min_max(
-                        Pos2::new(x.max(plot.left()), plot.top()),
-                        Pos2::new(x2, plot.bottom()),
-                    ),
+                    Rect::from_min_max(Pos2::new(x.max(plot.left()), top), Pos2::new(x2, bottom)),
                     0.0,
                     Color32::from_rgba_unmultiplied(30, 120, 200, 18),
                 );
@@ -361,24 +400,29 @@ impl Browser {
             }
             if chosen.is_some_and(|c| std::ptr::eq(c, a)) {
                 painter.line_segment(
-                    [Pos2::new(x, plot.top()), Pos2::new(x, plot.bottom())],
+                    [Pos2::new(x, top), Pos2::new(x, bottom)],
                     Stroke::new(2.5, Color32::from_rgb(220, 60, 140)),
                 );
-            } else if x.round() != last_column {
+            } else if x.round() != last_column || a.channel().is_some() {
                 last_column = x.round();
                 painter.line_segment(
-                    [Pos2::new(x, plot.top()), Pos2::new(x, marker_bottom)],
+                    [Pos2::new(x, top), Pos2::new(x, marker_bottom)],
                     Stroke::new(1.0, color.gamma_multiply(0.6)),
                 );
             }
             // A label that would overlap the one before is left out (the list has them all).
-            if dense || x + 2.0 < label_end {
+            if dense || (a.channel().is_none() && x + 2.0 < label_end) {
                 continue;
             }
-            let galley_pos = Pos2::new(x + 2.0, plot.top() + 1.0);
-            let text =
-                painter.layout_no_wrap(a.text.clone(), egui::FontId::proportional(11.0), color);
-            label_end = galley_pos.x + text.size().x + 6.0;
+            let galley_pos = Pos2::new(x + 2.0, top + 1.0);
+            let text = painter.layout_no_wrap(
+                a.description().to_string(),
+                egui::FontId::proportional(11.0),
+                color,
+            );
+            if a.channel().is_none() {
+                label_end = galley_pos.x + text.size().x + 6.0;
+            }
             labels.push(egui::Shape::rect_filled(
                 Rect::from_min_size(galley_pos, text.size() + Vec2::new(4.0, 0.0)),
                 2.0,

@@ -212,6 +212,41 @@ impl Browser {
         if response.drag_started() && ui.input(|i| i.modifiers.shift) {
             self.selecting_from = pointer.map(|p| time_at(p.x));
         }
+        // ctrl+drag on a lane: an event of that trace's channel over the stretch dragged.
+        if response.drag_started()
+            && ui.input(|i| i.modifiers.ctrl || i.modifiers.command)
+            && let Some(p) = pointer
+        {
+            let total_traces = self.traces.spec.derivations.len();
+            let lanes = self
+                .lanes
+                .page(total_traces, self.settings.channels_per_page);
+            let row = ((p.y - plot.top()) / row_h).floor();
+            if row >= 0.0
+                && let Some(&d) = lanes.get(row as usize)
+            {
+                let t = time_at(p.x);
+                self.marking = Some((d, t, t));
+            }
+        }
+        if let Some((d, a, _)) = self.marking {
+            if let Some(p) = pointer.filter(|_| response.dragged()) {
+                self.marking = Some((d, a, time_at(p.x)));
+            }
+            if response.drag_stopped() {
+                self.marking = None;
+                if let Some(p) = pointer {
+                    let b = time_at(p.x);
+                    let text = self.events.shortcut(1).unwrap_or_else(|| "event".into());
+                    self.events.add(Annotation {
+                        onset: a.min(b),
+                        duration: (b - a).abs(),
+                        text: Annotation::on_channel(&text, self.trace_label(d)),
+                    });
+                }
+            }
+            return montage;
+        }
         if response.dragged() {
             match (self.selecting_from, pointer) {
                 (Some(a), Some(p)) => {

@@ -118,6 +118,8 @@ pub struct Browser {
     lane_points: f32,
     /// The calibration window's typed length while it is open.
     calibrating: Option<f32>,
+    /// A channel event being marked with ctrl+drag: (trace, start, current end) in seconds.
+    marking: Option<(usize, f64, f64)>,
     /// The montage editor's state while it is open.
     editing: Option<montage_editor::Editing>,
     /// Fit every shown trace to its lane from the next screen's values.
@@ -253,6 +255,7 @@ impl Browser {
             lane_points: 40.0,
             calibrating: None,
             editing: None,
+            marking: None,
             fit_requested: false,
             lanes: Lanes::default(),
             lane_wheel: 0.0,
