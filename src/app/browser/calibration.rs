@@ -78,7 +78,7 @@ impl Calibration {
 }
 
 impl Browser {
-    /// The Page menu: sensitivity, paper speed and the screen's calibration.
+    /// The Page menu: sensitivity, paper speed, clipping and the screen's calibration.
     pub(super) fn page_menu(&mut self, ui: &mut egui::Ui) {
         let c = &mut self.settings.calibration;
         let choice = |ui: &mut egui::Ui, v: &mut Option<f32>, presets: &[f32], unit: &str| {
@@ -118,6 +118,26 @@ impl Browser {
         ui.separator();
         ui.label("Paper speed (mm/s)");
         choice(ui, &mut c.mm_per_s, &[15.0, 30.0, 60.0], " mm/s");
+        ui.separator();
+        ui.horizontal(|ui| {
+            ui.label("Clip traces at");
+            for lanes in [1.0, 1.5, 2.0, 3.0] {
+                let on = !self.settings.overlap && self.settings.clip_lanes == lanes;
+                if ui
+                    .selectable_label(on, format!("{lanes} lane(s)"))
+                    .clicked()
+                {
+                    self.settings.clip_lanes = lanes;
+                    self.settings.overlap = false;
+                }
+            }
+            if ui
+                .selectable_label(self.settings.overlap, "never")
+                .clicked()
+            {
+                self.settings.overlap = true;
+            }
+        });
         ui.separator();
         if ui.button("Calibrate the screen…").clicked() {
             self.calibrating = Some(100.0);

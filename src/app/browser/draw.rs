@@ -106,11 +106,16 @@ impl Browser {
                     center - (v[0] - baseline) * px_per_unit,
                 ));
                 let x = plot.left() + c as f32 * col_w;
-                // Each trace keeps to its lane unless overlapping is asked for.
+                // Each trace is clipped at its stated number of lanes unless overlapping is
+                // asked for.
                 let (slot_top, slot_bottom) = if self.settings.overlap {
                     (plot.top(), plot.bottom())
                 } else {
-                    (center - row_h / 2.0, center + row_h / 2.0)
+                    let half = row_h / 2.0 * self.settings.clip_lanes.max(0.1);
+                    (
+                        (center - half).max(plot.top()),
+                        (center + half).min(plot.bottom()),
+                    )
                 };
                 let top = lo.clamp(slot_top, slot_bottom);
                 let bottom = hi.clamp(slot_top, slot_bottom).max(top + 1.0 / ppp);

@@ -65,8 +65,11 @@ pub struct BrowserSettings {
     /// Multiplies every channel's amplitude.
     pub gain: f32,
     pub show_annotations: bool,
-    /// Let traces leave their lanes (off: each is clipped to its own lane).
+    /// Let traces leave their lanes (off: each is clipped at `clip_lanes` lanes).
     pub overlap: bool,
+    /// Where a trace is clipped, in lanes centred on its own (1: its lane; MNE's browser
+    /// clips at 3).
+    pub clip_lanes: f32,
     /// Lanes on one page (0: all), as MNE-Python's and EDFbrowser's browsers page them.
     pub channels_per_page: usize,
 }
@@ -85,6 +88,7 @@ impl Default for BrowserSettings {
             gain: 1.0,
             show_annotations: true,
             overlap: false,
+            clip_lanes: 1.0,
             channels_per_page: 20,
         }
     }
