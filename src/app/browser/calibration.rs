@@ -119,6 +119,11 @@ impl Browser {
         ui.label("Paper speed (mm/s)");
         choice(ui, &mut c.mm_per_s, &[15.0, 30.0, 60.0], " mm/s");
         ui.separator();
+        ui.checkbox(
+            &mut self.settings.centre,
+            "Centre each trace on its level in the window",
+        )
+        .on_hover_text("off: zero at the lane's centre, offsets as recorded");
         ui.horizontal(|ui| {
             ui.label("Clip traces at");
             for lanes in [1.0, 1.5, 2.0, 3.0] {

@@ -76,12 +76,6 @@ impl Browser {
         {
             self.fit_requested = true;
         }
-        ui.toggle_value(&mut self.settings.overlap, "Overlap")
-            .on_hover_text("let traces leave their lanes (off: each is clipped to its own)");
-        ui.toggle_value(&mut self.settings.centre, "Centre")
-            .on_hover_text(
-                "centre each trace on its level in the window (off: zero at the lane's centre)",
-            );
         ui.toggle_value(&mut self.settings.show_annotations, "Annotations");
     }
 
