@@ -259,3 +259,66 @@ fn export_writes_edf_that_reads_back() {
         }
     }
 }
+
+/// `--filter-of` gives a channel type or a trace its own filter, as the browser's menus do: a
+/// trace takes its label's, else its type's, else `--filter`.
+#[test]
+fn filters_of_types_and_traces_apply_to_them_only() {
+    let Some(data) = shared_data() else { return };
+    let edf = data.join("eeg/eeglab_sample_32ch_128hz.edf");
+    let edf = edf.to_str().unwrap();
+    let base = [
+        "export",
+        edf,
+        "--channels",
+        "Fz,Cz,EOG1",
+        "--start",
+        "50",
+        "--duration",
+        "5",
+        "--filter",
+        "hp=1",
+    ];
+    let with = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend(extra);
+        export_csv(&a).1
+    };
+    let plain = with(&[]);
+    let typed = with(&["--filter-of", "eog:lp=5,order=4"]);
+    assert_eq!(typed[0], plain[0]);
+    assert_eq!(typed[1], plain[1]);
+    assert_ne!(typed[2], plain[2]);
+    // The EOG's own filter replaces --filter: as exporting it alone with that filter.
+    let alone = export_csv(&[
+        "export",
+        edf,
+        "--channels",
+        "EOG1",
+        "--start",
+        "50",
+        "--duration",
+        "5",
+        "--filter",
+        "lp=5,order=4",
+    ])
+    .1;
+    // As exporting it alone with that filter, to the settling of the longer margin the
+    // others' high-pass asks for.
+    let rms = (alone[0].iter().map(|v| v * v).sum::<f64>() / alone[0].len() as f64).sqrt();
+    for (a, b) in typed[2].iter().zip(&alone[0]) {
+        assert!((a - b).abs() < 1e-3 * rms, "{a} vs {b}");
+    }
+    let traced = with(&["--filter-of", "eog:lp=5", "--filter-of", "Cz:lp=10"]);
+    assert_eq!(traced[0], plain[0]);
+    assert_ne!(traced[1], plain[1]);
+    let bad = ede(&[
+        "export",
+        edf,
+        "--duration",
+        "1",
+        "--filter-of",
+        "nonesuch:lp=5",
+    ]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no trace label and no channel type"));
+}

@@ -29,6 +29,11 @@ pub struct ExportArgs {
     /// Filters, e.g. hp=0.5,lp=35,order=4,notch=50,zero-phase (causal unless zero-phase).
     #[arg(long, value_parser = parse_filter)]
     pub filter: Option<DisplayFilter>,
+    /// A filter of its own for a channel type or a trace, as the browser's Filter menu and
+    /// label menu give: `TYPE:SPEC` (eog, ecg, emg, eeg, ...) or `LABEL:SPEC`, repeatable;
+    /// a trace takes its label's, else its type's, else --filter.
+    #[arg(long, value_name = "NAME:SPEC")]
+    pub filter_of: Vec<String>,
     /// Channels to treat as bad besides those the file marks: out of every average.
     #[arg(long, value_delimiter = ',')]
     pub bad: Vec<String>,
@@ -102,8 +107,40 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
         );
     }
     let filter = args.filter.unwrap_or_default();
-    if filter.is_active() {
-        filter.sections(fs).context("--filter")?;
+    let mut filters = vec![filter; derivations.len()];
+    let mut by_type: Vec<(crate::recording::ChannelType, DisplayFilter)> = Vec::new();
+    let mut by_label: Vec<(String, DisplayFilter)> = Vec::new();
+    for item in &args.filter_of {
+        let (name, spec) = item
+            .split_once(':')
+            .with_context(|| format!("--filter-of {item:?}: expected NAME:SPEC"))?;
+        let f = DisplayFilter::parse(spec).with_context(|| format!("--filter-of {item:?}"))?;
+        if derivations
+            .iter()
+            .any(|d| d.label.eq_ignore_ascii_case(name.trim()))
+        {
+            by_label.push((name.trim().to_string(), f));
+        } else if let Some(kind) = crate::recording::ChannelType::parse(name) {
+            by_type.push((kind, f));
+        } else {
+            bail!("--filter-of {item:?}: {name:?} is no trace label and no channel type");
+        }
+    }
+    for (d, f) in derivations.iter().zip(filters.iter_mut()) {
+        let kind = rec.signals[d.plus].kind;
+        if let Some((_, own)) = by_type.iter().find(|(k, _)| *k == kind) {
+            *f = *own;
+        }
+        if let Some((_, own)) = by_label
+            .iter()
+            .find(|(l, _)| l.eq_ignore_ascii_case(&d.label))
+        {
+            *f = *own;
+        }
+        if f.is_active() {
+            f.sections(fs)
+                .with_context(|| format!("the filter of {}", d.label))?;
+        }
     }
     if !(args.start.is_finite() && args.start >= 0.0) {
         bail!(
@@ -119,7 +156,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
     let window = Window {
         rec: &rec,
         derivations: &derivations,
-        filter,
+        filters,
         stretches: stretches(&rec, first.plus, args.start, end),
     };
     match args.format.as_str() {
@@ -127,7 +164,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
             let Some(out) = &args.out else {
                 bail!("--format edf needs --out FILE.edf (or .bdf)");
             };
-            window.write_edf(out, args.start)
+            window.write_edf(out)
         }
         _ => {
             let out: Box<dyn Write> = match &args.out {
@@ -232,23 +269,23 @@ fn stretches(
 struct Window<'a> {
     rec: &'a Recording,
     derivations: &'a [Derivation],
-    filter: DisplayFilter,
+    /// Each trace's filter.
+    filters: Vec<DisplayFilter>,
     stretches: Vec<(f64, usize, usize, usize)>,
 }
 
 impl Window<'_> {
     /// Samples `at..at + len` of every trace, filtered as the whole segment would be.
-    fn read(&self, seg: (usize, usize), at: usize, len: usize) -> anyhow::Result<Vec<Vec<f32>>> {
+    fn read(
+        &self,
+        seg: (usize, usize),
+        at: usize,
+        len: usize,
+    ) -> Result<Vec<Vec<f32>>, crate::recording::ReadError> {
         let group: Vec<usize> = (0..self.derivations.len()).collect();
-        Ok(montage::derive_filtered(
-            self.rec,
-            self.derivations,
-            &group,
-            at,
-            len,
-            seg,
-            |_| self.filter,
-        )?)
+        montage::derive_filtered(self.rec, self.derivations, &group, at, len, seg, |d| {
+            self.filters[d]
+        })
     }
 
     /// Rows `time, trace1, trace2, ...`, segment by segment (EDF+D gaps stay gaps in the time
@@ -290,7 +327,7 @@ impl Window<'_> {
 
     /// An EDF+ (or BDF+) file of the traces starting at `start` seconds, with the events
     /// inside the window; a window across an EDF+D gap is written without it.
-    fn write_edf(&self, out: &std::path::Path, start: f64) -> anyhow::Result<()> {
+    fn write_edf(&self, out: &std::path::Path) -> anyhow::Result<()> {
         let rec = self.rec;
         let Some(&(t0, seg0, lo0, _)) = self.stretches.first() else {
             bail!("the window holds no samples");
@@ -329,9 +366,7 @@ impl Window<'_> {
                     continue;
                 }
                 let take = want.min(have - skip);
-                let part = self.read(seg, lo + skip, take).map_err(|e| {
-                    crate::recording::ReadError::invalid(&out_path(rec), e.to_string())
-                })?;
+                let part = self.read(seg, lo + skip, take)?;
                 for (o, p) in out.iter_mut().zip(part) {
                     o.extend(p);
                 }
@@ -346,17 +381,8 @@ impl Window<'_> {
             recording: format!("Exported by ede from {}", rec.display_name()),
             start: rec.start + chrono::Duration::microseconds((begin * 1e6).round() as i64),
             fs,
-            signals: self
-                .derivations
-                .iter()
-                .map(|d| {
-                    (
-                        d.label.clone(),
-                        unit(d),
-                        String::new(),
-                        self.filter.describe(),
-                    )
-                })
+            signals: (self.derivations.iter().zip(&self.filters))
+                .map(|(d, f)| (d.label.clone(), unit(d), String::new(), f.describe()))
                 .collect(),
             source: None,
         };
@@ -369,14 +395,9 @@ impl Window<'_> {
                 ..a.clone()
             })
             .collect();
-        let _ = start;
         write_samples(out, &file, n, read, &annotations)
             .with_context(|| format!("cannot write {}", out.display()))
     }
-}
-
-fn out_path(rec: &Recording) -> std::path::PathBuf {
-    rec.path.clone().unwrap_or_default()
 }
 
 fn csv_cell(s: &str) -> String {
