@@ -855,3 +855,29 @@ fn mutated_bti_runs_never_panic() {
         common::decodes_if_it_opens(&pdf, &OpenOptions::default());
     }
 }
+
+/// MNE-Python's channel-specific annotations (`Annotations.ch_names`, written by MNE 1.13 to
+/// the FIF file as JSON): one event a channel, as MNE writes them to EDF+ (`text@@channel`);
+/// an annotation without channels stays on the whole recording.
+#[test]
+fn fif_channel_annotations_read_as_mne_writes_them() {
+    let rec = Recording::open(
+        &fixture("fif_channel_annotations_raw.fif"),
+        &OpenOptions::default(),
+    )
+    .unwrap();
+    let got: Vec<(f64, f64, &str)> = rec
+        .annotations
+        .iter()
+        .map(|a| (a.onset, a.duration, a.text.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0.5, 0.0, "spike@@C3"),
+            (1.0, 0.25, "seizure@@C3"),
+            (1.0, 0.25, "seizure@@Cz"),
+            (2.0, 0.0, "blink"),
+        ]
+    );
+}

@@ -42,6 +42,8 @@ const B_REF: i32 = 118;
 const B_IAS_RAW_DATA: i32 = 119;
 const B_BAD_CHANNELS: i32 = 359;
 const B_ANNOTATIONS: i32 = 3810;
+/// Inside the annotations block, MNE-Python keeps each annotation's channels here (JSON).
+const ANNOTATION_CHANNELS: i32 = 3801;
 // Data types.
 const T_SHORT: u32 = 2;
 const T_INT: u32 = 3;
@@ -152,6 +154,8 @@ struct Parsed {
     onsets: Vec<f64>,
     ends: Vec<f64>,
     descriptions: Vec<String>,
+    /// Each annotation's channels (empty: the whole recording), where MNE wrote them.
+    channels_of: Vec<Vec<String>>,
     next_file: Option<String>,
 }
 
@@ -304,6 +308,10 @@ fn parse(map: &[u8], path: &Path) -> Result<Parsed, ReadError> {
             COMMENT if inside(B_ANNOTATIONS) && tag.dtype == T_STRING => {
                 p.descriptions = names(d);
             }
+            ANNOTATION_CHANNELS if inside(B_ANNOTATIONS) && tag.dtype == T_STRING => {
+                // Unreadable JSON leaves the annotations on the whole recording.
+                p.channels_of = serde_json::from_slice(d).unwrap_or_default();
+            }
             REF_ROLE if inside(B_REF) => ref_role = int(),
             REF_FILE_NAME if inside(B_REF) && ref_role == Some(ROLE_NEXT_FILE) => {
                 p.next_file = Some(String::from_utf8_lossy(d).trim().to_string());
@@ -453,16 +461,27 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
             let end = first.ends.get(i).copied().unwrap_or(onset);
             // MNE-Python keeps onsets from the measurement start: the first sample is
             // `first_samp / sfreq` after it.
-            annotations.push(Annotation {
-                onset: onset
-                    - if first.date.is_some() {
-                        first_time
-                    } else {
-                        0.0
-                    },
-                duration: (end - onset).max(0.0),
-                text: text.clone(),
-            });
+            let duration = (end - onset).max(0.0);
+            let onset = onset
+                - if first.date.is_some() {
+                    first_time
+                } else {
+                    0.0
+                };
+            // An annotation of several channels becomes one event a channel, as MNE writes
+            // them to EDF+ (`text@@channel`).
+            let channels = first.channels_of.get(i).filter(|c| !c.is_empty());
+            let texts: Vec<String> = match channels {
+                Some(cs) => cs.iter().map(|c| Annotation::on_channel(text, c)).collect(),
+                None => vec![text.clone()],
+            };
+            for text in texts {
+                annotations.push(Annotation {
+                    onset,
+                    duration,
+                    text,
+                });
+            }
         }
     } else {
         warnings.push("the annotations' onsets and descriptions do not pair up".into());
