@@ -8,7 +8,7 @@ use ede::app::scalogram_view::ScalogramView;
 use ede::app::xapen_view::XapenView;
 use ede::app::{EdeApp, Settings};
 use eframe::egui;
-use egui_kittest::kittest::Queryable;
+use egui_kittest::kittest::{NodeT, Queryable};
 use egui_kittest::{Harness, SnapshotOptions};
 
 fn harness(app: EdeApp) -> Harness<'static, EdeApp> {
@@ -1308,4 +1308,27 @@ fn ctrl_drag_marks_an_event_on_one_channel() {
     );
     assert!(tsv.contains(&format!("\tspike\t{}\n", lanes[2])), "{tsv}");
     assert!(tsv.contains("\tn/a\n"), "the others belong to no channel");
+}
+
+/// The menu forms of the event gestures: an event at the window's centre, and one on the
+/// selected channel.
+#[test]
+fn events_can_be_added_without_gestures() {
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    let before = h.state().browser.events.list().len();
+    h.get_by_label("add at the centre").click();
+    h.run_steps(2);
+    let events = h.state().browser.events.list().to_vec();
+    assert_eq!(events.len(), before + 1);
+    assert!(
+        events
+            .iter()
+            .any(|a| a.onset == 5.0 && a.channel().is_none())
+    );
+    assert!(
+        h.get_by_label("… on the selected channel")
+            .accesskit_node()
+            .is_disabled()
+    );
 }

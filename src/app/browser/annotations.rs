@@ -40,6 +40,38 @@ impl Browser {
             }
             None => {}
         }
+        // The menu forms of double-click and ctrl+drag: at the window's centre.
+        ui.horizontal(|ui| {
+            let label = self.events.shortcut(1).unwrap_or_else(|| "event".into());
+            let centre = self.t0 + self.settings.span_s / 2.0;
+            if ui
+                .small_button("add at the centre")
+                .on_hover_text("as a double-click on the traces")
+                .clicked()
+            {
+                self.events.add(crate::recording::Annotation {
+                    onset: centre,
+                    duration: 0.0,
+                    text: label.clone(),
+                });
+            }
+            let channel = self.selected.map(|d| self.trace_label(d).to_string());
+            if ui
+                .add_enabled(
+                    channel.is_some(),
+                    egui::Button::new("… on the selected channel").small(),
+                )
+                .on_hover_text("as a ctrl+drag on its lane (click a label to select it)")
+                .clicked()
+                && let Some(ch) = channel
+            {
+                self.events.add(crate::recording::Annotation {
+                    onset: centre,
+                    duration: 0.0,
+                    text: crate::recording::Annotation::on_channel(&label, &ch),
+                });
+            }
+        });
         match &self.message {
             Some(Ok(m)) => {
                 ui.small(m);

@@ -144,6 +144,22 @@ impl Browser {
             }
         });
         ui.separator();
+        if ui
+            .button("Select the visible window (shift+drag selects a stretch)")
+            .clicked()
+        {
+            self.selection = Some(self.visible_span());
+            ui.close();
+        }
+        if ui
+            .button("Clear the selection and the measurement (Esc)")
+            .clicked()
+        {
+            self.selection = None;
+            self.measure.clear();
+            ui.close();
+        }
+        ui.separator();
         if ui.button("Calibrate the screen…").clicked() {
             self.calibrating = Some(100.0);
             ui.close();
