@@ -104,6 +104,17 @@ fn compute(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Compute<Request, Cle
     })
 }
 
+/// What a session keeps of the view (options out of range show the pipeline's own error).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Saved {
+    options: DeblinkOptions,
+    keep: String,
+    whole: bool,
+    backend: Backend,
+    side_by_side: bool,
+    panel_height: f32,
+}
+
 pub struct BlinkView {
     rec: Arc<Recording>,
     gpu: Option<GpuContext>,
@@ -634,5 +645,28 @@ impl AnalysisView for BlinkView {
 
     fn ready(&self) -> bool {
         self.worker.pending().is_none() && (self.shown.is_some() || self.error.is_some())
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        super::to_saved(&Saved {
+            options: self.options.clone(),
+            keep: self.keep_text.clone(),
+            whole: self.whole,
+            backend: self.backend,
+            side_by_side: self.side_by_side,
+            panel_height: self.panel_height,
+        })
+    }
+
+    fn set_parameters(&mut self, parameters: &serde_json::Value) {
+        let Some(s) = super::saved::<Saved>(parameters) else {
+            return;
+        };
+        self.options = s.options;
+        self.keep_text = s.keep;
+        self.whole = s.whole;
+        self.backend = super::saved_backend(s.backend, self.gpu.as_ref());
+        self.side_by_side = s.side_by_side;
+        self.panel_height = s.panel_height.clamp(200.0, 900.0);
     }
 }

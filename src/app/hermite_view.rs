@@ -110,7 +110,8 @@ fn by_label(labels: &[Option<String>]) -> LabelGroups {
 }
 
 /// What the scatter plots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 enum ScatterAxes {
     SigmaMse,
     Coefficients(usize, usize),
@@ -128,6 +129,23 @@ fn label_colour(label: Option<&str>) -> Color32 {
         Some(_) => Color32::from_rgb(200, 180, 60),
         None => Color32::from_rgb(120, 200, 220),
     }
+}
+
+/// What a session keeps of the view.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Saved {
+    /// The ECG channel's label.
+    signal: Option<String>,
+    filter: EcgFilter,
+    detector: bool,
+    order: usize,
+    sigmas: usize,
+    range_ms: Option<(f64, f64)>,
+    backend: Backend,
+    scatter: ScatterAxes,
+    by_mse: bool,
+    colours: ColourMap,
+    panel_height: f32,
 }
 
 pub struct HermiteView {
@@ -702,5 +720,48 @@ impl AnalysisView for HermiteView {
 
     fn take_png_request(&mut self) -> Option<(std::path::PathBuf, Rect)> {
         Some((self.png_request.take()?, self.panel_rect))
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        super::to_saved(&Saved {
+            signal: self.signal.map(|c| self.rec.signals[c].label.clone()),
+            filter: self.filter,
+            detector: self.detector,
+            order: self.order,
+            sigmas: self.sigmas,
+            range_ms: self.range_ms,
+            backend: self.backend,
+            scatter: self.scatter,
+            by_mse: self.by_mse,
+            colours: self.colours,
+            panel_height: self.panel_height,
+        })
+    }
+
+    fn set_parameters(&mut self, parameters: &serde_json::Value) {
+        let Some(s) = super::saved::<Saved>(parameters) else {
+            return;
+        };
+        if let Some(c) =
+            (s.signal).and_then(|l| self.rec.signals.iter().position(|sig| sig.label == l))
+        {
+            self.signal = Some(c);
+        }
+        self.filter = s.filter;
+        self.detector = s.detector;
+        self.order = s.order.clamp(1, 40);
+        self.sigmas = s.sigmas.clamp(2, 400);
+        self.range_ms = (s.range_ms)
+            .filter(|(lo, hi)| lo.is_finite() && hi.is_finite())
+            .map(|(lo, hi)| (lo.clamp(0.5, 100.0), hi.clamp(lo.clamp(0.5, 100.0), 200.0)));
+        self.backend = super::saved_backend(s.backend, self.gpu.as_ref());
+        let top = self.order - 1;
+        self.scatter = match s.scatter {
+            ScatterAxes::Coefficients(a, b) => ScatterAxes::Coefficients(a.min(top), b.min(top)),
+            axes => axes,
+        };
+        self.by_mse = s.by_mse;
+        self.colours = s.colours;
+        self.panel_height = s.panel_height.clamp(200.0, 900.0);
     }
 }

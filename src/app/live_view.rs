@@ -36,6 +36,19 @@ const STREAM_COPY_EVERY: Duration = Duration::from_secs(1);
 /// Components with scalp maps.
 const MAPS: usize = 12;
 
+/// What a session keeps of the tab (not the stream or recording it was playing).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Saved {
+    deblink: crate::analysis::blink::DeblinkOptions,
+    hop_s: f64,
+    lookahead_s: f64,
+    speed: Option<f64>,
+    side_by_side: bool,
+    display_s: f64,
+    lsl: String,
+    follow: bool,
+}
+
 pub struct LiveView {
     rec: Arc<Recording>,
     data: Option<Arc<EegData>>,
@@ -709,6 +722,40 @@ impl AnalysisView for LiveView {
     fn ready(&self) -> bool {
         let s = self.shared.lock().expect("live state");
         self.error.is_some() || s.error.is_some() || s.hops > 0
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        super::to_saved(&Saved {
+            deblink: self.opts.deblink.clone(),
+            hop_s: self.opts.hop_s,
+            lookahead_s: self.opts.lookahead_s,
+            speed: self.speed,
+            side_by_side: self.side_by_side,
+            display_s: self.display_s,
+            lsl: self.lsl_text.clone(),
+            follow: self.follow,
+        })
+    }
+
+    fn set_parameters(&mut self, parameters: &serde_json::Value) {
+        let Some(s) = super::saved::<Saved>(parameters) else {
+            return;
+        };
+        self.opts.deblink = s.deblink;
+        self.opts.hop_s = s.hop_s.clamp(0.25, 5.0);
+        self.opts.lookahead_s = s.lookahead_s.clamp(0.0, 1.0);
+        self.speed = s.speed.filter(|v| v.is_finite() && *v > 0.0);
+        self.side_by_side = s.side_by_side;
+        self.display_s = s.display_s.clamp(2.0, KEPT_S);
+        self.lsl_text = s.lsl;
+        self.follow = s.follow;
+        if self.commands.is_none() {
+            // Not playing yet: the player starts with these.
+            self.sent = LiveOptions {
+                speed: self.speed,
+                ..self.opts.clone()
+            };
+        }
     }
 }
 

@@ -54,6 +54,35 @@ pub trait AnalysisView: std::any::Any {
     fn follow_recording(&mut self, _rec: Arc<Recording>) -> bool {
         false
     }
+    /// Its parameters as a session keeps them (`Null`: none).
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+    /// Puts a session's parameters back. They may be another recording's or another version's:
+    /// what does not parse or fit (a channel this recording lacks) is passed over, and numbers
+    /// are clamped to the controls' ranges.
+    fn set_parameters(&mut self, _parameters: &serde_json::Value) {}
+}
+
+/// A view's saved parameters read back; `None` where they do not parse.
+pub(crate) fn saved<T: serde::de::DeserializeOwned>(parameters: &serde_json::Value) -> Option<T> {
+    serde_json::from_value(parameters.clone()).ok()
+}
+
+/// A view's saved parameters as JSON.
+pub(crate) fn to_saved<T: Serialize>(saved: &T) -> serde_json::Value {
+    serde_json::to_value(saved).unwrap_or_default()
+}
+
+/// The backend a session asks for, where it can run here.
+pub(crate) fn saved_backend(
+    asked: crate::analysis::Backend,
+    gpu: Option<&GpuContext>,
+) -> crate::analysis::Backend {
+    match gpu {
+        Some(_) => asked,
+        None => crate::analysis::Backend::Cpu,
+    }
 }
 
 /// Whether two recordings have the same signals (labels and rates): a view's channel choice
@@ -190,6 +219,8 @@ pub struct EdeApp {
     views: Vec<Option<Box<dyn AnalysisView>>>,
     /// The view shown: `None` for the browser, else an index in `VIEWS`.
     pub view: Option<usize>,
+    /// A session's parameters of views not made yet, by `VIEWS` id: given to each when made.
+    view_parameters: std::collections::BTreeMap<String, serde_json::Value>,
     /// The render device, when it passed its self-test; analyses fall back to the CPU without.
     gpu: Option<GpuContext>,
     settings: Settings,
@@ -260,6 +291,7 @@ impl EdeApp {
             browser: Browser::new(Arc::new(rec), settings.browser.clone()),
             views: VIEWS.iter().map(|_| None).collect(),
             view: None,
+            view_parameters: Default::default(),
             gpu,
             settings,
             error,
@@ -353,6 +385,7 @@ impl EdeApp {
             .cloned();
         self.browser = Browser::new(Arc::new(rec), self.browser.settings.clone());
         self.views.iter_mut().for_each(|v| *v = None);
+        self.view_parameters.clear();
         self.followed_file = None;
     }
 
@@ -431,7 +464,14 @@ impl EdeApp {
     /// View `k`, made for the open recording if it was not yet.
     fn view_at(&mut self, k: usize) -> &mut Box<dyn AnalysisView> {
         let (rec, gpu) = (self.browser.rec.clone(), self.gpu.clone());
-        self.views[k].get_or_insert_with(|| (VIEWS[k].make)(rec, gpu))
+        let parameters = self.view_parameters.remove(VIEWS[k].id);
+        self.views[k].get_or_insert_with(|| {
+            let mut view = (VIEWS[k].make)(rec, gpu);
+            if let Some(p) = parameters {
+                view.set_parameters(&p);
+            }
+            view
+        })
     }
 
     /// The view of type `T`, made if needed (tests and benchmarks drive views through this).
@@ -693,8 +733,8 @@ impl EdeApp {
         match self.view {
             None => self.browser.ui(ui),
             Some(k) => {
-                let (rec, gpu) = (self.browser.rec.clone(), self.gpu.clone());
-                let view = self.views[k].get_or_insert_with(|| (VIEWS[k].make)(rec, gpu));
+                self.view_at(k);
+                let view = self.views[k].as_mut().expect("made just above");
                 view.ui(ui, &mut self.browser);
             }
         }

@@ -192,7 +192,8 @@ fn compute(gpu: Option<GpuContext>) -> Compute<Request, Scalogram> {
 }
 
 /// How the scales are given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 enum ScaleMode {
     Frequencies,
     Octaves,
@@ -227,6 +228,28 @@ pub struct ScalogramView {
     hovered: Option<((usize, usize), f32)>,
     image_rect: Rect,
     png_request: Option<std::path::PathBuf>,
+}
+/// What a session keeps of the view (traces by index of the session's montage, which the
+/// session restores first).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Saved {
+    traces: Vec<usize>,
+    scales: ScaleMode,
+    fmin: f64,
+    fmax: f64,
+    voices: usize,
+    s0_ms: f64,
+    dj: f64,
+    j: usize,
+    omega0: f64,
+    quantity: Quantity,
+    per_scale: bool,
+    range_db: f32,
+    colours: ColourMap,
+    show_coi: bool,
+    per_trace: bool,
+    panel_height: f32,
+    backend: Backend,
 }
 
 impl ScalogramView {
@@ -828,6 +851,52 @@ impl AnalysisView for ScalogramView {
         }
         self.rec = rec;
         true
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        super::to_saved(&Saved {
+            traces: self.traces.clone(),
+            scales: self.mode,
+            fmin: self.fmin,
+            fmax: self.fmax,
+            voices: self.voices,
+            s0_ms: self.s0_ms,
+            dj: self.dj,
+            j: self.j,
+            omega0: self.omega0,
+            quantity: self.quantity,
+            per_scale: self.per_scale,
+            range_db: self.range_db,
+            colours: self.colours,
+            show_coi: self.show_coi,
+            per_trace: self.per_trace,
+            panel_height: self.panel_height,
+            backend: self.backend,
+        })
+    }
+
+    fn set_parameters(&mut self, parameters: &serde_json::Value) {
+        let Some(s) = super::saved::<Saved>(parameters) else {
+            return;
+        };
+        // Out-of-range traces are dropped when the view next picks its traces.
+        self.traces = s.traces;
+        self.mode = s.scales;
+        self.fmin = s.fmin.clamp(0.1, 200.0);
+        self.fmax = s.fmax.clamp(0.2, 1000.0);
+        self.voices = s.voices.clamp(1, 32);
+        self.s0_ms = s.s0_ms.clamp(0.5, 2000.0);
+        self.dj = s.dj.clamp(1.0 / 32.0, 1.0);
+        self.j = s.j.min(255);
+        self.omega0 = s.omega0.clamp(3.0, 20.0);
+        self.quantity = s.quantity;
+        self.per_scale = s.per_scale;
+        self.range_db = s.range_db.clamp(10.0, 100.0);
+        self.colours = s.colours;
+        self.show_coi = s.show_coi;
+        self.per_trace = s.per_trace;
+        self.panel_height = s.panel_height.clamp(120.0, 900.0);
+        self.backend = super::saved_backend(s.backend, self.gpu.as_ref());
     }
 }
 

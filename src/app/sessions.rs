@@ -10,6 +10,13 @@ impl EdeApp {
     pub fn session(&self) -> browser::Session {
         let mut s = self.browser.session();
         s.tab = self.view.map_or("browser", |k| VIEWS[k].id).to_string();
+        s.views = self.view_parameters.clone();
+        for (k, view) in self.views.iter().enumerate() {
+            if let Some(v) = view {
+                s.views.insert(VIEWS[k].id.to_string(), v.parameters());
+            }
+        }
+        s.views.retain(|_, p| !p.is_null());
         s
     }
 
@@ -55,6 +62,17 @@ impl EdeApp {
     fn apply_session(&mut self, session: &browser::Session) {
         self.offered_session = None;
         self.browser.apply_session(session);
+        for (id, parameters) in &session.views {
+            let Some(k) = VIEWS.iter().position(|v| v.id == id) else {
+                continue;
+            };
+            match &mut self.views[k] {
+                Some(view) => view.set_parameters(parameters),
+                None => {
+                    self.view_parameters.insert(id.clone(), parameters.clone());
+                }
+            }
+        }
         self.show_view(&session.tab);
     }
 

@@ -21,7 +21,8 @@ use super::export::{self, Format};
 use super::worker::{Compute, Outcome, Progress, Worker};
 
 /// Which epochs the matrix covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum EpochSource {
     /// Consecutive epochs inside the browser's visible window (at least one).
     Visible,
@@ -60,6 +61,19 @@ fn default_selection(rec: &Recording) -> Vec<bool> {
         .map(|c| picked.contains(&c))
         .collect()
 }
+
+/// What a session keeps of the view.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Saved {
+    channels: Vec<String>,
+    epoch_len: usize,
+    epochs: EpochSource,
+    params: XapenParams,
+    backend: Backend,
+}
+
+/// Epoch lengths offered.
+const EPOCH_LENGTHS: [usize; 6] = [128, 256, 512, 1024, 2048, 4096];
 
 /// The job without its parameters: what the cached input and device buffers depend on.
 type InputKey = (usize, Vec<usize>, usize, usize, EpochCount);
@@ -357,7 +371,7 @@ impl XapenView {
         egui::ComboBox::from_label("Epoch length")
             .selected_text(format!("{} samples", self.epoch_len))
             .show_ui(ui, |ui| {
-                for len in [128, 256, 512, 1024, 2048, 4096] {
+                for len in EPOCH_LENGTHS {
                     ui.selectable_value(&mut self.epoch_len, len, format!("{len} samples"));
                 }
             });
@@ -686,6 +700,41 @@ impl super::AnalysisView for XapenView {
         }
         self.rec = rec;
         true
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        super::to_saved(&Saved {
+            channels: (self.rec.signals.iter().zip(&self.selected))
+                .filter(|(_, on)| **on)
+                .map(|(s, _)| s.label.clone())
+                .collect(),
+            epoch_len: self.epoch_len,
+            epochs: self.source,
+            params: self.params,
+            backend: self.backend,
+        })
+    }
+
+    fn set_parameters(&mut self, parameters: &serde_json::Value) {
+        let Some(s) = super::saved::<Saved>(parameters) else {
+            return;
+        };
+        let chosen: Vec<bool> = (self.rec.signals.iter())
+            .map(|sig| s.channels.contains(&sig.label))
+            .collect();
+        if chosen.iter().filter(|&&c| c).count() >= 2 {
+            self.selected = chosen;
+        }
+        if EPOCH_LENGTHS.contains(&s.epoch_len) {
+            self.epoch_len = s.epoch_len;
+        }
+        self.source = s.epochs;
+        self.params = XapenParams {
+            m: s.params.m.clamp(1, 4),
+            r: s.params.r.clamp(0.02, 1.0),
+            correction: s.params.correction,
+        };
+        self.backend = super::saved_backend(s.backend, self.gpu.as_ref());
     }
 }
 

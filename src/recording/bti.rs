@@ -542,6 +542,15 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
     // In single precision, as MNE-Python divides the stored period, so that rates agree to the
     // bit (the period is a float32 already: 1/period in double is no truer).
     let fs = (1.0f32 / header.sample_period) as f64;
+    if !(fs.is_finite() && fs > 0.0) {
+        return Err(ReadError::invalid(
+            path,
+            format!(
+                "the sample period {} s is not a positive number",
+                header.sample_period
+            ),
+        ));
+    }
     let slice_bytes = header.total_channels * header.format.bytes();
     let data_bytes = header.slices.checked_mul(slice_bytes);
     if data_bytes.is_none_or(|n| n > header.header_at) {

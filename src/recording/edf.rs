@@ -294,15 +294,16 @@ fn parse(path: &Path, map: Mmap) -> Result<Recording, ReadError> {
     let mut signals = Vec::new();
     let mut annotation_offsets = Vec::new();
     let mut record_duration = record_duration;
-    if record_duration < 0.0 {
+    if !(record_duration >= 0.0 && record_duration.is_finite()) {
         return Err(ReadError::invalid(
             path,
-            format!("the data record duration is negative: {record_duration}"),
+            format!("the data record duration is not a non-negative number: {record_duration}"),
         ));
     }
+    // A plain EDF's "EDF Annotations" signal is data like any other.
     let has_data = raw
         .iter()
-        .any(|s| s.label != annotation_label && s.samples_per_record > 0);
+        .any(|s| !(plus && s.label == annotation_label) && s.samples_per_record > 0);
     if record_duration == 0.0 && has_data {
         warnings.push(
             "the data record duration is 0 but the file has data signals; assuming 1 s records"

@@ -86,13 +86,17 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
     let samples = points
         .checked_mul(trials)
         .ok_or_else(|| bad("EEG.pnts x EEG.trials overflows".into()))?;
+    if !(samples as f64 / fs).is_finite() {
+        return Err(bad(format!("EEG.srate = {fs} is not a sampling rate")));
+    }
     let mut warnings = Vec::new();
 
     let source: Arc<dyn super::SampleSource> = match eeg.get("data") {
         Some(Value::Numbers { numbers, dims }) => {
             let need = channels.saturating_mul(samples);
-            let have = dims.iter().product::<usize>();
-            if have != need {
+            let have = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+            if have != Some(need) {
+                let have = have.map_or("too many".into(), |n| n.to_string());
                 return Err(bad(format!(
                     "EEG.data holds {have} numbers, not nbchan x pnts x trials = {need}"
                 )));
@@ -124,6 +128,12 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
                     return Err(bad("EEG.data lies where it cannot be read".into()));
                 }
                 (Numbers::Decoded(v), ..) => {
+                    if channels.checked_mul(samples).is_none_or(|n| v.len() < n) {
+                        return Err(bad(format!(
+                            "EEG.data holds {} numbers, not {channels} channels x {samples} samples",
+                            v.len()
+                        )));
+                    }
                     let rows = (0..channels)
                         .map(|c| (0..samples).map(|k| v[k * channels + c] as f32).collect())
                         .collect();

@@ -508,7 +508,10 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         .date
         .filter(|&(_, us)| (0..1_000_000).contains(&us))
         .and_then(|(s, us)| DateTime::from_timestamp(s as i64, us as u32 * 1000))
-        .map(|d| d.naive_utc() + chrono::Duration::microseconds((first_time * 1e6) as i64));
+        .and_then(|d| {
+            let first = chrono::Duration::microseconds((first_time * 1e6) as i64);
+            d.naive_utc().checked_add_signed(first)
+        });
     let data_bytes: usize = (buffers.iter())
         .filter_map(|b| b.data.map(|(_, _, t)| b.samples * nchan * t.bytes()))
         .sum();

@@ -181,6 +181,19 @@ struct Tag {
 }
 
 impl Parser<'_> {
+    /// Whether `count` elements of `tags` tags each (at least 8 bytes apiece) fit in what
+    /// follows `at`: dimensions past that are a corrupt header, not a reason to allocate.
+    fn elements_fit(&self, count: usize, tags: usize, at: usize) -> Result<(), String> {
+        let room = self.bytes.len().saturating_sub(at) / 8;
+        match count.checked_mul(tags) {
+            Some(n) if n <= room => Ok(()),
+            _ => Err(format!(
+                "an array of {count} elements does not fit in the file's {} bytes",
+                self.bytes.len()
+            )),
+        }
+    }
+
     fn u32_at(&self, at: usize) -> Result<u32, Error> {
         let b: [u8; 4] = (self.bytes.get(at..at + 4))
             .and_then(|b| b.try_into().ok())
@@ -288,6 +301,7 @@ impl Parser<'_> {
         let mut at = name_tag.next;
         let value = match class {
             MX_CELL => {
+                self.elements_fit(count, 1, at)?;
                 let mut items = Vec::with_capacity(count.min(1 << 16));
                 for _ in 0..count {
                     let t = self.tag(at)?;
@@ -311,6 +325,9 @@ impl Parser<'_> {
                     })
                     .collect();
                 at = names_tag.next;
+                // A struct without fields holds nothing per element, so its count must not
+                // exceed the file's size either.
+                self.elements_fit(count, fields.len().max(1), at)?;
                 let mut items = Vec::with_capacity(count.min(1 << 16));
                 for _ in 0..count {
                     let mut element = Vec::with_capacity(fields.len());

@@ -63,13 +63,16 @@ impl Source for Mapped {
 /// An open v7.3 file.
 pub struct Mat73 {
     file: File,
+    /// The file's size in bytes.
+    len: u64,
 }
 
 impl Mat73 {
     pub fn open(map: Mmap) -> Result<Self, String> {
+        let len = map.len() as u64;
         let file = File::from_source(Mapped(map))
             .map_err(|e| format!("not a readable MATLAB v7.3 (HDF5) file: {e}"))?;
-        Ok(Mat73 { file })
+        Ok(Mat73 { file, len })
     }
 
     /// The file's variables (the root group's members but `#refs#`), by name.
@@ -158,7 +161,30 @@ impl Mat73 {
             });
         }
         let dims: Vec<usize> = shape.iter().rev().map(|&v| v as usize).collect();
-        let count: u64 = shape.iter().product();
+        let Some(count) = shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) else {
+            return Err(format!("{path}: dimensions {shape:?} overflow"));
+        };
+        // A chunk far larger than its whole dataset, or stored past the file's end, is a
+        // corrupt layout, which the HDF5 reader would allocate and walk in full.
+        let chunk = d
+            .chunk_shape()
+            .ok()
+            .flatten()
+            .map(|c| (c.iter()).try_fold(1u64, |n, &d| n.checked_mul(d)));
+        if let Some(elements) = chunk
+            && elements.is_none_or(|e| e > count.max(1 << 20))
+        {
+            return Err(format!("{path}: chunks larger than the dataset"));
+        }
+        if chunk.is_some()
+            && (d.chunks().unwrap_or_default().iter()).any(|c| {
+                c.address
+                    .checked_add(c.storage_size)
+                    .is_none_or(|end| end > self.len)
+            })
+        {
+            return Err(format!("{path}: chunks past the end of the file"));
+        }
         let datatype = d.datatype().map_err(|e| e.to_string())?;
         if matches!(datatype, Datatype::Reference { .. }) {
             if count as usize > MAX_ELEMENTS || depth > MAX_DEPTH {

@@ -179,7 +179,8 @@ pub(crate) fn stim_events(
         if s.kind != ChannelType::Stim {
             continue;
         }
-        if data_bytes > MAX_STIM_SCAN_BYTES {
+        // Gaps (FIF skips) hold samples but no bytes: the scan's own buffer counts as well.
+        if data_bytes > MAX_STIM_SCAN_BYTES || s.samples > MAX_STIM_SCAN_BYTES / 4 {
             warnings.push(format!(
                 "{}: steps not turned into events (a recording this long opens without \
                  reading it whole)",
@@ -480,6 +481,17 @@ impl Recording {
         segments: Vec<Segment>,
         source: Arc<dyn SampleSource>,
     ) -> Self {
+        // Events at no time (a corrupt onset) cannot be drawn, sorted or saved.
+        let mut annotations = annotations;
+        let mut warnings = warnings;
+        let timed = annotations.len();
+        annotations.retain(|a| a.onset.is_finite() && a.duration.is_finite());
+        if annotations.len() < timed {
+            warnings.push(format!(
+                "{} events without a valid time left out",
+                timed - annotations.len()
+            ));
+        }
         Self {
             path,
             format,

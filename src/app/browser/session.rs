@@ -42,6 +42,8 @@ pub struct Session {
     pub events: Option<Vec<SavedEvent>>,
     /// "browser" or an analysis tab's id.
     pub tab: String,
+    /// The analysis tabs' own parameters (those opened), by tab id.
+    pub views: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 impl Default for Session {
@@ -65,6 +67,7 @@ impl Default for Session {
             bad: Vec::new(),
             events: None,
             tab: "browser".into(),
+            views: Default::default(),
         }
     }
 }
@@ -115,6 +118,7 @@ impl Browser {
                 .collect(),
             events: crate::app::unsaved::edits_of(self).and_then(|e| e.events),
             tab: "browser".into(),
+            views: Default::default(),
         }
     }
 
