@@ -13,6 +13,7 @@ fn main() -> std::process::ExitCode {
     let result = match &cli.command {
         Some(Command::Info(args)) => ede::cli::info::run(args),
         Some(Command::Export(args)) => ede::cli::export::run(args),
+        Some(Command::Psd(args)) => ede::cli::psd::run(args),
         Some(Command::Xapen(args)) => ede::cli::xapen::run(args),
         Some(Command::Cwt(args)) => ede::cli::cwt::run(args),
         Some(Command::Hermite(args)) => ede::cli::hermite::run(args),

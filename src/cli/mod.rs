@@ -9,6 +9,7 @@ pub mod group;
 pub mod hermite;
 pub mod info;
 pub mod live;
+pub mod psd;
 pub mod stream;
 pub mod xapen;
 
@@ -131,6 +132,8 @@ pub enum Command {
     Info(info::InfoArgs),
     /// Write physical values of some channels and a time range as CSV.
     Export(export::ExportArgs),
+    /// Power spectral density of channels over a time range (Welch's method, as SciPy's).
+    Psd(psd::PsdArgs),
     /// Cross-ApEn matrices of every channel pair, for one or many recordings.
     Xapen(xapen::XapenArgs),
     /// Morlet wavelet scalograms of a channel, or band power in blocks of whole recordings.

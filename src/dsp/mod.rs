@@ -9,5 +9,6 @@ pub mod hermite;
 pub mod ica;
 pub mod montage;
 pub mod qrs;
+pub mod spectrum;
 pub mod stats;
 pub mod xapen;
