@@ -14,6 +14,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Info(args)) => ede::cli::info::run(args),
         Some(Command::Export(args)) => ede::cli::export::run(args),
         Some(Command::Psd(args)) => ede::cli::psd::run(args),
+        Some(Command::Sleep(args)) => ede::cli::sleep::run(args),
         Some(Command::Xapen(args)) => ede::cli::xapen::run(args),
         Some(Command::Cwt(args)) => ede::cli::cwt::run(args),
         Some(Command::Hermite(args)) => ede::cli::hermite::run(args),

@@ -10,6 +10,7 @@ pub mod hermite;
 pub mod info;
 pub mod live;
 pub mod psd;
+pub mod sleep;
 pub mod stream;
 pub mod xapen;
 
@@ -134,6 +135,8 @@ pub enum Command {
     Export(export::ExportArgs),
     /// Power spectral density of channels over a time range (Welch's method, as SciPy's).
     Psd(psd::PsdArgs),
+    /// Sleep statistics (YASA's) of the hypnogram a recording's stage events make.
+    Sleep(sleep::SleepArgs),
     /// Cross-ApEn matrices of every channel pair, for one or many recordings.
     Xapen(xapen::XapenArgs),
     /// Morlet wavelet scalograms of a channel, or band power in blocks of whole recordings.

@@ -9,6 +9,7 @@ pub mod hermite;
 pub mod ica;
 pub mod montage;
 pub mod qrs;
+pub mod sleep;
 pub mod spectrum;
 pub mod stats;
 pub mod xapen;

@@ -1,0 +1,91 @@
+//! `ede sleep`: the hypnogram a recording's (or a separate hypnogram file's) stage events make,
+//! and its sleep statistics as YASA defines them (`dsp::sleep`), written as JSON.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+
+use crate::dsp::sleep::{SleepStatistics, Stage, hypnogram, statistics};
+
+#[derive(Debug, clap::Args)]
+pub struct SleepArgs {
+    /// The recording (a PSG) or a hypnogram file (Sleep-EDF's `*-Hypnogram.edf`).
+    pub file: PathBuf,
+    /// A hypnogram file whose stage events score the recording (instead of its own events).
+    #[arg(long)]
+    pub hypnogram: Option<PathBuf>,
+    /// Seconds per scored epoch.
+    #[arg(long, default_value_t = 30.0)]
+    pub epoch: f64,
+    /// Seconds from the start at which lights went off: earlier epochs are left out.
+    #[arg(long)]
+    pub lights_off: Option<f64>,
+    /// Seconds from the start at which lights went on: later epochs are left out.
+    #[arg(long)]
+    pub lights_on: Option<f64>,
+    /// Output JSON (standard output when omitted).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+struct SleepOut {
+    epoch_s: f64,
+    /// The epochs the statistics cover, from the start (after --lights-off).
+    first_epoch: usize,
+    epochs: usize,
+    statistics: SleepStatistics,
+    stages: Vec<Stage>,
+}
+
+pub fn run(args: &SleepArgs) -> anyhow::Result<()> {
+    if !(args.epoch.is_finite() && args.epoch > 0.0) {
+        bail!(
+            "--epoch must be a positive number of seconds, got {}",
+            args.epoch
+        );
+    }
+    let scored = args.hypnogram.as_ref().unwrap_or(&args.file);
+    let rec = super::open(scored, None)?;
+    let stages = hypnogram(&rec.annotations, args.epoch);
+    if stages.is_empty() {
+        bail!(
+            "{} has no sleep stage events (W, N1, N2, N3, R or Sleep stage W/1/2/3/4/R/?)",
+            scored.display()
+        );
+    }
+    let epoch_at = |s: f64, what: &str| -> anyhow::Result<usize> {
+        if !(s.is_finite() && s >= 0.0) {
+            bail!("--{what} must be a non-negative number of seconds, got {s}");
+        }
+        Ok(((s / args.epoch).round() as usize).min(stages.len()))
+    };
+    let first = args
+        .lights_off
+        .map(|s| epoch_at(s, "lights-off"))
+        .transpose()?
+        .unwrap_or(0);
+    let end = (args.lights_on)
+        .map(|s| epoch_at(s, "lights-on"))
+        .transpose()?
+        .unwrap_or(stages.len());
+    if first >= end {
+        bail!("no epochs between --lights-off and --lights-on");
+    }
+    let kept = &stages[first..end];
+    let out = SleepOut {
+        epoch_s: args.epoch,
+        first_epoch: first,
+        epochs: kept.len(),
+        statistics: statistics(kept, args.epoch).context("no epochs")?,
+        stages: kept.to_vec(),
+    };
+    let json = serde_json::to_string(&out)?;
+    match &args.out {
+        Some(p) => crate::recording::write_whole(p, json.as_bytes())
+            .with_context(|| format!("cannot write {}", p.display()))?,
+        None => println!("{json}"),
+    }
+    Ok(())
+}
