@@ -16,6 +16,8 @@ mod page_png;
 pub mod scalogram_view;
 pub mod scalp_map;
 mod sessions;
+mod view_parameters;
+pub(crate) use view_parameters::{saved, saved_backend, to_saved};
 
 use page_png::PagePng;
 pub use page_png::save_png;
@@ -62,27 +64,6 @@ pub trait AnalysisView: std::any::Any {
     /// what does not parse or fit (a channel this recording lacks) is passed over, and numbers
     /// are clamped to the controls' ranges.
     fn set_parameters(&mut self, _parameters: &serde_json::Value) {}
-}
-
-/// A view's saved parameters read back; `None` where they do not parse.
-pub(crate) fn saved<T: serde::de::DeserializeOwned>(parameters: &serde_json::Value) -> Option<T> {
-    serde_json::from_value(parameters.clone()).ok()
-}
-
-/// A view's saved parameters as JSON.
-pub(crate) fn to_saved<T: Serialize>(saved: &T) -> serde_json::Value {
-    serde_json::to_value(saved).unwrap_or_default()
-}
-
-/// The backend a session asks for, where it can run here.
-pub(crate) fn saved_backend(
-    asked: crate::analysis::Backend,
-    gpu: Option<&GpuContext>,
-) -> crate::analysis::Backend {
-    match gpu {
-        Some(_) => asked,
-        None => crate::analysis::Backend::Cpu,
-    }
 }
 
 /// Whether two recordings have the same signals (labels and rates): a view's channel choice

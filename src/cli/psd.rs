@@ -106,11 +106,5 @@ pub fn run(args: &PsdArgs) -> anyhow::Result<()> {
         psd,
         unit: format!("{}^2/Hz", rec.signals[first].unit),
     };
-    let json = serde_json::to_string(&out)?;
-    match &args.out {
-        Some(p) => crate::recording::write_whole(p, json.as_bytes())
-            .with_context(|| format!("cannot write {}", p.display()))?,
-        None => println!("{json}"),
-    }
-    Ok(())
+    super::write_json(&out, args.out.as_deref())
 }

@@ -81,11 +81,5 @@ pub fn run(args: &SleepArgs) -> anyhow::Result<()> {
         statistics: statistics(kept, args.epoch).context("no epochs")?,
         stages: kept.to_vec(),
     };
-    let json = serde_json::to_string(&out)?;
-    match &args.out {
-        Some(p) => crate::recording::write_whole(p, json.as_bytes())
-            .with_context(|| format!("cannot write {}", p.display()))?,
-        None => println!("{json}"),
-    }
-    Ok(())
+    super::write_json(&out, args.out.as_deref())
 }
