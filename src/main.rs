@@ -15,6 +15,8 @@ fn main() -> std::process::ExitCode {
         Some(Command::Export(args)) => ede::cli::export::run(args),
         Some(Command::Psd(args)) => ede::cli::psd::run(args),
         Some(Command::Sleep(args)) => ede::cli::sleep::run(args),
+        Some(Command::Hrv(args)) => ede::cli::hrv::run(args),
+        Some(Command::Trend(args)) => ede::cli::trend::run(args),
         Some(Command::Xapen(args)) => ede::cli::xapen::run(args),
         Some(Command::Cwt(args)) => ede::cli::cwt::run(args),
         Some(Command::Hermite(args)) => ede::cli::hermite::run(args),

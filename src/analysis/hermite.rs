@@ -106,10 +106,48 @@ pub fn no_ecg_channel(rec: &Recording) -> String {
     )
 }
 
+/// The beats of channel `signal` (its conditioned samples `ecg`), by sample and label: from
+/// the recording's beat annotations, or from the QRS detector when there are none or
+/// `detector` is set (then a detected beat takes the label of a beat annotation within 150 ms,
+/// if any).
+pub fn find_beats(
+    rec: &Recording,
+    signal: usize,
+    ecg: &[f32],
+    detector: bool,
+) -> (BeatSource, Vec<(usize, Option<String>)>) {
+    let fs = rec.signals[signal].fs;
+    let annotated: Vec<(usize, &'static str)> = rec
+        .annotations
+        .iter()
+        .filter_map(|a| Some((rec.sample_at(signal, a.onset)?, beat_label(&a.text)?)))
+        .collect();
+    if annotated.is_empty() || detector {
+        let tolerance = (0.15 * fs).round() as usize;
+        let found = qrs::detect(ecg, fs)
+            .into_iter()
+            .map(|d| {
+                let label = annotated
+                    .iter()
+                    .filter(|(a, _)| a.abs_diff(d) <= tolerance)
+                    .min_by_key(|(a, _)| a.abs_diff(d))
+                    .map(|(_, l)| l.to_string());
+                (d, label)
+            })
+            .collect();
+        (BeatSource::Detector, found)
+    } else {
+        let mut beats: Vec<_> = annotated
+            .iter()
+            .map(|&(a, l)| (a, Some(l.to_string())))
+            .collect();
+        beats.sort_by_key(|b| b.0);
+        (BeatSource::Annotations, beats)
+    }
+}
+
 impl EcgBeats {
-    /// Reads channel `signal` whole, conditions it, and takes its beats from the beat
-    /// annotations, or from the detector when there are none or `detector` is set (then a
-    /// detected beat takes the label of a beat annotation within 150 ms, if any).
+    /// Reads channel `signal` whole, conditions it, and takes its beats (`find_beats`).
     pub fn prepare(
         rec: &Recording,
         signal: usize,
@@ -126,34 +164,7 @@ impl EcgBeats {
             EcgFilter::Default => condition_ecg(&raw, fs),
             EcgFilter::None => raw,
         };
-        let annotated: Vec<(usize, &'static str)> = rec
-            .annotations
-            .iter()
-            .filter_map(|a| Some((rec.sample_at(signal, a.onset)?, beat_label(&a.text)?)))
-            .collect();
-        let (source, beats): (BeatSource, Vec<(usize, Option<String>)>) =
-            if annotated.is_empty() || detector {
-                let tolerance = (0.15 * fs).round() as usize;
-                let found = qrs::detect(&ecg, fs)
-                    .into_iter()
-                    .map(|d| {
-                        let label = annotated
-                            .iter()
-                            .filter(|(a, _)| a.abs_diff(d) <= tolerance)
-                            .min_by_key(|(a, _)| a.abs_diff(d))
-                            .map(|(_, l)| l.to_string());
-                        (d, label)
-                    })
-                    .collect();
-                (BeatSource::Detector, found)
-            } else {
-                let mut beats: Vec<_> = annotated
-                    .iter()
-                    .map(|&(a, l)| (a, Some(l.to_string())))
-                    .collect();
-                beats.sort_by_key(|b| b.0);
-                (BeatSource::Annotations, beats)
-            };
+        let (source, beats) = find_beats(rec, signal, &ecg, detector);
         let mut out = EcgBeats {
             signal,
             channel: info.label.trim().to_string(),

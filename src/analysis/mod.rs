@@ -4,8 +4,10 @@
 pub mod blink;
 pub mod cwt;
 pub mod group;
+pub mod heart;
 pub mod hermite;
 pub mod live;
+pub mod trend;
 pub mod xapen;
 
 use serde::{Deserialize, Serialize};

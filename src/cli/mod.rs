@@ -7,11 +7,13 @@ pub mod deblink;
 pub mod export;
 pub mod group;
 pub mod hermite;
+pub mod hrv;
 pub mod info;
 pub mod live;
 pub mod psd;
 pub mod sleep;
 pub mod stream;
+pub mod trend;
 pub mod xapen;
 
 use std::path::{Path, PathBuf};
@@ -137,6 +139,10 @@ pub enum Command {
     Psd(psd::PsdArgs),
     /// Sleep statistics (YASA's) of the hypnogram a recording's stage events make.
     Sleep(sleep::SleepArgs),
+    /// Heart rate variability (time domain, LF/HF) of an ECG channel's beats.
+    Hrv(hrv::HrvArgs),
+    /// Whole-recording trends: the compressed spectral array (CDSA) or aEEG.
+    Trend(trend::TrendArgs),
     /// Cross-ApEn matrices of every channel pair, for one or many recordings.
     Xapen(xapen::XapenArgs),
     /// Morlet wavelet scalograms of a channel, or band power in blocks of whole recordings.

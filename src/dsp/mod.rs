@@ -1,11 +1,13 @@
 //! CPU algorithms, one file per family. Each has a plain reference version (used by tests) and
 //! the fast version the application runs.
 
+pub mod aeeg;
 pub mod blink;
 pub mod cwt;
 pub mod decimate;
 pub mod filter;
 pub mod hermite;
+pub mod hrv;
 pub mod ica;
 pub mod montage;
 pub mod qrs;

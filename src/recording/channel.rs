@@ -188,6 +188,17 @@ fn by_name(up: &str) -> Option<ChannelType> {
     })
 }
 
+/// Volts per unit of a voltage unit (`None` for others).
+pub fn volts_per_unit(unit: &str) -> Option<f64> {
+    Some(match unit.trim() {
+        "uV" | "µV" | "μV" | "microvolt" => 1e-6,
+        "mV" => 1e-3,
+        "V" => 1.0,
+        "nV" => 1e-9,
+        _ => return None,
+    })
+}
+
 fn is_voltage(unit: &str) -> bool {
     let u = unit.trim();
     u.is_empty() || ["V", "mV", "uV", "µV", "μV", "nV"].contains(&u)

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use chrono::NaiveDateTime;
 use serde::Serialize;
 
-pub use channel::ChannelType;
+pub use channel::{ChannelType, volts_per_unit};
 
 /// A reader's error, always naming the file and saying what is wrong with it.
 #[derive(Debug, thiserror::Error)]

@@ -216,13 +216,7 @@ fn montage_of(rec: &Recording, settings: &BrowserSettings, choice: &MontageChoic
 /// Physical amplitude of one channel slot before gains: what clinicians expect per unit.
 fn default_scale(unit: &str, physical_range: f64, kind: ChannelType) -> f32 {
     // An ECG is millivolts where EEG is tens of microvolts: 2 mV a slot, in its own unit.
-    let volts = match unit.trim() {
-        "uV" | "µV" | "microvolt" => Some(1e-6),
-        "mV" => Some(1e-3),
-        "V" => Some(1.0),
-        "nV" => Some(1e-9),
-        _ => None,
-    };
+    let volts = crate::recording::volts_per_unit(unit);
     match (kind, volts) {
         (ChannelType::Ecg, Some(v)) => (2e-3 / v) as f32,
         (_, Some(v)) => (100e-6 / v) as f32,

@@ -9,6 +9,7 @@ pub mod hermite;
 pub mod io;
 mod io_formats;
 pub mod live;
+pub mod trend;
 pub mod xapen;
 pub mod xapen_night;
 
@@ -32,6 +33,8 @@ pub enum BenchCommand {
     Deblink(deblink::DeblinkBenchArgs),
     /// The group step of a study over 1,000 recordings' generated outputs.
     Group(group::GroupBenchArgs),
+    /// Whole-recording trends: CDSA and aEEG of 64 channels x 16 h from disk.
+    Trend(trend::TrendBenchArgs),
     /// Live mode: processing per hop, real-time factor and latency, 32 x 128 Hz and 64 x 512 Hz.
     Live(live::LiveBenchArgs),
 }
@@ -46,6 +49,7 @@ pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Hermite(args) => hermite::run(args),
         BenchCommand::Deblink(args) => deblink::run(args),
         BenchCommand::Live(args) => live::run(args),
+        BenchCommand::Trend(args) => trend::run(args),
         BenchCommand::Group(args) => group::run(args),
     }
 }

@@ -139,7 +139,7 @@ fn job(rec: &Recording, params: XapenParams) -> XapenJob {
 }
 
 /// Asks the kernel to forget the file's cached pages (written back first), as after a reboot.
-fn drop_cached_pages(path: &Path) -> bool {
+pub(crate) fn drop_cached_pages(path: &Path) -> bool {
     use std::os::fd::AsRawFd;
     let Ok(file) = std::fs::File::open(path) else {
         return false;

@@ -294,7 +294,9 @@ fn hz(v: f32) -> String {
 }
 
 /// SciPy's `butter(n, wn, band, fs=fs, output='sos')`.
-fn butter(
+/// Butterworth sections of order `n` (a band's prototype order: twice the poles), as SciPy's
+/// `butter(n, wn, band, fs=fs, output="sos")`.
+pub fn butter(
     n: usize,
     wn: Vec<f64>,
     band: sci_rs::signal::filter::design::FilterBandType,
