@@ -13,7 +13,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::dsp::aeeg::{Aeeg, AeegParams};
+use crate::dsp::aeeg::{Aeeg, AeegParams, LANES};
 use crate::dsp::montage::Derivation;
 use crate::dsp::montage::apply::derive;
 use crate::dsp::spectrum::{Welch, WelchParams};
@@ -27,8 +27,10 @@ pub enum TrendError {
     Params(String),
 }
 
-/// Seconds read per chunk: 64 channels at 256 Hz make 40 MB.
-const CHUNK_S: f64 = 600.0;
+/// Seconds read per chunk: at 256 Hz a channel's is 120 KB, which the allocator keeps and
+/// hands out again (chunks of 600 s were fresh pages each time, zeroed by the kernel: a
+/// quarter of a trend's time).
+const CHUNK_S: f64 = 120.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CdsaParams {
@@ -160,22 +162,22 @@ pub fn run(
             power: Vec::new(),
         })
         .collect();
-    let scales: Vec<f32> = (job.aeeg_traces.iter())
+    let scales: Vec<f64> = (job.aeeg_traces.iter())
         .map(|&t| {
             let d = &job.derivations[t];
             let unit = &rec.signals[d.plus].unit;
-            volts_per_unit(unit)
-                .map(|v| (v / 1e-6) as f32)
-                .ok_or_else(|| {
-                    TrendError::Params(format!(
-                        "aEEG needs voltages: {} is in {unit:?}",
-                        d.label.trim()
-                    ))
-                })
+            volts_per_unit(unit).map(|v| v / 1e-6).ok_or_else(|| {
+                TrendError::Params(format!(
+                    "aEEG needs voltages: {} is in {unit:?}",
+                    d.label.trim()
+                ))
+            })
         })
         .collect::<Result<_, _>>()?;
-    let mut aeeg: Vec<Aeeg> = (job.aeeg_traces.iter())
-        .map(|_| Aeeg::new(fs, job.aeeg))
+    // Traces in banks of `LANES`, filtered together.
+    let banks: Vec<&[usize]> = job.aeeg_traces.chunks(LANES).collect();
+    let mut aeeg: Vec<Aeeg> = (banks.iter().zip(scales.chunks(LANES)))
+        .map(|(_, k)| Aeeg::new(fs, job.aeeg, k))
         .collect::<Result<_, _>>()
         .map_err(TrendError::Params)?;
     let group: Vec<usize> = (0..job.derivations.len()).collect();
@@ -200,12 +202,10 @@ pub fn run(
                 rows.par_iter_mut()
                     .for_each(|r| r.push(&data, welch, *segment));
             }
-            (aeeg.par_iter_mut().zip(&job.aeeg_traces).zip(&scales)).for_each(
-                |((a, &t), &scale)| {
-                    let uv: Vec<f32> = data[t].iter().map(|v| v * scale).collect();
-                    a.push(&uv);
-                },
-            );
+            (aeeg.par_iter_mut().zip(&banks)).for_each(|(a, traces)| {
+                let channels: Vec<&[f32]> = traces.iter().map(|&t| &data[t][..]).collect();
+                a.push(&channels);
+            });
             done.store((end as f64 / fs) as usize, Ordering::Relaxed);
         }
         Ok(!cancel.load(Ordering::Relaxed))
@@ -229,15 +229,18 @@ pub fn run(
         power: rows.into_iter().map(|r| r.power).collect(),
     });
     let aeeg = (!job.aeeg_traces.is_empty()).then(|| {
-        let margins: Vec<Vec<(f32, f32)>> = aeeg.iter().map(Aeeg::margins).collect();
+        let margins: Vec<Vec<(f32, f32)>> = (aeeg.iter())
+            .flat_map(|a| (0..a.edges.len()).map(|c| a.margins(c)))
+            .collect();
+        let edges: Vec<&Vec<(f32, f32)>> = aeeg.iter().flat_map(|a| &a.edges).collect();
         let side = |v: &[(f32, f32)], upper: bool| -> Vec<f32> {
             v.iter().map(|e| if upper { e.1 } else { e.0 }).collect()
         };
         AeegTrend {
             params: job.aeeg,
             channels: job.aeeg_traces.iter().map(|&t| label(t)).collect(),
-            lower_uv: aeeg.iter().map(|a| side(&a.edges, false)).collect(),
-            upper_uv: aeeg.iter().map(|a| side(&a.edges, true)).collect(),
+            lower_uv: edges.iter().map(|e| side(e, false)).collect(),
+            upper_uv: edges.iter().map(|e| side(e, true)).collect(),
             lower_margin_uv: margins.iter().map(|m| side(m, false)).collect(),
             upper_margin_uv: margins.iter().map(|m| side(m, true)).collect(),
         }

@@ -8,8 +8,7 @@
 
 use std::sync::Arc;
 
-use rustfft::num_complex::Complex;
-use rustfft::{Fft, FftPlanner};
+use realfft::{RealFftPlanner, RealToComplex};
 
 /// How a signal is cut into segments.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -123,14 +122,14 @@ pub struct Welch {
     fs: f64,
     window: Vec<f64>,
     scale: f64,
-    fft: Arc<dyn Fft<f64>>,
+    fft: Arc<dyn RealToComplex<f64>>,
 }
 
 impl Welch {
     pub fn new(fs: f64, params: WelchParams) -> Self {
         let window = hann(params.segment);
         let scale = 1.0 / (fs * window.iter().map(|v| v * v).sum::<f64>());
-        let fft = FftPlanner::new().plan_fft_forward(params.segment);
+        let fft = RealFftPlanner::new().plan_fft_forward(params.segment);
         Welch {
             params,
             fs,
@@ -157,18 +156,21 @@ impl Welch {
             return None;
         }
         let n = p.segment;
-        let mut buf = vec![Complex::new(0.0, 0.0); n];
-        let mut scratch = vec![Complex::new(0.0, 0.0); self.fft.get_inplace_scratch_len()];
+        let mut buf = self.fft.make_input_vec();
+        let mut spectrum = self.fft.make_output_vec();
+        let mut scratch = self.fft.make_scratch_vec();
         let mut psd = vec![0.0; p.bins()];
         for s in 0..segments {
             let seg = &x[s * p.step()..s * p.step() + n];
             let mean = seg.iter().map(|&v| v.into()).sum::<f64>() / n as f64;
             for ((b, &v), w) in buf.iter_mut().zip(seg).zip(&self.window) {
-                *b = Complex::new((v.into() - mean) * w, 0.0);
+                *b = (v.into() - mean) * w;
             }
-            self.fft.process_with_scratch(&mut buf, &mut scratch);
-            for (k, out) in psd.iter_mut().enumerate() {
-                *out += buf[k].norm_sqr() * one_sided(k, n);
+            self.fft
+                .process_with_scratch(&mut buf, &mut spectrum, &mut scratch)
+                .expect("buffers made by the plan");
+            for (k, (out, c)) in psd.iter_mut().zip(&spectrum).enumerate() {
+                *out += c.norm_sqr() * one_sided(k, n);
             }
         }
         let norm = self.scale / segments as f64;

@@ -34,33 +34,50 @@ pub fn derive(
             rec.read(s, start, &mut v[..avail]).map(|_| (s, v))
         })
         .collect::<Result<_, _>>()?;
-    let data: HashMap<usize, Vec<f32>> = read.into_iter().collect();
+    let mut data: HashMap<usize, Vec<f32>> = read.into_iter().collect();
+    // How many more times each channel is read: its last reader takes it instead of a copy
+    // (a whole night's chunks are tens of MB; copies were a fifth of a trend's time).
+    let mut uses: HashMap<usize, usize> = HashMap::new();
+    for &d in group {
+        for s in derivations[d].sources() {
+            *uses.entry(s).or_default() += 1;
+        }
+    }
+    let mut release = |data: &mut HashMap<usize, Vec<f32>>, s: usize| -> Option<Vec<f32>> {
+        let left = uses.get_mut(&s).expect("counted above");
+        *left -= 1;
+        if *left == 0 { data.remove(&s) } else { None }
+    };
     // Traces subtracting the same combination (every trace of an average reference) share it.
     let mut combos: HashMap<Vec<(usize, u32)>, Vec<f32>> = HashMap::new();
-    Ok(group
-        .iter()
-        .map(|&d| {
-            let der = &derivations[d];
-            let mut x = data[&der.plus].clone();
-            if der.minus.is_empty() {
-                return x;
-            }
-            let key: Vec<(usize, u32)> = der.minus.iter().map(|&(c, w)| (c, w.to_bits())).collect();
-            let m = combos.entry(key).or_insert_with(|| {
-                let mut m = vec![0f32; len];
-                for &(c, w) in &der.minus {
-                    for (a, b) in m.iter_mut().zip(&data[&c]) {
-                        *a += w * b;
-                    }
+    let mut out = Vec::with_capacity(group.len());
+    for &d in group {
+        let der = &derivations[d];
+        let key: Vec<(usize, u32)> = der.minus.iter().map(|&(c, w)| (c, w.to_bits())).collect();
+        if !der.minus.is_empty() && !combos.contains_key(&key) {
+            let mut m = vec![0f32; len];
+            for &(c, w) in &der.minus {
+                for (a, b) in m.iter_mut().zip(&data[&c]) {
+                    *a += w * b;
                 }
-                m
-            });
-            for (a, b) in x.iter_mut().zip(m.iter()) {
+            }
+            combos.insert(key.clone(), m);
+        }
+        let mut x = match release(&mut data, der.plus) {
+            Some(own) => own,
+            None => data[&der.plus].clone(),
+        };
+        for &(c, _) in &der.minus {
+            release(&mut data, c);
+        }
+        if let Some(m) = combos.get(&key) {
+            for (a, b) in x.iter_mut().zip(m) {
                 *a -= b;
             }
-            x
-        })
-        .collect())
+        }
+        out.push(x);
+    }
+    Ok(out)
 }
 
 /// As `derive`, each trace filtered by `filter_of(d)` as if the whole stretch `bounds` (a
