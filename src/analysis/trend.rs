@@ -253,6 +253,91 @@ pub fn run(
     }))
 }
 
+/// Welch densities of some traces over a time range (the browser's spectrum dock).
+#[derive(Debug, Clone)]
+pub struct PagePsd {
+    pub fs: f64,
+    pub labels: Vec<String>,
+    pub frequencies_hz: Vec<f64>,
+    /// Per trace; traces of another rate, unit or type than the first are left out.
+    pub psd: Vec<Vec<f64>>,
+    pub unit: String,
+}
+
+impl PagePsd {
+    /// A frequency column and a column per trace.
+    pub fn csv(&self) -> String {
+        let mut s = String::from("frequency_hz");
+        for l in &self.labels {
+            s += &format!(",{}", l.replace(',', " "));
+        }
+        s.push('\n');
+        for (k, f) in self.frequencies_hz.iter().enumerate() {
+            s += &format!("{f}");
+            for p in &self.psd {
+                s += &format!(",{:e}", p[k]);
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// The densities of `traces` over `(t0, t1)` seconds, Welch segments of `segment_s` (shorter
+/// when the range is), half overlapped.
+pub fn page_psd(
+    rec: &Recording,
+    derivations: &[Derivation],
+    traces: &[usize],
+    (t0, t1): (f64, f64),
+    segment_s: f64,
+) -> Result<PagePsd, TrendError> {
+    let first = *traces
+        .first()
+        .ok_or_else(|| TrendError::Params("no traces on the page".into()))?;
+    let signal = &rec.signals[derivations[first].plus];
+    let fs = signal.fs;
+    // One axis: the traces of the first one's rate, unit and type.
+    let same: Vec<usize> = (traces.iter().copied())
+        .filter(|&t| {
+            let s = &rec.signals[derivations[t].plus];
+            s.fs == fs && s.unit == signal.unit && s.kind == signal.kind
+        })
+        .collect();
+    let start = rec
+        .sample_at(derivations[first].plus, t0.max(0.0))
+        .unwrap_or(0);
+    let len = (((t1 - t0) * fs).round() as usize).min(signal.samples.saturating_sub(start));
+    let segment_s = segment_s.min(len as f64 / fs);
+    let params = WelchParams::from_seconds(fs, segment_s, 0.5).map_err(TrendError::Params)?;
+    let welch = Welch::new(fs, params);
+    let data = derive(rec, derivations, &same, start, len)?;
+    let psd: Vec<Vec<f64>> = data
+        .par_iter()
+        .map(|x| {
+            // A gap's NaN samples would blank every bin: they count as the mean.
+            let finite: Vec<f32> = x.iter().copied().filter(|v| v.is_finite()).collect();
+            let mean = finite.iter().map(|&v| v as f64).sum::<f64>() / finite.len().max(1) as f64;
+            let filled: Vec<f32> = (x.iter())
+                .map(|&v| if v.is_finite() { v } else { mean as f32 })
+                .collect();
+            welch
+                .psd(&filled)
+                .unwrap_or_else(|| vec![f64::NAN; params.bins()])
+        })
+        .collect();
+    Ok(PagePsd {
+        fs,
+        labels: same
+            .iter()
+            .map(|&t| derivations[t].label.trim().to_string())
+            .collect(),
+        frequencies_hz: welch.frequencies(),
+        psd,
+        unit: format!("{}^2/Hz", signal.unit.trim()),
+    })
+}
+
 /// Reads and derives every chunk `run` would and computes nothing: the host's share, for
 /// benchmarks.
 pub fn read_only(rec: &Recording, job: &TrendJob) -> Result<usize, TrendError> {

@@ -12,6 +12,7 @@ pub mod export;
 pub mod hermite_view;
 pub mod lanes;
 pub mod live_view;
+pub mod night;
 mod page_png;
 pub mod scalogram_view;
 pub mod scalp_map;
@@ -181,6 +182,9 @@ pub struct StartOptions {
     /// uV/mm and mm/s on the calibrated screen.
     pub sensitivity: Option<f32>,
     pub paper_speed: Option<f32>,
+    /// The night's strips and spectrum dock; scoring mode.
+    pub night: bool,
+    pub score: bool,
 }
 
 /// What persists between runs (eframe storage).
@@ -964,6 +968,7 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
                 };
                 app.browser.show(args.start.unwrap_or(t0), span);
             }
+            night::Night::open_with(&mut app.browser, args.night, args.score);
             if screenshot.is_none()
                 && let Some(dir) = std::env::var_os("EDE_AUTOSAVE_DIR")
                     .map(PathBuf::from)

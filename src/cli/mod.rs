@@ -78,6 +78,12 @@ pub struct GuiArgs {
     /// Filters of every channel, e.g. hp=0.5,lp=35,order=4,notch=50.
     #[arg(long, value_parser = export::parse_filter)]
     pub filter: Option<crate::dsp::filter::DisplayFilter>,
+    /// Open with the night's trend strips and the power-spectrum dock (Night menu).
+    #[arg(long)]
+    pub night: bool,
+    /// Open in sleep scoring mode (30 s pages; W, 1, 2, 3, R score and advance).
+    #[arg(long)]
+    pub score: bool,
 }
 
 impl GuiArgs {
@@ -108,6 +114,8 @@ impl GuiArgs {
             filter: self.filter,
             sensitivity: self.sensitivity.filter(|v| *v > 0.0),
             paper_speed: self.paper_speed.filter(|v| *v > 0.0),
+            night: self.night,
+            score: self.score,
         })
     }
 }

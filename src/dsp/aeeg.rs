@@ -336,7 +336,7 @@ mod tests {
             .map(|i| {
                 s = s.wrapping_mul(6364136223846793005).wrapping_add(1);
                 let t = i as f64 / fs;
-                let burst = if (t / 40.0) as usize % 2 == 0 {
+                let burst = if ((t / 40.0) as usize).is_multiple_of(2) {
                     40.0
                 } else {
                     5.0

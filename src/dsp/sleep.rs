@@ -52,6 +52,91 @@ impl Stage {
     }
 }
 
+impl Stage {
+    /// The rows of a hypnogram, top to bottom (EDFbrowser's order).
+    pub const ROWS: [Stage; 5] = [Stage::Wake, Stage::Rem, Stage::N1, Stage::N2, Stage::N3];
+
+    /// YASA's name (what its `Hypnogram` reads from a CSV).
+    pub fn yasa(self) -> &'static str {
+        match self {
+            Stage::Wake => "WAKE",
+            Stage::N1 => "N1",
+            Stage::N2 => "N2",
+            Stage::N3 => "N3",
+            Stage::Rem => "REM",
+            Stage::Art => "ART",
+            Stage::Uns => "UNS",
+        }
+    }
+
+    /// The event text scoring writes (AASM, read back by `from_label`).
+    pub fn event_text(self) -> &'static str {
+        match self {
+            Stage::Wake => "Sleep stage W",
+            Stage::N1 => "Sleep stage N1",
+            Stage::N2 => "Sleep stage N2",
+            Stage::N3 => "Sleep stage N3",
+            Stage::Rem => "Sleep stage R",
+            Stage::Art => "Movement time",
+            Stage::Uns => "Sleep stage ?",
+        }
+    }
+
+    pub fn short(self) -> &'static str {
+        match self {
+            Stage::Rem => "R",
+            Stage::Wake => "W",
+            other => other.yasa(),
+        }
+    }
+}
+
+/// The events with epoch `epoch` (of `epoch_s` seconds) scored `stage`: a stage event covering
+/// it is cut around it (Sleep-EDF scores runs of epochs as one event), then one event of one
+/// epoch is added.
+pub fn score(events: &[Annotation], epoch: usize, epoch_s: f64, stage: Stage) -> Vec<Annotation> {
+    let (t0, t1) = (epoch as f64 * epoch_s, (epoch + 1) as f64 * epoch_s);
+    let mut out = Vec::with_capacity(events.len() + 2);
+    for a in events {
+        let end = a.onset + a.duration.max(epoch_s * 0.5);
+        if Stage::from_label(&a.text).is_none() || end <= t0 + 1e-9 || a.onset >= t1 - 1e-9 {
+            out.push(a.clone());
+            continue;
+        }
+        if a.onset < t0 - 1e-9 {
+            out.push(Annotation {
+                duration: t0 - a.onset,
+                ..a.clone()
+            });
+        }
+        if a.onset + a.duration > t1 + 1e-9 {
+            out.push(Annotation {
+                onset: t1,
+                duration: a.onset + a.duration - t1,
+                ..a.clone()
+            });
+        }
+    }
+    out.push(Annotation {
+        onset: t0,
+        duration: epoch_s,
+        text: stage.event_text().into(),
+    });
+    out.sort_by(|a, b| a.onset.total_cmp(&b.onset));
+    out
+}
+
+/// One stage per line under a `stage` header, in YASA's names: `yasa.Hypnogram(pandas.read_csv(
+/// path)["stage"])` reads it.
+pub fn yasa_csv(stages: &[Stage]) -> String {
+    let mut s = String::from("stage\n");
+    for st in stages {
+        s += st.yasa();
+        s.push('\n');
+    }
+    s
+}
+
 /// One stage per epoch of `epoch_s` seconds from scored events (`Stage::from_label`; others
 /// are passed over): an event covers the epochs its span starts in, at least one (Sleep-EDF
 /// scores runs of epochs as one event). Epochs no event covers are unscored; the hypnogram
@@ -218,6 +303,32 @@ pub fn statistics(stages: &[Stage], epoch_s: f64) -> Option<SleepStatistics> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scoring_an_epoch_inside_a_run_cuts_the_run() {
+        let ev = |onset: f64, duration: f64, text: &str| Annotation {
+            onset,
+            duration,
+            text: text.into(),
+        };
+        let events = vec![
+            ev(0.0, 150.0, "Sleep stage W"),
+            ev(150.0, 30.0, "Sleep stage 1"),
+            ev(40.0, 0.0, "Lights off"),
+        ];
+        let scored = score(&events, 2, 30.0, Stage::N2);
+        let stages = hypnogram(&scored, 30.0);
+        use Stage::*;
+        assert_eq!(stages, [Wake, Wake, N2, Wake, Wake, N1]);
+        assert!(scored.iter().any(|a| a.text == "Lights off"));
+        // Rescoring the same epoch replaces it; scoring past the end extends the hypnogram.
+        let again = score(&scored, 2, 30.0, Stage::Rem);
+        assert_eq!(hypnogram(&again, 30.0)[2], Rem);
+        assert_eq!(again.len(), scored.len());
+        let later = score(&again, 8, 30.0, Stage::N3);
+        assert_eq!(hypnogram(&later, 30.0)[6..], [Uns, Uns, N3]);
+        assert_eq!(yasa_csv(&[Wake, Rem]), "stage\nWAKE\nREM\n");
+    }
 
     #[test]
     fn sleep_edf_and_aasm_labels() {

@@ -18,6 +18,9 @@ impl Browser {
         ui.menu_button("Reference", |ui| self.reference_menu(ui));
         ui.menu_button("Page", |ui| self.page_menu(ui));
         ui.menu_button("Filter", |ui| self.filter_menu(ui));
+        let mut night = std::mem::take(&mut self.night);
+        night.menu(self, ui);
+        self.night = night;
         ui.menu_button("Channels", |ui| {
             let labels = self.trace_labels();
             let kinds: Vec<ChannelType> = (self.traces.spec.derivations.iter())

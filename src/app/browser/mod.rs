@@ -158,6 +158,8 @@ pub struct Browser {
     pub show_stats: bool,
     /// The statistics shown, and the selection and traces they are of.
     stats: Option<SelectionStats>,
+    /// The night's strips, spectrum dock and scoring.
+    pub night: crate::app::night::Night,
 }
 
 /// Statistics of the shown traces over a selection: `(selection, traces, per trace)`.
@@ -271,6 +273,7 @@ impl Browser {
             measure: Vec::new(),
             show_stats: false,
             stats: None,
+            night: Default::default(),
         };
         b.file_bytes = (b.rec.path.as_ref())
             .and_then(|p| std::fs::metadata(p).ok())
@@ -413,7 +416,8 @@ impl Browser {
 
     /// True once what the screen shows is exact (the overview is built or not needed).
     pub fn ready(&self) -> bool {
-        self.traces.overview_ready() || self.cache.as_ref().is_some_and(|(_, s)| s.exact)
+        (self.traces.overview_ready() || self.cache.as_ref().is_some_and(|(_, s)| s.exact))
+            && self.night.ready()
     }
 
     /// The trace clicked last (an index in `traces.spec.derivations`).
@@ -430,15 +434,17 @@ impl Browser {
             .map_or("", |der| der.label.as_str())
     }
 
+    /// The traces (derivation indices) of the lanes on the current page.
+    pub fn page_traces(&mut self) -> Vec<usize> {
+        let total = self.traces.spec.derivations.len();
+        self.lanes.page(total, self.settings.channels_per_page)
+    }
+
     /// The labels of the lanes on the current page.
     pub fn page_labels(&mut self) -> Vec<String> {
-        let total = self.traces.spec.derivations.len();
-        (self
-            .lanes
-            .page(total, self.settings.channels_per_page)
-            .into_iter())
-        .map(|d| self.trace_label(d).to_string())
-        .collect()
+        (self.page_traces().into_iter())
+            .map(|d| self.trace_label(d).to_string())
+            .collect()
     }
 
     pub fn trace_labels(&self) -> Vec<String> {
@@ -513,9 +519,13 @@ impl Browser {
                 .default_size(230.0)
                 .show(ui, |ui| self.annotation_list(ui));
         }
+        let mut night = std::mem::take(&mut self.night);
+        night.panels(self, ui);
         egui::CentralPanel::default()
             .frame(egui::Frame::new().fill(Color32::from_rgb(252, 252, 250)))
             .show(ui, |ui| self.traces_ui(ui));
+        night.windows(self, ui.ctx());
+        self.night = night;
         self.stats_window(ui.ctx());
         self.calibration_window(ui.ctx());
         self.montage_editor(ui.ctx());

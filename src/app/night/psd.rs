@@ -1,0 +1,202 @@
+//! The power-spectrum dock: Welch's density (`analysis::trend::page_psd`: Hann, half-overlapped
+//! segments, mean removed) of each trace of the page over the window, or over the selection
+//! when there is one, recomputed as the page moves. Log or linear axes, the EEG bands shaded, a
+//! readout where the pointer is; the spectra export as CSV and the dock as PNG.
+
+use std::path::PathBuf;
+
+use eframe::egui::{self, Color32};
+use egui_plot::{HoverPosition, Line, Plot, PlotPoints, Span};
+
+use crate::analysis::trend::{PagePsd, page_psd};
+use crate::app::browser::Browser;
+
+/// The bands shaded, Hz.
+const BANDS: [(&str, f64, f64); 5] = [
+    ("delta", 0.5, 4.0),
+    ("theta", 4.0, 8.0),
+    ("alpha", 8.0, 13.0),
+    ("beta", 13.0, 30.0),
+    ("gamma", 30.0, 45.0),
+];
+
+/// What the shown spectra are of: traces, time range, segment seconds, the recording.
+type PsdKey = (Vec<usize>, (f64, f64), f64, usize);
+
+pub struct PsdDock {
+    log_y: bool,
+    log_x: bool,
+    bands: bool,
+    segment_s: f64,
+    key: Option<PsdKey>,
+    shown: Option<Result<PagePsd, String>>,
+    message: Option<Result<String, String>>,
+    rect: egui::Rect,
+}
+
+impl Default for PsdDock {
+    fn default() -> Self {
+        PsdDock {
+            log_y: true,
+            log_x: false,
+            bands: true,
+            segment_s: 2.0,
+            key: None,
+            shown: None,
+            message: None,
+            rect: egui::Rect::NOTHING,
+        }
+    }
+}
+
+/// `NAME.SUFFIX` beside the recording (in the working folder for one without a file).
+pub fn beside(b: &Browser, suffix: &str) -> PathBuf {
+    match &b.rec.path {
+        Some(p) => {
+            let stem = p
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("recording");
+            p.with_file_name(format!("{stem}.{suffix}"))
+        }
+        None => PathBuf::from(format!("ede.{suffix}")),
+    }
+}
+
+impl PsdDock {
+    pub fn ui(&mut self, b: &mut Browser, ui: &mut egui::Ui) {
+        let range = b.selection.unwrap_or_else(|| b.visible_span());
+        let traces = b.page_traces();
+        let key = (
+            traces.clone(),
+            range,
+            self.segment_s,
+            std::sync::Arc::as_ptr(&b.rec) as usize,
+        );
+        if self.key.as_ref() != Some(&key) {
+            let derivations = &b.traces.spec.derivations;
+            self.shown = Some(
+                page_psd(&b.rec, derivations, &traces, range, self.segment_s)
+                    .map_err(|e| e.to_string()),
+            );
+            self.key = Some(key);
+        }
+        ui.horizontal_wrapped(|ui| {
+            ui.strong("Power spectrum");
+            let what = if b.selection.is_some() {
+                "selection"
+            } else {
+                "page"
+            };
+            ui.label(format!("of the {what}, {:.1} s", range.1 - range.0));
+        });
+        ui.horizontal_wrapped(|ui| {
+            ui.checkbox(&mut self.log_y, "log power");
+            ui.checkbox(&mut self.log_x, "log frequency");
+            ui.checkbox(&mut self.bands, "bands");
+            ui.add(
+                egui::DragValue::new(&mut self.segment_s)
+                    .range(0.25..=30.0)
+                    .speed(0.1)
+                    .suffix(" s segments"),
+            );
+        });
+        // A copy (tens of KB): the buttons below write the dock's message.
+        let Some(Ok(psd)) = self.shown.clone() else {
+            if let Some(Err(e)) = &self.shown {
+                ui.colored_label(ui.visuals().error_fg_color, e);
+            }
+            return;
+        };
+        ui.horizontal(|ui| {
+            if ui.button("Save CSV").clicked() {
+                let path = beside(b, "psd.csv");
+                self.message = Some(
+                    crate::recording::write_whole(&path, psd.csv().as_bytes())
+                        .map(|()| format!("saved {}", path.display()))
+                        .map_err(|e| format!("cannot write {}: {e}", path.display())),
+                );
+            }
+            if ui.button("Save PNG").clicked() {
+                self.save_png(ui.ctx(), beside(b, "psd.png"));
+            }
+        });
+        if let Some(m) = &self.message {
+            match m {
+                Ok(s) => ui.label(s),
+                Err(e) => ui.colored_label(ui.visuals().error_fg_color, e),
+            };
+        }
+        let (log_x, log_y) = (self.log_x, self.log_y);
+        let fx = move |f: f64| if log_x { f.max(1e-3).log10() } else { f };
+        let fy = move |p: f64| {
+            if log_y {
+                10.0 * p.max(1e-30).log10()
+            } else {
+                p
+            }
+        };
+        let unit = psd.unit.clone();
+        let y_label = if log_y {
+            format!("dB re 1 {unit}")
+        } else {
+            unit.clone()
+        };
+        // No legend: twenty traces would cover the plot; the readout names the nearest.
+        let mut plot = Plot::new("psd plot")
+            .x_axis_label("Hz")
+            .y_axis_label(y_label);
+        if log_x {
+            plot = plot.x_axis_formatter(|m, _| format!("{:.3}", 10f64.powf(m.value)));
+        }
+        let plot = plot.label_formatter(move |pos| {
+            let (name, p) = match pos {
+                HoverPosition::NearDataPoint {
+                    plot_name,
+                    position,
+                    ..
+                } => (*plot_name, position),
+                HoverPosition::Elsewhere { position } => ("", position),
+            };
+            let f = if log_x { 10f64.powf(p.x) } else { p.x };
+            let v = if log_y {
+                format!("{:.1} dB", p.y)
+            } else {
+                format!("{:.3e} {unit}", p.y)
+            };
+            Some(format!("{name}\n{f:.2} Hz\n{v}"))
+        });
+        let response = plot.show(ui, |p| {
+            if self.bands {
+                for (k, (name, lo, hi)) in BANDS.iter().enumerate() {
+                    let shade = if k % 2 == 0 { 18 } else { 34 };
+                    p.span(
+                        Span::new(*name, fx(*lo)..=fx(hi.min(psd.fs / 2.0)))
+                            .fill(Color32::from_rgba_unmultiplied(60, 110, 200, shade)),
+                    );
+                }
+            }
+            for (label, values) in psd.labels.iter().zip(&psd.psd) {
+                let points: PlotPoints = (psd.frequencies_hz.iter().zip(values))
+                    .filter(|(f, _)| !log_x || **f > 0.0)
+                    .map(|(&f, &v)| [fx(f), fy(v)])
+                    .collect();
+                p.line(Line::new(label.as_str(), points).width(1.2));
+            }
+        });
+        self.rect = response.response.rect.union(ui.min_rect());
+    }
+
+    /// Saves what the dock shows, cut from a screenshot of the window.
+    fn save_png(&mut self, ctx: &egui::Context, path: PathBuf) {
+        let (rect, ppp) = (self.rect, ctx.pixels_per_point());
+        self.message = Some(Ok(format!("saving {}", path.display())));
+        ctx.send_viewport_cmd(egui::ViewportCommand::Screenshot(
+            egui::ScreenshotCallback::new(move |image| {
+                if let Err(e) = crate::app::save_png(&image.region(&rect, Some(ppp)), &path) {
+                    eprintln!("ede: {e}");
+                }
+            }),
+        ));
+    }
+}

@@ -1,0 +1,387 @@
+//! The CDSA and aEEG strips: both trends of every good EEG trace of the montage in one pass
+//! (`analysis::trend`) on the background worker, again when the montage or the bad channels
+//! change. The CDSA shows one trace, or the mean spectrum of the left or right hemisphere or of
+//! all traces (averaged as power, not dB); the aEEG one trace, on its semi-log scale.
+
+use std::sync::Arc;
+
+use eframe::egui::{self, Color32, ColorImage, Pos2, Rect, Stroke, TextureHandle};
+
+use super::{TimeAxis, clicked_time, strip_frame};
+use crate::analysis::trend::{self, CdsaParams, Group, TrendJob};
+use crate::app::browser::Browser;
+use crate::app::colormap::ColourMap;
+use crate::app::worker::{Outcome, Worker};
+use crate::dsp::aeeg::{AeegParams, LINEAR_UP_TO_UV, semilog};
+use crate::dsp::montage::Derivation;
+use crate::recording::{ChannelType, Recording};
+
+/// The CDSA shows frequencies up to this.
+const CDSA_MAX_HZ: f64 = 30.0;
+/// The aEEG scale's top, microvolts.
+const AEEG_TOP_UV: f64 = 100.0;
+
+#[derive(Clone)]
+pub struct TrendRequest {
+    rec: Arc<Recording>,
+    derivations: Vec<Derivation>,
+    traces: Vec<usize>,
+}
+
+impl PartialEq for TrendRequest {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.rec, &other.rec)
+            && self.derivations == other.derivations
+            && self.traces == other.traces
+    }
+}
+
+/// Which CDSA row is shown.
+#[derive(Clone, Copy, PartialEq, Default)]
+enum Row {
+    #[default]
+    All,
+    Left,
+    Right,
+    Trace(usize),
+}
+
+#[derive(Default)]
+pub struct Trends {
+    worker: Option<Worker<TrendRequest, trend::Trends>>,
+    /// The result and the request it answers.
+    shown: Option<(TrendRequest, trend::Trends)>,
+    error: Option<String>,
+    row: Row,
+    /// The aEEG's trace (an index into the result's channels).
+    aeeg_trace: usize,
+    texture: Option<(Row, usize, TextureHandle, (f64, f64))>,
+    /// Counts results, to know when the texture is stale.
+    results: usize,
+}
+
+impl Trends {
+    /// A result or an error is there for the last request.
+    pub fn ready(&self) -> bool {
+        (self.shown.is_some() || self.error.is_some())
+            && self.worker.as_ref().is_none_or(|w| w.pending().is_none())
+    }
+
+    pub fn has_cdsa(&self) -> bool {
+        true
+    }
+
+    pub fn has_aeeg(&self) -> bool {
+        self.shown.as_ref().is_none_or(|(_, t)| t.aeeg.is_some())
+    }
+
+    /// Sends the montage's good EEG traces to the worker (nothing when they are unchanged)
+    /// and takes its result.
+    pub fn update(&mut self, b: &Browser, ctx: &egui::Context) {
+        let derivations = b.traces.spec.derivations.clone();
+        let rate = |d: &Derivation| b.rec.signals[d.plus].fs;
+        let eeg: Vec<usize> = (0..derivations.len())
+            .filter(|&d| {
+                let s = &b.rec.signals[derivations[d].plus];
+                s.kind == ChannelType::Eeg && !s.bad
+            })
+            .collect();
+        let fs = crate::recording::most_common_rate(eeg.iter().map(|&d| rate(&derivations[d])));
+        let traces: Vec<usize> = eeg
+            .into_iter()
+            .filter(|&d| Some(rate(&derivations[d])) == fs)
+            .collect();
+        if traces.is_empty() {
+            self.error = Some("no good EEG traces in this montage".into());
+            return;
+        }
+        let request = TrendRequest {
+            rec: b.rec.clone(),
+            derivations,
+            traces,
+        };
+        let worker = self.worker.get_or_insert_with(|| {
+            Worker::new("ede trends", || {
+                Box::new(|req: &TrendRequest, progress| {
+                    let job = TrendJob {
+                        derivations: req.derivations.clone(),
+                        cdsa_groups: (req.traces.iter())
+                            .map(|&t| Group {
+                                name: req.derivations[t].label.trim().to_string(),
+                                traces: vec![t],
+                            })
+                            .collect(),
+                        cdsa: CdsaParams::default(),
+                        aeeg_traces: (req.traces.iter())
+                            .copied()
+                            .filter(|&t| {
+                                let unit = &req.rec.signals[req.derivations[t].plus].unit;
+                                crate::recording::volts_per_unit(unit).is_some()
+                            })
+                            .collect(),
+                        aeeg: AeegParams::default(),
+                    };
+                    trend::run(&req.rec, &job, &progress.cancel, &progress.done)
+                        .map_err(|e| e.to_string())
+                })
+            })
+        });
+        worker.request(ctx, request);
+        match worker.poll() {
+            Some(Outcome::Done { request, output }) => {
+                self.shown = Some((request, output));
+                self.error = None;
+                self.results += 1;
+            }
+            Some(Outcome::Failed { message, .. }) => self.error = Some(message),
+            None => {}
+        }
+    }
+
+    /// The header's controls: the CDSA row, the aEEG trace, the progress.
+    pub fn controls(&mut self, b: &Browser, ui: &mut egui::Ui) {
+        if let Some(w) = &self.worker
+            && w.pending().is_some()
+        {
+            let total = b.rec.time_span_s().max(1.0);
+            let done = w.progress() as f64 / total;
+            ui.add(
+                egui::ProgressBar::new(done as f32)
+                    .desired_width(180.0)
+                    .text(format!("trends {:.0} %", 100.0 * done)),
+            );
+        }
+        if let Some(e) = &self.error {
+            ui.colored_label(ui.visuals().error_fg_color, e);
+        }
+        let Some((_, t)) = &self.shown else {
+            return;
+        };
+        let Some(cdsa) = &t.cdsa else { return };
+        let name = |r: Row| match r {
+            Row::All => format!("mean of {}", cdsa.channels.len()),
+            Row::Left => "left hemisphere".into(),
+            Row::Right => "right hemisphere".into(),
+            Row::Trace(k) => cdsa.channels.get(k).cloned().unwrap_or_default(),
+        };
+        egui::ComboBox::from_label("CDSA")
+            .selected_text(name(self.row))
+            .show_ui(ui, |ui| {
+                for r in [Row::All, Row::Left, Row::Right]
+                    .into_iter()
+                    .chain((0..cdsa.channels.len()).map(Row::Trace))
+                {
+                    ui.selectable_value(&mut self.row, r, name(r));
+                }
+            });
+        if let Some(a) = &t.aeeg {
+            egui::ComboBox::from_label("aEEG")
+                .selected_text(a.channels.get(self.aeeg_trace).cloned().unwrap_or_default())
+                .show_ui(ui, |ui| {
+                    for (k, c) in a.channels.iter().enumerate() {
+                        ui.selectable_value(&mut self.aeeg_trace, k, c);
+                    }
+                });
+        }
+    }
+
+    /// The CDSA rows averaged for `row` (power), in dB: `[segment][bin]` up to `CDSA_MAX_HZ`.
+    fn cdsa_rows(&self, row: Row) -> Option<(Vec<Vec<f64>>, usize)> {
+        let (req, t) = self.shown.as_ref()?;
+        let c = t.cdsa.as_ref()?;
+        let bins = c
+            .frequencies_hz
+            .iter()
+            .filter(|&&f| f <= CDSA_MAX_HZ)
+            .count();
+        let members: Vec<usize> = match row {
+            Row::All => (0..c.channels.len()).collect(),
+            Row::Trace(k) => vec![k.min(c.channels.len().saturating_sub(1))],
+            Row::Left | Row::Right => {
+                let groups = trend::hemispheres(&req.derivations, &req.traces);
+                let want = if row == Row::Left { "left" } else { "right" };
+                let g = groups.iter().find(|g| g.name.starts_with(want))?;
+                // Group members are derivation indices; the rows follow `req.traces`.
+                (g.traces.iter())
+                    .filter_map(|t| req.traces.iter().position(|x| x == t))
+                    .collect()
+            }
+        };
+        if members.is_empty() {
+            return None;
+        }
+        let segments = c.power[members[0]].len();
+        let rows = (0..segments)
+            .map(|s| {
+                (0..bins)
+                    .map(|k| {
+                        let mean = (members.iter())
+                            .map(|&m| 10f64.powf(c.power[m][s][k] as f64 / 10.0))
+                            .sum::<f64>()
+                            / members.len() as f64;
+                        10.0 * mean.log10()
+                    })
+                    .collect()
+            })
+            .collect();
+        Some((rows, bins))
+    }
+
+    pub fn cdsa_strip(&mut self, ui: &mut egui::Ui, rect: Rect, axis: TimeAxis) -> Option<f64> {
+        let (area, response) = strip_frame(ui, rect, axis, "CDSA, Hz");
+        let Some((_, t)) = &self.shown else {
+            pending(ui, area);
+            return clicked_time(&response, axis);
+        };
+        let Some(c) = &t.cdsa else { return None };
+        let segment_s = c.segment_s;
+        let stale =
+            !matches!(&self.texture, Some((r, n, _, _)) if *r == self.row && *n == self.results);
+        if stale && let Some((rows, bins)) = self.cdsa_rows(self.row) {
+            let mut values: Vec<f64> = rows
+                .iter()
+                .flatten()
+                .copied()
+                .filter(|v| v.is_finite())
+                .collect();
+            let range = percentile_range(&mut values);
+            let colour = ColourMap::Viridis.colours(range);
+            let (w, h) = (rows.len().max(1), bins.max(1));
+            let mut image = ColorImage::filled([w, h], Color32::BLACK);
+            for (s, r) in rows.iter().enumerate() {
+                for (k, v) in r.iter().enumerate() {
+                    image.pixels[(h - 1 - k) * w + s] = colour(*v);
+                }
+            }
+            let tex = ui
+                .ctx()
+                .load_texture("cdsa", image, egui::TextureOptions::NEAREST);
+            self.texture = Some((self.row, self.results, tex, range));
+        }
+        if let Some((_, _, tex, range)) = &self.texture {
+            let segments = tex.size()[0] as f64;
+            let image_rect = Rect::from_x_y_ranges(
+                area.left()..=axis.x(segments * segment_s),
+                area.top() + 1.0..=area.bottom() - 1.0,
+            );
+            let uv = Rect::from_min_max(Pos2::ZERO, Pos2::new(1.0, 1.0));
+            ui.painter_at(area)
+                .image(tex.id(), image_rect, uv, Color32::WHITE);
+            for (hz, align) in [
+                (0.0, egui::Align2::RIGHT_BOTTOM),
+                (10.0, egui::Align2::RIGHT_CENTER),
+                (20.0, egui::Align2::RIGHT_CENTER),
+                (CDSA_MAX_HZ, egui::Align2::RIGHT_TOP),
+            ] {
+                let y = area.bottom() - (hz / CDSA_MAX_HZ) as f32 * area.height();
+                ui.painter().text(
+                    Pos2::new(area.left() - 3.0, y),
+                    align,
+                    format!("{hz:.0}"),
+                    egui::FontId::proportional(9.0),
+                    Color32::from_gray(110),
+                );
+            }
+            if let Some(pos) = response.hover_pos() {
+                let f = CDSA_MAX_HZ * ((area.bottom() - pos.y) / area.height()) as f64;
+                response.clone().on_hover_text(format!(
+                    "{} , {f:.1} Hz; colours {:.0} to {:.0} {}",
+                    super::clock(axis.t(pos.x)),
+                    range.0,
+                    range.1,
+                    c.unit
+                ));
+            }
+        }
+        clicked_time(&response, axis)
+    }
+
+    pub fn aeeg_strip(&mut self, ui: &mut egui::Ui, rect: Rect, axis: TimeAxis) -> Option<f64> {
+        let (area, response) = strip_frame(ui, rect, axis, "aEEG uV");
+        let Some(a) = self.shown.as_ref().and_then(|(_, t)| t.aeeg.as_ref()) else {
+            pending(ui, area);
+            return clicked_time(&response, axis);
+        };
+        let p = ui.painter_at(area);
+        let y = |uv: f64| {
+            area.bottom() - 2.0 - (semilog(uv, AEEG_TOP_UV) as f32) * (area.height() - 4.0)
+        };
+        for (uv, label) in [
+            (5.0, "5"),
+            (LINEAR_UP_TO_UV, "10"),
+            (25.0, "25"),
+            (50.0, "50"),
+            (100.0, "100"),
+        ] {
+            let yy = y(uv);
+            p.line_segment(
+                [Pos2::new(area.left(), yy), Pos2::new(area.right(), yy)],
+                Stroke::new(
+                    if uv == LINEAR_UP_TO_UV { 1.0 } else { 0.5 },
+                    Color32::from_gray(200),
+                ),
+            );
+            ui.painter().text(
+                Pos2::new(area.left() - 3.0, yy),
+                egui::Align2::RIGHT_CENTER,
+                label,
+                egui::FontId::proportional(9.0),
+                Color32::from_gray(110),
+            );
+        }
+        let k = self.aeeg_trace.min(a.channels.len().saturating_sub(1));
+        let seg = a.params.segment_s;
+        let blue = Color32::from_rgb(20, 40, 140);
+        for (s, (lo, hi)) in a.lower_uv[k].iter().zip(&a.upper_uv[k]).enumerate() {
+            if !(lo.is_finite() && hi.is_finite()) {
+                continue;
+            }
+            let (x0, x1) = (axis.x(s as f64 * seg), axis.x((s + 1) as f64 * seg));
+            let r = Rect::from_x_y_ranges(x0..=x1.max(x0 + 0.6), y(*hi as f64)..=y(*lo as f64));
+            p.rect_filled(r, 0.0, blue);
+        }
+        let group = a.params.margin_segments as f64 * seg;
+        let green = Stroke::new(1.5, Color32::from_rgb(20, 160, 60));
+        for (margins, _) in [(&a.upper_margin_uv[k], 0), (&a.lower_margin_uv[k], 1)] {
+            for (g, v) in margins.iter().enumerate() {
+                let yy = y(*v as f64);
+                let (x0, x1) = (axis.x(g as f64 * group), axis.x((g + 1) as f64 * group));
+                p.line_segment([Pos2::new(x0, yy), Pos2::new(x1, yy)], green);
+            }
+        }
+        if let Some(pos) = response.hover_pos() {
+            let t = axis.t(pos.x);
+            let s = (t / seg).floor().max(0.0) as usize;
+            if let (Some(lo), Some(hi)) = (a.lower_uv[k].get(s), a.upper_uv[k].get(s)) {
+                response.clone().on_hover_text(format!(
+                    "{} {}: {lo:.1} to {hi:.1} uV",
+                    a.channels[k],
+                    super::clock(t)
+                ));
+            }
+        }
+        clicked_time(&response, axis)
+    }
+}
+
+/// "computing" across a strip whose result is not there yet.
+fn pending(ui: &egui::Ui, area: Rect) {
+    ui.painter().text(
+        area.center(),
+        egui::Align2::CENTER_CENTER,
+        "computing over the whole recording...",
+        egui::FontId::proportional(12.0),
+        Color32::from_gray(120),
+    );
+}
+
+/// The 2nd and 99th percentiles: a few extreme segments (artefacts) do not wash out the rest.
+fn percentile_range(values: &mut [f64]) -> (f64, f64) {
+    if values.is_empty() {
+        return (0.0, 1.0);
+    }
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+    let (lo, hi) = (at(0.02), at(0.99));
+    if hi > lo { (lo, hi) } else { (lo, lo + 1.0) }
+}

@@ -1,0 +1,100 @@
+//! The night on the UI (wgpu on lavapipe in CI): scoring keys write stages and page by epochs,
+//! Backspace undoes; the strips compute in the background and a click on them jumps there.
+
+use ede::app::night::Night;
+use ede::app::{EdeApp, Settings};
+use ede::dsp::sleep::{Stage, hypnogram};
+use eframe::egui;
+use egui_kittest::Harness;
+
+fn harness(app: EdeApp) -> Harness<'static, EdeApp> {
+    Harness::builder()
+        .with_size(egui::vec2(1280.0, 800.0))
+        .wgpu()
+        .build_ui_state(|ui, app: &mut EdeApp| app.ui(ui), app)
+}
+
+/// Steps until the browser (and the strips it shows) are ready.
+fn settle(h: &mut Harness<'_, EdeApp>) {
+    for _ in 0..2000 {
+        h.step();
+        if h.state().browser.ready() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        h.state().browser.ready(),
+        "the browser and its strips settle"
+    );
+    h.run_steps(3);
+}
+
+fn stages(h: &Harness<'_, EdeApp>) -> Vec<Stage> {
+    hypnogram(h.state().browser.events.list(), 30.0)
+}
+
+#[test]
+fn scoring_keys_score_an_epoch_and_move_on() {
+    let mut app = EdeApp::new(None, None, Settings::default(), None);
+    Night::open_with(&mut app.browser, false, true);
+    let mut h = harness(app);
+    settle(&mut h);
+    assert_eq!(h.state().browser.visible_span(), (0.0, 30.0));
+    h.key_press(egui::Key::W);
+    h.run_steps(2);
+    assert_eq!(h.state().browser.visible_span(), (30.0, 60.0));
+    h.key_press(egui::Key::Num2);
+    h.run_steps(2);
+    h.key_press(egui::Key::R);
+    h.run_steps(2);
+    assert_eq!(stages(&h), [Stage::Wake, Stage::N2, Stage::Rem]);
+    assert_eq!(h.state().browser.visible_span(), (90.0, 120.0));
+    // Backspace takes the last score back and returns to its epoch.
+    h.key_press(egui::Key::Backspace);
+    h.run_steps(2);
+    assert_eq!(stages(&h), [Stage::Wake, Stage::N2]);
+    assert_eq!(h.state().browser.visible_span(), (60.0, 90.0));
+    // Rescoring an epoch replaces its stage.
+    h.state_mut().browser.show(30.0, Some(30.0));
+    h.run_steps(2);
+    h.key_press(egui::Key::Num3);
+    h.run_steps(2);
+    assert_eq!(stages(&h), [Stage::Wake, Stage::N3]);
+    assert!(h.state().browser.events.unsaved);
+}
+
+#[test]
+fn strips_compute_and_a_click_jumps_there() {
+    let mut app = EdeApp::new(None, None, Settings::default(), None);
+    Night::open_with(&mut app.browser, true, false);
+    let mut h = harness(app);
+    settle(&mut h);
+    let plot = h.state().browser.plot_rect;
+    let total = h.state().browser.rec.time_span_s();
+    // The first strip (CDSA) lies under the header, above the traces.
+    let at = egui::pos2(plot.left() + 0.75 * plot.width(), 75.0);
+    assert!(at.y < plot.top(), "strips above the traces ({plot:?})");
+    h.hover_at(at);
+    h.run_steps(1);
+    h.event(egui::Event::PointerButton {
+        pos: at,
+        button: egui::PointerButton::Primary,
+        pressed: true,
+        modifiers: egui::Modifiers::NONE,
+    });
+    h.run_steps(1);
+    h.event(egui::Event::PointerButton {
+        pos: at,
+        button: egui::PointerButton::Primary,
+        pressed: false,
+        modifiers: egui::Modifiers::NONE,
+    });
+    h.run_steps(3);
+    let (t0, t1) = h.state().browser.visible_span();
+    let centre = (t0 + t1) / 2.0;
+    assert!(
+        (centre - 0.75 * total).abs() < 0.05 * total,
+        "jumped to {t0}..{t1} of {total} s"
+    );
+}
