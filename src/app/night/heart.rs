@@ -219,12 +219,7 @@ impl Heart {
                             .map_err(|e| format!("cannot write {}: {e}", path.display())),
                     );
                 }
-                if let Some(m) = &self.message {
-                    match m {
-                        Ok(s) => ui.label(s),
-                        Err(e) => ui.colored_label(ui.visuals().error_fg_color, e),
-                    };
-                }
+                super::show_message(ui, &self.message);
             });
     }
 }

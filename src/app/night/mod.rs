@@ -174,12 +174,7 @@ impl Night {
                 .strong(),
             );
         }
-        if let Some(m) = &self.message {
-            match m {
-                Ok(s) => ui.label(s),
-                Err(e) => ui.colored_label(ui.visuals().error_fg_color, e),
-            };
-        }
+        show_message(ui, &self.message);
     }
 
     /// Shows the strips and the spectrum dock (`--night`), and starts scoring (`--score`).
@@ -328,6 +323,19 @@ fn strip_frame(
         Color32::from_gray(40),
     );
     (area, response)
+}
+
+/// A save's outcome (or a load's), in the error colour when it failed.
+fn show_message(ui: &mut egui::Ui, message: &Option<Result<String, String>>) {
+    match message {
+        Some(Ok(s)) => {
+            ui.label(s);
+        }
+        Some(Err(e)) => {
+            ui.colored_label(ui.visuals().error_fg_color, e);
+        }
+        None => {}
+    }
 }
 
 /// The time a click or drag on a strip points at.

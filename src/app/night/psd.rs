@@ -121,12 +121,7 @@ impl PsdDock {
                 self.save_png(ui.ctx(), beside(b, "psd.png"));
             }
         });
-        if let Some(m) = &self.message {
-            match m {
-                Ok(s) => ui.label(s),
-                Err(e) => ui.colored_label(ui.visuals().error_fg_color, e),
-            };
-        }
+        super::show_message(ui, &self.message);
         let (log_x, log_y) = (self.log_x, self.log_y);
         let fx = move |f: f64| if log_x { f.max(1e-3).log10() } else { f };
         let fy = move |p: f64| {
@@ -146,9 +141,13 @@ impl PsdDock {
         let mut plot = Plot::new("psd plot")
             .x_axis_label("Hz")
             .y_axis_label(y_label);
-        if log_x {
-            plot = plot.x_axis_formatter(|m, _| format!("{:.3}", 10f64.powf(m.value)));
-        }
+        plot = match log_x {
+            true => plot.x_axis_formatter(|m, _| format!("{:.3}", 10f64.powf(m.value))),
+            // Labels every 10 Hz: egui_plot's own spacing left only the 0 labelled.
+            false => plot
+                .x_grid_spacer(egui_plot::uniform_grid_spacer(|_| [5.0, 10.0, 20.0]))
+                .x_axis_formatter(|m, _| format!("{:.0}", m.value)),
+        };
         let plot = plot.label_formatter(move |pos| {
             let (name, p) = match pos {
                 HoverPosition::NearDataPoint {

@@ -58,6 +58,7 @@ pub struct Trends {
     texture: Option<(Row, usize, TextureHandle, (f64, f64))>,
     /// Counts results, to know when the texture is stale.
     results: usize,
+    message: Option<Result<String, String>>,
 }
 
 impl Trends {
@@ -157,6 +158,23 @@ impl Trends {
         let Some((_, t)) = &self.shown else {
             return;
         };
+        if ui
+            .button("Save trends")
+            .on_hover_text("CDSA and aEEG as JSON, as ede trend writes them")
+            .clicked()
+        {
+            let path = super::psd::beside(b, "trends.json");
+            self.message = Some(
+                serde_json::to_vec(t)
+                    .map_err(|e| e.to_string())
+                    .and_then(|bytes| {
+                        crate::recording::write_whole(&path, &bytes).map_err(|e| e.to_string())
+                    })
+                    .map(|()| format!("saved {}", path.display()))
+                    .map_err(|e| format!("cannot write {}: {e}", path.display())),
+            );
+        }
+        super::show_message(ui, &self.message);
         let Some(cdsa) = &t.cdsa else { return };
         let name = |r: Row| match r {
             Row::All => format!("mean of {}", cdsa.channels.len()),
