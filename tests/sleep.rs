@@ -98,3 +98,37 @@ fn ede_sleep_on_the_shared_hypnogram_equals_yasa() {
         );
     }
 }
+
+/// `--stage LABEL=STAGE` scores a lab's own labels: Sleep-EDF's stage 2 read as REM moves all
+/// of N2's minutes to REM; a stage that is none is refused with the ones there are.
+#[test]
+fn ede_sleep_takes_a_lab_s_own_labels() {
+    let Some(data) = common::shared_data() else {
+        return;
+    };
+    let file = data.join("edf/SC4001EC-Hypnogram.edf");
+    if !file.exists() {
+        return;
+    }
+    let run = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ede"))
+            .arg("sleep")
+            .arg(&file)
+            .args(extra)
+            .output()
+            .unwrap();
+        (out.status.success(), out.stdout, out.stderr)
+    };
+    let stats =
+        |bytes: &[u8]| serde_json::from_slice::<Value>(bytes).unwrap()["statistics"].clone();
+    let (ok, plain, _) = run(&[]);
+    assert!(ok);
+    let (ok, mapped, _) = run(&["--stage", "Sleep stage 2=REM"]);
+    assert!(ok);
+    let (plain, mapped) = (stats(&plain), stats(&mapped));
+    assert_eq!(mapped["N2"], 0.0);
+    let sum = plain["N2"].as_f64().unwrap() + plain["REM"].as_f64().unwrap();
+    assert_eq!(mapped["REM"].as_f64().unwrap(), sum);
+    let (ok, _, err) = run(&["--stage", "Sleep stage 2=deep"]);
+    assert!(!ok && String::from_utf8_lossy(&err).contains("N1, N2, N3"));
+}

@@ -3,6 +3,8 @@
 //! EDFbrowser's chain written with SciPy, HRV against numpy on wfdb-python's reading of MIT-BIH
 //! 100's beats. Cases on the shared recordings are skipped when those are absent.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -10,12 +12,6 @@ use serde_json::Value;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
-fn shared() -> PathBuf {
-    std::env::var_os("EDE_SHARED_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data"))
 }
 
 fn reference() -> Value {
@@ -27,7 +23,7 @@ fn reference() -> Value {
 fn file_of(case: &Value) -> Option<PathBuf> {
     let name = case["file"].as_str().unwrap();
     let path = match name.strip_prefix("shared:") {
-        Some(rest) => shared().join(rest),
+        Some(rest) => common::shared_data()?.join(rest),
         None => fixtures().join(name),
     };
     if path.exists() {
@@ -149,7 +145,10 @@ fn aeeg_equals_edfbrowser_s_chain_in_scipy() {
 #[test]
 fn hrv_equals_numpy_on_mitbih_100() {
     for case in reference()["hrv"].as_array().unwrap() {
-        let record = shared().join(case["record"].as_str().unwrap());
+        let Some(data) = common::shared_data() else {
+            return;
+        };
+        let record = data.join(case["record"].as_str().unwrap());
         if !record.with_extension("atr").exists() {
             eprintln!("skipped: {} is absent", record.display());
             continue;

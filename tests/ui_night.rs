@@ -31,7 +31,7 @@ fn settle(h: &mut Harness<'_, EdeApp>) {
 }
 
 fn stages(h: &Harness<'_, EdeApp>) -> Vec<Stage> {
-    hypnogram(h.state().browser.events.list(), 30.0)
+    hypnogram(h.state().browser.events.list(), 30.0, &[])
 }
 
 #[test]

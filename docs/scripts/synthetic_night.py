@@ -14,7 +14,7 @@ import mne
 import numpy as np
 from scipy.signal import lfilter
 
-SHARED = os.environ.get("EDE_SHARED_DATA", os.path.join(os.path.dirname(__file__), "../../../shared/data"))
+SHARED = os.environ.get("EDE_DATA", os.path.join(os.path.dirname(__file__), "../../../shared/data"))
 FS = 100
 
 

@@ -24,9 +24,25 @@ pub struct SleepArgs {
     /// Seconds from the start at which lights went on: later epochs are left out.
     #[arg(long)]
     pub lights_on: Option<f64>,
+    /// A lab's own stage label, LABEL=STAGE (STAGE: W, N1, N2, N3, R, ART or UNS); repeatable.
+    #[arg(long = "stage", value_name = "LABEL=STAGE", value_parser = parse_stage_label)]
+    pub stages: Vec<(String, Stage)>,
     /// Output JSON (standard output when omitted).
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+fn parse_stage_label(s: &str) -> Result<(String, Stage), String> {
+    let (label, stage) = s
+        .rsplit_once('=')
+        .ok_or_else(|| format!("expected LABEL=STAGE, got {s:?}"))?;
+    let stage = (Stage::ALL.iter())
+        .find(|st| {
+            let t = stage.trim();
+            st.yasa().eq_ignore_ascii_case(t) || st.short().eq_ignore_ascii_case(t)
+        })
+        .ok_or_else(|| format!("{stage:?} is not W, N1, N2, N3, R, ART or UNS"))?;
+    Ok((label.trim().to_string(), *stage))
 }
 
 #[derive(Debug, Serialize)]
@@ -48,7 +64,7 @@ pub fn run(args: &SleepArgs) -> anyhow::Result<()> {
     }
     let scored = args.hypnogram.as_ref().unwrap_or(&args.file);
     let rec = super::open(scored, None)?;
-    let stages = hypnogram(&rec.annotations, args.epoch);
+    let stages = hypnogram(&rec.annotations, args.epoch, &args.stages);
     if stages.is_empty() {
         bail!(
             "{} has no sleep stage events (W, N1, N2, N3, R or Sleep stage W/1/2/3/4/R/?)",

@@ -2,13 +2,13 @@
 //! `Hypnogram.sleep_statistics` (checked against it in `tests/sleep.rs`): durations in minutes,
 //! efficiencies and stage shares in percent, latencies from the hypnogram's start.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::recording::Annotation;
 
 /// A stage as scored (AASM), with R&K 3 and 4 both N3, movement time as artefact and an
 /// unscored epoch as UNS.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Stage {
     Wake,
     N1,
@@ -52,7 +52,31 @@ impl Stage {
     }
 }
 
+/// Labels a lab scores with beyond AASM's and R&K's (`ede sleep --stage LABEL=STAGE`, the Night
+/// menu's table), matched on the whole text, case aside, before the built-in ones.
+pub type StageLabels = [(String, Stage)];
+
 impl Stage {
+    /// The stage `text` names: the lab's labels first, then `from_label`.
+    pub fn of(text: &str, labels: &StageLabels) -> Option<Stage> {
+        let t = text.trim();
+        (labels.iter())
+            .find(|(l, _)| l.trim().eq_ignore_ascii_case(t))
+            .map(|&(_, s)| s)
+            .or_else(|| Stage::from_label(t))
+    }
+
+    /// Every stage, in the order menus list them.
+    pub const ALL: [Stage; 7] = [
+        Stage::Wake,
+        Stage::N1,
+        Stage::N2,
+        Stage::N3,
+        Stage::Rem,
+        Stage::Art,
+        Stage::Uns,
+    ];
+
     /// The rows of a hypnogram, top to bottom (EDFbrowser's order).
     pub const ROWS: [Stage; 5] = [Stage::Wake, Stage::Rem, Stage::N1, Stage::N2, Stage::N3];
 
@@ -94,12 +118,18 @@ impl Stage {
 /// The events with epoch `epoch` (of `epoch_s` seconds) scored `stage`: a stage event covering
 /// it is cut around it (Sleep-EDF scores runs of epochs as one event), then one event of one
 /// epoch is added.
-pub fn score(events: &[Annotation], epoch: usize, epoch_s: f64, stage: Stage) -> Vec<Annotation> {
+pub fn score(
+    events: &[Annotation],
+    epoch: usize,
+    epoch_s: f64,
+    stage: Stage,
+    labels: &StageLabels,
+) -> Vec<Annotation> {
     let (t0, t1) = (epoch as f64 * epoch_s, (epoch + 1) as f64 * epoch_s);
     let mut out = Vec::with_capacity(events.len() + 2);
     for a in events {
         let end = a.onset + a.duration.max(epoch_s * 0.5);
-        if Stage::from_label(&a.text).is_none() || end <= t0 + 1e-9 || a.onset >= t1 - 1e-9 {
+        if Stage::of(&a.text, labels).is_none() || end <= t0 + 1e-9 || a.onset >= t1 - 1e-9 {
             out.push(a.clone());
             continue;
         }
@@ -137,14 +167,14 @@ pub fn yasa_csv(stages: &[Stage]) -> String {
     s
 }
 
-/// One stage per epoch of `epoch_s` seconds from scored events (`Stage::from_label`; others
+/// One stage per epoch of `epoch_s` seconds from scored events (`Stage::of`; others
 /// are passed over): an event covers the epochs its span starts in, at least one (Sleep-EDF
 /// scores runs of epochs as one event). Epochs no event covers are unscored; the hypnogram
 /// ends with the last staged event.
-pub fn hypnogram(events: &[Annotation], epoch_s: f64) -> Vec<Stage> {
+pub fn hypnogram(events: &[Annotation], epoch_s: f64, labels: &StageLabels) -> Vec<Stage> {
     let staged: Vec<(&Annotation, Stage)> = (events.iter())
         .filter(|a| a.onset.is_finite() && a.onset >= 0.0 && a.duration.is_finite())
-        .filter_map(|a| Some((a, Stage::from_label(&a.text)?)))
+        .filter_map(|a| Some((a, Stage::of(&a.text, labels)?)))
         .collect();
     let span = |a: &Annotation| {
         let first = (a.onset / epoch_s + 1e-9).floor() as usize;
@@ -316,18 +346,25 @@ mod tests {
             ev(150.0, 30.0, "Sleep stage 1"),
             ev(40.0, 0.0, "Lights off"),
         ];
-        let scored = score(&events, 2, 30.0, Stage::N2);
-        let stages = hypnogram(&scored, 30.0);
+        let scored = score(&events, 2, 30.0, Stage::N2, &[]);
+        let stages = hypnogram(&scored, 30.0, &[]);
         use Stage::*;
         assert_eq!(stages, [Wake, Wake, N2, Wake, Wake, N1]);
         assert!(scored.iter().any(|a| a.text == "Lights off"));
         // Rescoring the same epoch replaces it; scoring past the end extends the hypnogram.
-        let again = score(&scored, 2, 30.0, Stage::Rem);
-        assert_eq!(hypnogram(&again, 30.0)[2], Rem);
+        let again = score(&scored, 2, 30.0, Stage::Rem, &[]);
+        assert_eq!(hypnogram(&again, 30.0, &[])[2], Rem);
         assert_eq!(again.len(), scored.len());
-        let later = score(&again, 8, 30.0, Stage::N3);
-        assert_eq!(hypnogram(&later, 30.0)[6..], [Uns, Uns, N3]);
+        let later = score(&again, 8, 30.0, Stage::N3, &[]);
+        assert_eq!(hypnogram(&later, 30.0, &[])[6..], [Uns, Uns, N3]);
         assert_eq!(yasa_csv(&[Wake, Rem]), "stage\nWAKE\nREM\n");
+        // A lab's own labels count before the built-in ones.
+        let lab = [ev(0.0, 30.0, "Stadium 2"), ev(30.0, 30.0, "Wach")];
+        let labels = [("stadium 2".to_string(), N2), ("WACH".to_string(), Wake)];
+        assert_eq!(hypnogram(&lab, 30.0, &[]), []);
+        assert_eq!(hypnogram(&lab, 30.0, &labels), [N2, Wake]);
+        let rescored = score(&lab, 0, 30.0, Rem, &labels);
+        assert_eq!(hypnogram(&rescored, 30.0, &labels), [Rem, Wake]);
     }
 
     #[test]

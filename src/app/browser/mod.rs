@@ -72,6 +72,8 @@ pub struct BrowserSettings {
     pub clip_lanes: f32,
     /// Lanes on one page (0: all), as MNE-Python's and EDFbrowser's browsers page them.
     pub channels_per_page: usize,
+    /// The lab's own sleep stage labels (Night menu), besides AASM's and R&K's.
+    pub stage_labels: Vec<(String, crate::dsp::sleep::Stage)>,
 }
 
 impl Default for BrowserSettings {
@@ -90,6 +92,7 @@ impl Default for BrowserSettings {
             overlap: false,
             clip_lanes: 1.0,
             channels_per_page: 20,
+            stage_labels: Vec::new(),
         }
     }
 }

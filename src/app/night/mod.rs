@@ -217,6 +217,8 @@ impl Night {
                 self.message = Some(scoring::save_csv(b));
             }
             ui.separator();
+            scoring::labels_editor(b, ui);
+            ui.separator();
             ui.label("Load annotations from a file (EDF+, BDF+, BIDS events, ...):");
             ui.horizontal(|ui| {
                 ui.text_edit_singleline(&mut self.load_path);

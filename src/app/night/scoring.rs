@@ -51,7 +51,8 @@ pub fn keys(b: &mut Browser, ctx: &egui::Context) {
     let (t0, _) = b.visible_span();
     let epoch = (t0 / EPOCH_S + 1e-6).floor() as usize;
     if let Some(stage) = pressed {
-        let scored = sleep::score(b.events.list(), epoch, EPOCH_S, stage);
+        let labels = &b.settings.stage_labels;
+        let scored = sleep::score(b.events.list(), epoch, EPOCH_S, stage, labels);
         b.events.replace_all(scored);
         b.show((epoch + 1) as f64 * EPOCH_S, Some(EPOCH_S));
     } else if back && b.events.undo() {
@@ -61,7 +62,7 @@ pub fn keys(b: &mut Browser, ctx: &egui::Context) {
 
 /// The hypnogram of the browser's events, one stage per 30 s epoch.
 pub fn stages(b: &Browser) -> Vec<Stage> {
-    sleep::hypnogram(b.events.list(), EPOCH_S)
+    sleep::hypnogram(b.events.list(), EPOCH_S, &b.settings.stage_labels)
 }
 
 fn row_of(s: Stage) -> Option<usize> {
@@ -191,6 +192,35 @@ pub fn statistics_window(b: &Browser, ctx: &egui::Context, open: &mut bool) {
                 }
             });
         });
+}
+
+/// The lab's own stage labels, editable: a row per label, its stage, and a remove button.
+pub fn labels_editor(b: &mut Browser, ui: &mut egui::Ui) {
+    ui.label("Stage labels of your own (besides W, N1-N3, R and Sleep stage W/1-4/R/?):");
+    let labels = &mut b.settings.stage_labels;
+    let mut remove = None;
+    egui::Grid::new("stage labels").show(ui, |ui| {
+        for (k, (text, stage)) in labels.iter_mut().enumerate() {
+            ui.add(egui::TextEdit::singleline(text).desired_width(140.0));
+            egui::ComboBox::from_id_salt(("stage of label", k))
+                .selected_text(stage.yasa())
+                .show_ui(ui, |ui| {
+                    for s in Stage::ALL {
+                        ui.selectable_value(stage, s, s.yasa());
+                    }
+                });
+            if ui.button("remove").clicked() {
+                remove = Some(k);
+            }
+            ui.end_row();
+        }
+    });
+    if let Some(k) = remove {
+        labels.remove(k);
+    }
+    if ui.button("add a label").clicked() {
+        labels.push((String::new(), Stage::N2));
+    }
 }
 
 /// Writes the hypnogram beside the recording as `NAME.hypnogram.csv` (YASA's stage names).
