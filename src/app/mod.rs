@@ -6,6 +6,7 @@ pub mod blink_view;
 pub mod browser;
 pub mod colormap;
 pub mod dataset_view;
+mod dialogs;
 pub mod envelope;
 pub mod events;
 pub mod export;
@@ -230,9 +231,6 @@ pub struct EdeApp {
     /// The last state of the file just opened, offered until taken or dismissed.
     pub offered_session: Option<browser::Session>,
 }
-
-/// A dialog that answers "nothing chosen" faster than this could not be shown at all.
-const NO_DIALOG: std::time::Duration = std::time::Duration::from_millis(400);
 
 impl EdeApp {
     /// Opens `file` (or the demo) with persisted settings; `gpu` is the render device.
@@ -729,125 +727,6 @@ impl EdeApp {
             self.hand_views(self.browser.rec.clone(), true);
         }
         self.settings.browser = self.browser.settings.clone();
-    }
-
-    /// Opens the system's file dialog on a thread: rfd blocks while it is open, and the window
-    /// must keep drawing (the desktop portal, or zenity where there is none).
-    fn start_dialog(&mut self) {
-        if self.dialog.is_some() {
-            return;
-        }
-        let (tx, rx) = std::sync::mpsc::channel();
-        let started = std::thread::Builder::new()
-            .name("ede file dialog".into())
-            .spawn(move || {
-                let extensions: Vec<&str> = (crate::recording::READERS.iter())
-                    .flat_map(|r| r.extensions.iter().copied())
-                    .collect();
-                let chosen = rfd::FileDialog::new()
-                    .add_filter("Recordings", &extensions)
-                    .add_filter("All files", &["*"])
-                    .pick_file();
-                let _ = tx.send(chosen);
-            });
-        match started {
-            Ok(_) => self.dialog = Some((rx, std::time::Instant::now())),
-            Err(e) => self.show_path_field(Some(format!("the file dialog did not start: {e}"))),
-        }
-    }
-
-    /// As `start_dialog`, for a folder (a BIDS dataset).
-    fn start_folder_dialog(&mut self) {
-        if self.dialog.is_some() {
-            return;
-        }
-        let (tx, rx) = std::sync::mpsc::channel();
-        let started = std::thread::Builder::new()
-            .name("ede folder dialog".into())
-            .spawn(move || {
-                let _ = tx.send(rfd::FileDialog::new().pick_folder());
-            });
-        match started {
-            Ok(_) => self.dialog = Some((rx, std::time::Instant::now())),
-            Err(e) => self.show_path_field(Some(format!("the folder dialog did not start: {e}"))),
-        }
-    }
-
-    fn poll_dialog(&mut self, ctx: &egui::Context) {
-        let Some((rx, since)) = &self.dialog else {
-            return;
-        };
-        let answer = match rx.try_recv() {
-            Ok(answer) => answer,
-            Err(std::sync::mpsc::TryRecvError::Empty) => {
-                ctx.request_repaint_after(std::time::Duration::from_millis(100));
-                return;
-            }
-            Err(std::sync::mpsc::TryRecvError::Disconnected) => None,
-        };
-        let quick = since.elapsed() < NO_DIALOG;
-        self.dialog = None;
-        match answer {
-            Some(p) => self.open(p),
-            None if quick => self.show_path_field(Some(
-                "No file dialog could be shown: this desktop has neither the XDG desktop portal \
-                 nor zenity (./setup.sh installs zenity). Type the file's path instead."
-                    .into(),
-            )),
-            None => {}
-        }
-    }
-
-    /// Shows the path field, with the reason when no dialog could be shown.
-    pub fn show_path_field(&mut self, why: Option<String>) {
-        let text = self
-            .browser
-            .rec
-            .path
-            .as_ref()
-            .and_then(|p| p.parent())
-            .map(|d| format!("{}/", d.display()))
-            .unwrap_or_default();
-        self.path_field = Some((text, why));
-    }
-
-    fn path_window(&mut self, ctx: &egui::Context) {
-        let Some((text, why)) = &mut self.path_field else {
-            return;
-        };
-        let (mut open, mut close) = (false, false);
-        egui::Window::new("Open a recording")
-            .collapsible(false)
-            .anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO)
-            .show(ctx, |ui| {
-                if let Some(why) = why {
-                    ui.label(why.as_str());
-                    ui.add_space(4.0);
-                }
-                let field = ui
-                    .horizontal(|ui| {
-                        let label = ui.label("Path");
-                        ui.add(
-                            egui::TextEdit::singleline(text)
-                                .hint_text("/path/to/recording.edf")
-                                .desired_width(420.0),
-                        )
-                        .labelled_by(label.id)
-                    })
-                    .inner;
-                let entered = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
-                ui.horizontal(|ui| {
-                    open = ui.button("Open").clicked() || entered;
-                    close = ui.button("Cancel").clicked();
-                });
-            });
-        if open {
-            let path = PathBuf::from(text.trim());
-            self.path_field = None;
-            self.open(path);
-        } else if close {
-            self.path_field = None;
-        }
     }
 
     /// The message of a file that failed to open, until dismissed.

@@ -1,0 +1,133 @@
+//! Choosing a file or folder to open: the system's dialog on a thread of its own (rfd blocks
+//! while it is open and the window must keep drawing), and the typed path field where no
+//! dialog can start.
+
+use std::path::PathBuf;
+
+use eframe::egui;
+
+use super::EdeApp;
+
+/// A dialog that answers "nothing chosen" faster than this could not be shown at all.
+const NO_DIALOG: std::time::Duration = std::time::Duration::from_millis(400);
+
+impl EdeApp {
+    /// Opens the system's file dialog on a thread: rfd blocks while it is open, and the window
+    /// must keep drawing (the desktop portal, or zenity where there is none).
+    pub(super) fn start_dialog(&mut self) {
+        if self.dialog.is_some() {
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let started = std::thread::Builder::new()
+            .name("ede file dialog".into())
+            .spawn(move || {
+                let extensions: Vec<&str> = (crate::recording::READERS.iter())
+                    .flat_map(|r| r.extensions.iter().copied())
+                    .collect();
+                let chosen = rfd::FileDialog::new()
+                    .add_filter("Recordings", &extensions)
+                    .add_filter("All files", &["*"])
+                    .pick_file();
+                let _ = tx.send(chosen);
+            });
+        match started {
+            Ok(_) => self.dialog = Some((rx, std::time::Instant::now())),
+            Err(e) => self.show_path_field(Some(format!("the file dialog did not start: {e}"))),
+        }
+    }
+
+    /// As `start_dialog`, for a folder (a BIDS dataset).
+    pub(super) fn start_folder_dialog(&mut self) {
+        if self.dialog.is_some() {
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let started = std::thread::Builder::new()
+            .name("ede folder dialog".into())
+            .spawn(move || {
+                let _ = tx.send(rfd::FileDialog::new().pick_folder());
+            });
+        match started {
+            Ok(_) => self.dialog = Some((rx, std::time::Instant::now())),
+            Err(e) => self.show_path_field(Some(format!("the folder dialog did not start: {e}"))),
+        }
+    }
+
+    pub(super) fn poll_dialog(&mut self, ctx: &egui::Context) {
+        let Some((rx, since)) = &self.dialog else {
+            return;
+        };
+        let answer = match rx.try_recv() {
+            Ok(answer) => answer,
+            Err(std::sync::mpsc::TryRecvError::Empty) => {
+                ctx.request_repaint_after(std::time::Duration::from_millis(100));
+                return;
+            }
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => None,
+        };
+        let quick = since.elapsed() < NO_DIALOG;
+        self.dialog = None;
+        match answer {
+            Some(p) => self.open(p),
+            None if quick => self.show_path_field(Some(
+                "No file dialog could be shown: this desktop has neither the XDG desktop portal \
+                 nor zenity (./setup.sh installs zenity). Type the file's path instead."
+                    .into(),
+            )),
+            None => {}
+        }
+    }
+
+    /// Shows the path field, with the reason when no dialog could be shown.
+    pub fn show_path_field(&mut self, why: Option<String>) {
+        let text = self
+            .browser
+            .rec
+            .path
+            .as_ref()
+            .and_then(|p| p.parent())
+            .map(|d| format!("{}/", d.display()))
+            .unwrap_or_default();
+        self.path_field = Some((text, why));
+    }
+
+    pub(super) fn path_window(&mut self, ctx: &egui::Context) {
+        let Some((text, why)) = &mut self.path_field else {
+            return;
+        };
+        let (mut open, mut close) = (false, false);
+        egui::Window::new("Open a recording")
+            .collapsible(false)
+            .anchor(egui::Align2::CENTER_CENTER, egui::Vec2::ZERO)
+            .show(ctx, |ui| {
+                if let Some(why) = why {
+                    ui.label(why.as_str());
+                    ui.add_space(4.0);
+                }
+                let field = ui
+                    .horizontal(|ui| {
+                        let label = ui.label("Path");
+                        ui.add(
+                            egui::TextEdit::singleline(text)
+                                .hint_text("/path/to/recording.edf")
+                                .desired_width(420.0),
+                        )
+                        .labelled_by(label.id)
+                    })
+                    .inner;
+                let entered = field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+                ui.horizontal(|ui| {
+                    open = ui.button("Open").clicked() || entered;
+                    close = ui.button("Cancel").clicked();
+                });
+            });
+        if open {
+            let path = PathBuf::from(text.trim());
+            self.path_field = None;
+            self.open(path);
+        } else if close {
+            self.path_field = None;
+        }
+    }
+}
