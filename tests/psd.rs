@@ -1,18 +1,12 @@
 //! `ede psd` against `scipy.signal.welch` on recordings MNE-Python read
 //! (tests/fixtures/psd_welch.json, made by make_psd_fixture.py): every bin to 1e-4 relative.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect()
-}
 
 #[test]
 fn psd_equals_scipy_welch() {
@@ -42,8 +36,8 @@ fn psd_equals_scipy_welch() {
         let got: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
         assert_eq!(got["channels"], case["expected_channels"], "case {k}");
         let (f, want_f) = (
-            floats(&got["frequencies_hz"]),
-            floats(&case["frequencies_hz"]),
+            common::floats(&got["frequencies_hz"]),
+            common::floats(&case["frequencies_hz"]),
         );
         assert_eq!(f.len(), want_f.len(), "case {k}: bins");
         for (a, b) in f.iter().zip(&want_f) {
@@ -53,7 +47,7 @@ fn psd_equals_scipy_welch() {
             .zip(case["psd"].as_array().unwrap())
             .enumerate()
         {
-            let (row, want) = (floats(row), floats(want));
+            let (row, want) = (common::floats(row), common::floats(want));
             let top = want.iter().cloned().fold(0.0, f64::max);
             for (i, (a, b)) in row.iter().zip(&want).enumerate() {
                 assert!(

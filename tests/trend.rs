@@ -34,12 +34,6 @@ fn file_of(case: &Value) -> Option<PathBuf> {
     }
 }
 
-fn floats(v: &Value) -> Vec<f64> {
-    (v.as_array().unwrap().iter())
-        .map(|x| x.as_f64().unwrap())
-        .collect()
-}
-
 fn ede(args: &[&str], file: &Path) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.json");
@@ -86,8 +80,8 @@ fn cdsa_equals_welch_per_segment() {
             &file,
         );
         assert_eq!(got["channels"], case["channels"]);
-        let f = floats(&got["frequencies_hz"]);
-        assert_eq!(f, floats(&case["frequencies_hz"]));
+        let f = common::floats(&got["frequencies_hz"]);
+        assert_eq!(f, common::floats(&case["frequencies_hz"]));
         let (rows, want) = (
             got["power"].as_array().unwrap(),
             case["power"].as_array().unwrap(),
@@ -97,7 +91,7 @@ fn cdsa_equals_welch_per_segment() {
             let (row, want_row) = (row.as_array().unwrap(), want_row.as_array().unwrap());
             assert_eq!(row.len(), want_row.len(), "{file:?} channel {c}: segments");
             for (s, (a, b)) in row.iter().zip(want_row).enumerate() {
-                for (k, (x, y)) in floats(a).iter().zip(floats(b)).enumerate() {
+                for (k, (x, y)) in common::floats(a).iter().zip(common::floats(b)).enumerate() {
                     // 1e-4 relative in power is 4.3e-4 dB.
                     assert!(
                         (x - y).abs() < 4.3e-4,
@@ -128,7 +122,7 @@ fn aeeg_equals_edfbrowser_s_chain_in_scipy() {
             let (rows, want) = (got[key].as_array().unwrap(), case[key].as_array().unwrap());
             assert_eq!(rows.len(), want.len());
             for (c, (row, want_row)) in rows.iter().zip(want).enumerate() {
-                let (row, want_row) = (floats(row), floats(want_row));
+                let (row, want_row) = (common::floats(row), common::floats(want_row));
                 assert_eq!(row.len(), want_row.len(), "{file:?} {key} {c}: segments");
                 for (s, (x, y)) in row.iter().zip(&want_row).enumerate() {
                     // f32 filtering against SciPy's f64.

@@ -59,7 +59,7 @@ fn golden_cases(g: &serde_json::Value) -> Vec<(XapenParams, Vec<f64>)> {
                 .as_array()
                 .unwrap()
                 .iter()
-                .flat_map(f64s)
+                .flat_map(common::floats)
                 .collect();
             (params, matrix)
         })
@@ -74,14 +74,6 @@ fn correction(s: &str) -> Correction {
     }
 }
 
-fn f64s(v: &serde_json::Value) -> Vec<f64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect()
-}
-
 /// A deterministic generator for test data.
 
 #[test]
@@ -89,14 +81,19 @@ fn reference_reproduces_the_synthetic_golden_values() {
     let Some(g) = golden("synthetic_6ch_300.json") else {
         return;
     };
-    let inputs: Vec<Vec<f64>> = g["inputs"].as_array().unwrap().iter().map(f64s).collect();
+    let inputs: Vec<Vec<f64>> = g["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(common::floats)
+        .collect();
     let mut checked = 0;
     for case in g["cases"].as_array().unwrap() {
         let m = case["m"].as_u64().unwrap() as usize;
         let r = case["r"].as_f64().unwrap();
         let corr = correction(case["correction"].as_str().unwrap());
         for (u, row) in case["matrix"].as_array().unwrap().iter().enumerate() {
-            for (v, want) in f64s(row).into_iter().enumerate() {
+            for (v, want) in common::floats(row).into_iter().enumerate() {
                 let got = reference::cross_apen(&inputs[u], &inputs[v], m, r, corr)
                     .unwrap()
                     .unwrap();
@@ -113,7 +110,12 @@ fn reference_reproduces_the_synthetic_golden_values() {
     let u = reference::normalize(&inputs[0]).unwrap();
     let v = reference::normalize(&inputs[1]).unwrap();
     let (n_m, n_m1) = reference::counts(&u, &v, 2, 0.2);
-    let want = |k: &str| -> Vec<u32> { f64s(&counts[k]).iter().map(|&x| x as u32).collect() };
+    let want = |k: &str| -> Vec<u32> {
+        common::floats(&counts[k])
+            .iter()
+            .map(|&x| x as u32)
+            .collect()
+    };
     assert_eq!(n_m, want("n_m"));
     assert_eq!(n_m1, want("n_m1"));
 }
@@ -129,7 +131,7 @@ fn f32_paths_reproduce_the_synthetic_golden_values() {
         .as_array()
         .unwrap()
         .iter()
-        .flat_map(|c| f64s(c).into_iter().map(|x| x as f32))
+        .flat_map(|c| common::floats(c).into_iter().map(|x| x as f32))
         .collect();
     let ep = Epochs::normalize(&raw, 300, 6).unwrap();
     for (params, want) in golden_cases(&g) {

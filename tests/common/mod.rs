@@ -3,6 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
+/// A JSON array of numbers.
+pub fn floats(v: &serde_json::Value) -> Vec<f64> {
+    (v.as_array().expect("an array").iter())
+        .map(|x| x.as_f64().expect("a number"))
+        .collect()
+}
+
 /// `../shared/data` (or `$EDE_DATA`), or `None` with a note when it is absent.
 pub fn shared_data() -> Option<PathBuf> {
     let dir = std::env::var_os("EDE_DATA")

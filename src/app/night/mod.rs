@@ -36,6 +36,7 @@ pub struct Night {
     pub stats_open: bool,
     pub hrv_open: bool,
     trends: trends::Trends,
+    hypnogram: scoring::Hypnogram,
     heart: heart::Heart,
     psd: psd::PsdDock,
     /// The recording whose sibling hypnogram was looked for.
@@ -77,7 +78,7 @@ impl Night {
                 .resizable(true)
                 .show(ui, |ui| self.psd.ui(b, ui));
         }
-        let hypnogram = scoring::stages(b);
+        let hypnogram = self.hypnogram.of(b).to_vec();
         let show_hypnogram = !hypnogram.is_empty() || self.scoring;
         if !(self.strips || self.scoring) {
             return;
@@ -85,7 +86,7 @@ impl Night {
         self.trends.update(b, ui.ctx());
         self.heart.update(b, ui.ctx());
         let heights = [
-            (self.strips && self.trends.has_cdsa()).then_some(CDSA_H),
+            self.strips.then_some(CDSA_H),
             (self.strips && self.trends.has_aeeg()).then_some(AEEG_H),
             show_hypnogram.then_some(HYPNOGRAM_H),
             (self.strips && self.heart.available()).then_some(HEART_H),
@@ -214,7 +215,7 @@ impl Night {
             ui.checkbox(&mut self.hrv_open, "Heart rate variability");
             ui.separator();
             if ui.button("Save the hypnogram as CSV (YASA)").clicked() {
-                self.message = Some(scoring::save_csv(b));
+                self.message = Some(scoring::save_csv(b, self.hypnogram.of(b)));
             }
             ui.separator();
             scoring::labels_editor(b, ui);
@@ -233,7 +234,7 @@ impl Night {
     /// The statistics and HRV windows.
     pub fn windows(&mut self, b: &mut Browser, ctx: &egui::Context) {
         if self.stats_open {
-            scoring::statistics_window(b, ctx, &mut self.stats_open);
+            scoring::statistics_window(self.hypnogram.of(b), ctx, &mut self.stats_open);
         }
         if self.hrv_open {
             self.heart.update(b, ctx);

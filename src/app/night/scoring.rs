@@ -5,6 +5,8 @@
 //! strip draws them, the statistics window counts them as YASA does, and the YASA CSV writes
 //! them one epoch a line.
 
+use std::sync::Arc;
+
 use eframe::egui::{self, Color32, Key, Modifiers, Pos2, Rect, Stroke};
 
 use super::{TimeAxis, clicked_time, strip_frame};
@@ -60,9 +62,31 @@ pub fn keys(b: &mut Browser, ctx: &egui::Context) {
     }
 }
 
-/// The hypnogram of the browser's events, one stage per 30 s epoch.
-pub fn stages(b: &Browser) -> Vec<Stage> {
-    sleep::hypnogram(b.events.list(), EPOCH_S, &b.settings.stage_labels)
+type HypnogramKey = (usize, u64, Vec<(String, Stage)>);
+
+/// The hypnogram of the browser's events, one stage per 30 s epoch, made again only when the
+/// events, the recording or the stage labels change (not every frame).
+#[derive(Default)]
+pub struct Hypnogram {
+    /// The recording, the events' version and the labels it was made of.
+    key: Option<HypnogramKey>,
+    stages: Vec<Stage>,
+}
+
+impl Hypnogram {
+    pub fn of(&mut self, b: &Browser) -> &[Stage] {
+        let labels = &b.settings.stage_labels;
+        let key = (
+            Arc::as_ptr(&b.rec) as usize,
+            b.events.version,
+            labels.clone(),
+        );
+        if self.key.as_ref() != Some(&key) {
+            self.stages = sleep::hypnogram(b.events.list(), EPOCH_S, labels);
+            self.key = Some(key);
+        }
+        &self.stages
+    }
 }
 
 fn row_of(s: Stage) -> Option<usize> {
@@ -159,13 +183,12 @@ pub fn hypnogram_strip(
 }
 
 /// YASA's sleep statistics of the hypnogram, in a window.
-pub fn statistics_window(b: &Browser, ctx: &egui::Context, open: &mut bool) {
-    let stages = stages(b);
+pub fn statistics_window(stages: &[Stage], ctx: &egui::Context, open: &mut bool) {
     egui::Window::new("Sleep statistics")
         .open(open)
         .default_width(300.0)
         .show(ctx, |ui| {
-            let Some(st) = sleep::statistics(&stages, EPOCH_S) else {
+            let Some(st) = sleep::statistics(stages, EPOCH_S) else {
                 ui.label("No sleep stage events: score the recording or load its hypnogram.");
                 return;
             };
@@ -224,13 +247,12 @@ pub fn labels_editor(b: &mut Browser, ui: &mut egui::Ui) {
 }
 
 /// Writes the hypnogram beside the recording as `NAME.hypnogram.csv` (YASA's stage names).
-pub fn save_csv(b: &Browser) -> Result<String, String> {
-    let stages = stages(b);
+pub fn save_csv(b: &Browser, stages: &[Stage]) -> Result<String, String> {
     if stages.is_empty() {
         return Err("no sleep stages to save".into());
     }
     let path = super::psd::beside(b, "hypnogram.csv");
-    crate::recording::write_whole(&path, sleep::yasa_csv(&stages).as_bytes())
+    crate::recording::write_whole(&path, sleep::yasa_csv(stages).as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(format!("saved {}", path.display()))
 }

@@ -68,10 +68,6 @@ impl Trends {
             && self.worker.as_ref().is_none_or(|w| w.pending().is_none())
     }
 
-    pub fn has_cdsa(&self) -> bool {
-        true
-    }
-
     pub fn has_aeeg(&self) -> bool {
         self.shown.as_ref().is_none_or(|(_, t)| t.aeeg.is_some())
     }

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::xapen_night::NightFile;
 use crate::analysis::trend::{self, CdsaParams, Group, TrendJob};
 use crate::cli::write_json;
 use crate::dsp::aeeg::AeegParams;
@@ -16,13 +17,8 @@ use crate::recording::{OpenOptions, Recording};
 
 #[derive(Debug, clap::Args)]
 pub struct TrendBenchArgs {
-    /// The recording (generated when missing or of another size, as `ede bench io` does).
-    #[arg(long, default_value = "target/bench/io_64ch_256hz.edf")]
-    pub file: PathBuf,
-    #[arg(long, default_value_t = 64)]
-    pub channels: usize,
-    #[arg(long, default_value_t = 16.0)]
-    pub hours: f64,
+    #[command(flatten)]
+    pub night: NightFile,
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
@@ -49,10 +45,8 @@ struct Report {
 }
 
 pub fn run(args: &TrendBenchArgs) -> anyhow::Result<()> {
-    const FS: usize = 256;
-    let records = (args.hours * 3600.0).round() as usize;
-    super::io::generate_edf(&args.file, args.channels, records, FS)?;
-    let rec = Recording::open(&args.file, &OpenOptions::default())?;
+    args.night.generate()?;
+    let rec = Recording::open(&args.night.file, &OpenOptions::default())?;
     let derivations: Vec<Derivation> = (0..rec.signals.len())
         .map(|c| Derivation::recorded(&rec, c))
         .collect();
@@ -77,7 +71,7 @@ pub fn run(args: &TrendBenchArgs) -> anyhow::Result<()> {
         Ok((t.elapsed().as_secs_f64(), out))
     };
     let both = job(true, true);
-    let cache_dropped = super::xapen_night::drop_cached_pages(&args.file);
+    let cache_dropped = super::xapen_night::drop_cached_pages(&args.night.file);
     let (both_cold_s, out) = time(&both)?;
     let (both_warm_s, _) = time(&both)?;
     let (cdsa_warm_s, _) = time(&job(true, false))?;
@@ -87,10 +81,10 @@ pub fn run(args: &TrendBenchArgs) -> anyhow::Result<()> {
     let read_warm_s = t.elapsed().as_secs_f64();
     let samples: usize = rec.signals.iter().map(|s| s.samples).sum();
     let report = Report {
-        file_bytes: std::fs::metadata(&args.file)?.len(),
-        file: args.file.clone(),
+        file_bytes: std::fs::metadata(&args.night.file)?.len(),
+        file: args.night.file.clone(),
         channels: rec.signals.len(),
-        hours: args.hours,
+        hours: args.night.hours,
         threads: rayon::current_num_threads(),
         cdsa_segments: out.cdsa.as_ref().map_or(0, |c| c.power[0].len()),
         aeeg_segments: out.aeeg.as_ref().map_or(0, |a| a.upper_uv[0].len()),
@@ -106,7 +100,7 @@ pub fn run(args: &TrendBenchArgs) -> anyhow::Result<()> {
         "trend: {} ch x {} h, CDSA + aEEG {:.2} s cold, {:.2} s warm (CDSA {:.2} s, aEEG {:.2} s, \
          reading {:.2} s) on {} threads",
         report.channels,
-        args.hours,
+        args.night.hours,
         both_cold_s,
         both_warm_s,
         cdsa_warm_s,

@@ -16,8 +16,9 @@ use crate::gpu::GpuContext;
 use crate::gpu::xapen::XapenKernels;
 use crate::recording::{OpenOptions, Recording};
 
+/// The whole night the night benchmarks read: 64 channels x 256 Hz x 16 h of EDF by default.
 #[derive(Debug, clap::Args)]
-pub struct NightArgs {
+pub struct NightFile {
     /// The recording (generated when missing or of another size, as `ede bench io` does).
     #[arg(long, default_value = "target/bench/io_64ch_256hz.edf")]
     pub file: PathBuf,
@@ -25,6 +26,21 @@ pub struct NightArgs {
     pub channels: usize,
     #[arg(long, default_value_t = 16.0)]
     pub hours: f64,
+}
+
+impl NightFile {
+    /// Generates the file unless it is there at its size.
+    pub fn generate(&self) -> anyhow::Result<()> {
+        const FS: usize = 256;
+        let records = (self.hours * 3600.0).round() as usize;
+        super::io::generate_edf(&self.file, self.channels, records, FS)
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct NightArgs {
+    #[command(flatten)]
+    pub night: NightFile,
     #[arg(long, default_value_t = 1)]
     pub m: usize,
     #[arg(long, default_value_t = 0.2)]
@@ -60,9 +76,7 @@ struct Report {
 }
 
 pub fn run(args: &NightArgs) -> anyhow::Result<()> {
-    const FS: usize = 256;
-    let records = (args.hours * 3600.0).round() as usize;
-    super::io::generate_edf(&args.file, args.channels, records, FS)?;
+    args.night.generate()?;
     let params = XapenParams {
         m: args.m,
         r: args.r,
@@ -75,10 +89,10 @@ pub fn run(args: &NightArgs) -> anyhow::Result<()> {
     };
     let mut kernels = ctx.as_ref().map(XapenKernels::new);
     let block_bytes = args.block_mb * 1e6;
-    let cache_dropped = drop_cached_pages(&args.file);
+    let cache_dropped = drop_cached_pages(&args.night.file);
     let mut run_once = || -> anyhow::Result<(f64, xapen::XapenReport)> {
         let t = Instant::now();
-        let rec = Recording::open(&args.file, &OpenOptions::default())?;
+        let rec = Recording::open(&args.night.file, &OpenOptions::default())?;
         let job = job(&rec, params);
         let report = xapen::run_in_blocks(&rec, &job, kernels.as_mut(), None, None, block_bytes)?
             .expect("not cancelled");
@@ -97,7 +111,7 @@ pub fn run(args: &NightArgs) -> anyhow::Result<()> {
     }
 
     let t = Instant::now();
-    let rec = Recording::open(&args.file, &OpenOptions::default())?;
+    let rec = Recording::open(&args.night.file, &OpenOptions::default())?;
     let job = job(&rec, params);
     for block in job.blocks(&rec, block_bytes)? {
         std::hint::black_box(block.input(&rec)?);
@@ -109,8 +123,8 @@ pub fn run(args: &NightArgs) -> anyhow::Result<()> {
     let pair_epochs = b * b * report.epochs;
     write_json(
         &Report {
-            file: args.file.clone(),
-            file_bytes: std::fs::metadata(&args.file)?.len(),
+            file: args.night.file.clone(),
+            file_bytes: std::fs::metadata(&args.night.file)?.len(),
             channels: b,
             epochs: report.epochs,
             pair_epochs,
