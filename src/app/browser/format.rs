@@ -22,7 +22,7 @@ pub(super) fn nice_step(raw: f64) -> f64 {
 }
 
 /// `raw` rounded up to 1, 2 or 5 times a power of ten (amplitudes of any unit: uV, T).
-pub(super) fn nice_amplitude(raw: f64) -> f64 {
+pub(crate) fn nice_amplitude(raw: f64) -> f64 {
     if !(raw.is_finite() && raw > 0.0) {
         return 1.0;
     }

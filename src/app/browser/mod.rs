@@ -14,7 +14,7 @@
 mod annotations;
 mod calibration;
 mod draw;
-mod format;
+pub(crate) mod format;
 mod input;
 pub use input::FUNCTION_KEYS;
 mod measure;

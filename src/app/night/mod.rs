@@ -86,7 +86,7 @@ impl Night {
         self.trends.update(b, ui.ctx());
         self.heart.update(b, ui.ctx());
         let heights = [
-            self.strips.then_some(CDSA_H),
+            (self.strips && self.trends.has_cdsa()).then_some(CDSA_H),
             (self.strips && self.trends.has_aeeg()).then_some(AEEG_H),
             show_hypnogram.then_some(HYPNOGRAM_H),
             (self.strips && self.heart.available()).then_some(HEART_H),

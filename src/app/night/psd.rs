@@ -10,6 +10,7 @@ use egui_plot::{HoverPosition, Line, Plot, PlotPoints, Span};
 
 use crate::analysis::trend::{PagePsd, page_psd};
 use crate::app::browser::Browser;
+use crate::app::browser::format::nice_amplitude;
 
 /// The bands shaded, Hz.
 const BANDS: [(&str, f64, f64); 5] = [
@@ -143,9 +144,13 @@ impl PsdDock {
             .y_axis_label(y_label);
         plot = match log_x {
             true => plot.x_axis_formatter(|m, _| format!("{:.3}", 10f64.powf(m.value))),
-            // Labels every 10 Hz: egui_plot's own spacing left only the 0 labelled.
+            // About six labelled steps of 1, 2 or 5 x 10^k Hz: egui_plot's own spacing left only
+            // the 0 labelled.
             false => plot
-                .x_grid_spacer(egui_plot::uniform_grid_spacer(|_| [5.0, 10.0, 20.0]))
+                .x_grid_spacer(egui_plot::uniform_grid_spacer(|g| {
+                    let step = nice_amplitude((g.bounds.1 - g.bounds.0) / 6.0);
+                    [step / 2.0, step, 2.0 * step]
+                }))
                 .x_axis_formatter(|m, _| format!("{:.0}", m.value)),
         };
         let plot = plot.label_formatter(move |pos| {

@@ -59,17 +59,24 @@ pub struct Trends {
     /// Counts results, to know when the texture is stale.
     results: usize,
     message: Option<Result<String, String>>,
+    /// The montage has no good EEG trace: no CDSA or aEEG to show.
+    no_eeg: bool,
 }
 
 impl Trends {
     /// A result or an error is there for the last request.
     pub fn ready(&self) -> bool {
-        (self.shown.is_some() || self.error.is_some())
-            && self.worker.as_ref().is_none_or(|w| w.pending().is_none())
+        let answered = self.shown.is_some() || self.error.is_some();
+        let idle = self.worker.as_ref().is_none_or(|w| w.pending().is_none());
+        self.no_eeg || (answered && idle)
+    }
+
+    pub fn has_cdsa(&self) -> bool {
+        !self.no_eeg
     }
 
     pub fn has_aeeg(&self) -> bool {
-        self.shown.as_ref().is_none_or(|(_, t)| t.aeeg.is_some())
+        !self.no_eeg && self.shown.as_ref().is_none_or(|(_, t)| t.aeeg.is_some())
     }
 
     /// Sends the montage's good EEG traces to the worker (nothing when they are unchanged)
@@ -88,8 +95,8 @@ impl Trends {
             .into_iter()
             .filter(|&d| Some(rate(&derivations[d])) == fs)
             .collect();
-        if traces.is_empty() {
-            self.error = Some("no good EEG traces in this montage".into());
+        self.no_eeg = traces.is_empty();
+        if self.no_eeg {
             return;
         }
         let request = TrendRequest {
