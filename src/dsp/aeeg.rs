@@ -106,19 +106,33 @@ fn rank(n: usize, pct: f64) -> usize {
 /// that one channel's recursion leaves idle.
 pub const LANES: usize = 8;
 
-/// A cascade of sections run on `LANES` channels at once (transposed direct form II, as
-/// `FilterChain`; a lane's non-finite sample passes through and leaves its state alone).
-struct LaneChain {
+/// Samples taken through every section before the next ones: the block stays in the first
+/// cache level instead of streaming through the second once per section.
+const TILE: usize = 128;
+
+/// The envelope's filters run on `LANES` channels at once: the band-pass, the rectifier and
+/// the low-pass (transposed direct form II, as `FilterChain`; a lane's non-finite sample
+/// passes through and leaves its state alone).
+struct LaneEnvelope {
+    /// The band-pass's sections, then the low-pass's.
     sections: Vec<Section>,
+    band_pass: usize,
     state: Vec<[[f64; LANES]; 2]>,
 }
 
-impl LaneChain {
-    fn new(sections: Vec<Section>) -> Self {
+impl LaneEnvelope {
+    fn new(band_pass: Vec<Section>, low_pass: Vec<Section>) -> Self {
+        let count = band_pass.len();
+        let sections: Vec<Section> = band_pass.into_iter().chain(low_pass).collect();
         let state = vec![[[0.0; LANES]; 2]; sections.len()];
-        LaneChain { sections, state }
+        LaneEnvelope {
+            sections,
+            band_pass: count,
+            state,
+        }
     }
 
+    /// Replaces `x` by its envelope, halved (the caller doubles it as it stores it).
     fn run(&mut self, x: &mut [[f64; LANES]]) {
         let gaps = x.iter().flatten().any(|v| !v.is_finite());
         #[cfg(target_arch = "x86_64")]
@@ -146,30 +160,36 @@ impl LaneChain {
         self.run_any::<true, GAPS>(x)
     }
 
-    /// The cascade, section by section over the block. `FMA`: fused multiply-adds (slow
-    /// library calls without the instruction); `GAPS`: the block holds non-finite samples.
+    /// Tile by tile: the band-pass's sections, the rectifier, the low-pass's. `FMA`: fused
+    /// multiply-adds (slow library calls without the instruction); `GAPS`: the block holds
+    /// non-finite samples.
     #[inline(always)]
     fn run_any<const FMA: bool, const GAPS: bool>(&mut self, x: &mut [[f64; LANES]]) {
         let madd = |a: f64, b: f64, c: f64| if FMA { a.mul_add(b, c) } else { a * b + c };
-        for (s, z) in self.sections.iter().zip(&mut self.state) {
-            let [mut z0, mut z1] = *z;
-            let [b0, b1, b2] = s.b;
-            let (a1, a2) = (-s.a[1], -s.a[2]);
-            for v in x.iter_mut() {
-                for l in 0..LANES {
-                    let x = v[l];
-                    let y = madd(b0, x, z0[l]);
-                    let n0 = madd(a1, y, madd(b1, x, z1[l]));
-                    let n1 = madd(a2, y, b2 * x);
-                    if GAPS && !x.is_finite() {
-                        continue;
-                    }
-                    z0[l] = n0;
-                    z1[l] = n1;
-                    v[l] = y;
+        for tile in x.chunks_mut(TILE) {
+            for (k, (s, z)) in self.sections.iter().zip(&mut self.state).enumerate() {
+                if k == self.band_pass {
+                    tile.iter_mut().flatten().for_each(|v| *v = v.abs());
                 }
+                let [mut z0, mut z1] = *z;
+                let [b0, b1, b2] = s.b;
+                let (a1, a2) = (-s.a[1], -s.a[2]);
+                for v in tile.iter_mut() {
+                    for l in 0..LANES {
+                        let x = v[l];
+                        let y = madd(b0, x, z0[l]);
+                        let n0 = madd(a1, y, madd(b1, x, z1[l]));
+                        let n1 = madd(a2, y, b2 * x);
+                        if GAPS && !x.is_finite() {
+                            continue;
+                        }
+                        z0[l] = n0;
+                        z1[l] = n1;
+                        v[l] = y;
+                    }
+                }
+                *z = [z0, z1];
             }
-            *z = [z0, z1];
         }
     }
 }
@@ -180,13 +200,15 @@ pub struct Aeeg {
     segment: usize,
     /// Microvolts per unit, per channel.
     scales: Vec<f64>,
-    bp: LaneChain,
-    lp: LaneChain,
-    /// Per channel, the envelope of the current, partial segment.
-    pending: Vec<Vec<f32>>,
+    filters: LaneEnvelope,
+    /// Per channel, the envelope of the current segment as `key`s, `filled` of them so far.
+    pending: Vec<Vec<i32>>,
+    filled: usize,
     /// Per channel, `(lower, upper)` per whole segment so far, microvolts.
     pub edges: Vec<Vec<(f32, f32)>>,
-    keys: Vec<i32>,
+    /// The keys a segment's selection narrows to.
+    inside: Vec<i32>,
+    buf: Vec<[f64; LANES]>,
 }
 
 impl Aeeg {
@@ -199,45 +221,62 @@ impl Aeeg {
             params,
             segment,
             scales: scales.to_vec(),
-            bp: LaneChain::new(bp),
-            lp: LaneChain::new(lp),
-            pending: vec![Vec::with_capacity(segment); scales.len()],
+            filters: LaneEnvelope::new(bp, lp),
+            pending: vec![vec![0; segment]; scales.len()],
+            filled: 0,
             edges: vec![Vec::new(); scales.len()],
-            keys: Vec::with_capacity(segment),
+            inside: vec![0; segment],
+            buf: Vec::with_capacity(segment),
         })
     }
 
     /// Takes the next samples of every channel (slices of one length; a gap's NaN samples pass
     /// through and are left out of the percentiles).
     pub fn push(&mut self, channels: &[&[f32]]) {
-        assert_eq!(channels.len(), self.scales.len());
         let len = channels.first().map_or(0, |c| c.len());
-        let mut buf: Vec<[f64; LANES]> = Vec::new();
         let mut at = 0;
         while at < len {
-            let take = (self.segment - self.pending[0].len()).min(len - at);
-            buf.clear();
-            buf.extend((at..at + take).map(|i| {
-                let mut v = [0.0; LANES];
-                for (l, (c, k)) in channels.iter().zip(&self.scales).enumerate() {
-                    v[l] = c[i] as f64 * k;
+            let take = (self.segment - self.filled).min(len - at);
+            self.envelope(channels, at..at + take);
+            // Row by row, each lane's key to its channel: the rows are read in order.
+            for (i, row) in self.buf.iter().enumerate() {
+                for (p, v) in self.pending.iter_mut().zip(row) {
+                    p[self.filled + i] = key((2.0 * v) as f32);
                 }
-                v
-            }));
-            self.bp.run(&mut buf);
-            buf.iter_mut().flatten().for_each(|v| *v = v.abs());
-            self.lp.run(&mut buf);
-            for (l, p) in self.pending.iter_mut().enumerate() {
-                p.extend(buf.iter().map(|v| (2.0 * v[l]) as f32));
             }
             at += take;
-            if self.pending[0].len() == self.segment {
+            self.filled += take;
+            if self.filled == self.segment {
                 for (p, e) in self.pending.iter_mut().zip(&mut self.edges) {
-                    e.push(edges_of(p, &mut self.keys, &self.params));
-                    p.clear();
+                    e.push(edges_of(p, &mut self.inside, &self.params));
                 }
+                self.filled = 0;
             }
         }
+    }
+
+    /// Runs the filters over samples before the first segment and drops their envelope: a
+    /// piece of a recording started some seconds early leaves the filters as one pass over
+    /// the whole would have (they forget their start in about a second).
+    pub fn prime(&mut self, channels: &[&[f32]]) {
+        let len = channels.first().map_or(0, |c| c.len());
+        for at in (0..len).step_by(self.segment) {
+            self.envelope(channels, at..(at + self.segment).min(len));
+        }
+    }
+
+    /// The halved envelope of `range` of every channel into `self.buf`.
+    fn envelope(&mut self, channels: &[&[f32]], range: std::ops::Range<usize>) {
+        assert_eq!(channels.len(), self.scales.len());
+        self.buf.clear();
+        self.buf.extend(range.map(|i| {
+            let mut v = [0.0; LANES];
+            for (l, (c, k)) in channels.iter().zip(&self.scales).enumerate() {
+                v[l] = c[i] as f64 * k;
+            }
+            v
+        }));
+        self.filters.run(&mut self.buf);
     }
 
     /// Channel `c`'s margins: per `margin_segments` whole segments, the medians of their lower
@@ -254,30 +293,68 @@ fn design(fs: f64, p: &AeegParams) -> (Vec<Section>, Vec<Section>) {
     (bp, lp)
 }
 
-/// A segment's envelope edges (its finite samples' percentiles), selected on integer keys
-/// that order as the floats do (`f32::total_cmp`'s, twice as fast to select on).
-fn edges_of(p: &[f32], keys: &mut Vec<i32>, params: &AeegParams) -> (f32, f32) {
-    let key = |v: f32| {
-        let b = v.to_bits() as i32;
-        b ^ ((((b >> 31) as u32) >> 1) as i32)
-    };
-    keys.clear();
-    keys.extend(p.iter().filter(|v| v.is_finite()).map(|&v| key(v)));
+/// An integer per float that orders as `f32::total_cmp` does (twice as fast to select on);
+/// the map is its own inverse.
+fn key(v: f32) -> i32 {
+    let b = v.to_bits() as i32;
+    b ^ ((((b >> 31) as u32) >> 1) as i32)
+}
+
+fn value(k: i32) -> f32 {
+    f32::from_bits(key(f32::from_bits(k as u32)) as u32)
+}
+
+/// A segment's envelope edges: the percentiles of the finite values among its `keys`
+/// (reordered; a gap's are dropped).
+fn edges_of(keys: &mut Vec<i32>, inside: &mut [i32], params: &AeegParams) -> (f32, f32) {
+    let finite = key(f32::MIN)..=key(f32::MAX);
+    let gaps = keys.iter().any(|k| !finite.contains(k));
+    let mut keys = keys.as_mut_slice();
+    let mut kept;
+    if gaps {
+        kept = keys.to_vec();
+        kept.retain(|k| finite.contains(k));
+        keys = &mut kept;
+    }
     if keys.is_empty() {
         return (f32::NAN, f32::NAN);
     }
     let n = keys.len();
     let (lo, hi) = (rank(n, params.lower_pct), rank(n, params.upper_pct));
-    let upper = *keys.select_nth_unstable(hi).1;
-    // The `hi` values before the upper edge are the smallest: the lower one is among them.
-    let lower = if lo < hi {
-        *keys[..hi].select_nth_unstable(lo).1
-    } else {
-        upper
-    };
-    // The key is its own inverse.
-    let value = |k: i32| f32::from_bits(key(f32::from_bits(k as u32)) as u32);
+    // A strided sample of the keys, sorted, brackets each rank.
+    let mut sample: Vec<i32> = keys.iter().step_by(n.div_ceil(SAMPLE)).copied().collect();
+    sample.sort_unstable();
+    let lower =
+        bracketed(keys, lo, &sample, inside).unwrap_or_else(|| *keys.select_nth_unstable(lo).1);
+    let upper =
+        bracketed(keys, hi, &sample, inside).unwrap_or_else(|| *keys.select_nth_unstable(hi).1);
     (value(lower), value(upper))
+}
+
+/// Keys sampled per segment to bracket a rank, and the sample's ranks on either side of the
+/// estimate the bracket spans (about three standard errors of a sample quantile).
+const SAMPLE: usize = 64;
+const MARGIN: usize = 6;
+
+/// The key at rank `r` of `keys`: one pass counts the keys below a bracket taken from the
+/// sorted `sample` and gathers those within it into `inside`, and the rank is selected among
+/// those few. `None` when the bracket misses the rank (the caller selects among all).
+fn bracketed(keys: &[i32], r: usize, sample: &[i32], inside: &mut [i32]) -> Option<i32> {
+    let at = r * sample.len() / keys.len();
+    let low = match at.checked_sub(MARGIN) {
+        Some(i) => sample[i],
+        None => i32::MIN,
+    };
+    let high = sample.get(at + MARGIN).copied().unwrap_or(i32::MAX);
+    let (mut below, mut count) = (0, 0);
+    for &k in keys {
+        below += (k < low) as usize;
+        // Written always, kept when inside: no branch to mispredict.
+        inside[count] = k;
+        count += (k >= low && k <= high) as usize;
+    }
+    let inside = &mut inside[..count];
+    (below <= r && r < below + count).then(|| *inside.select_nth_unstable(r - below).1)
 }
 
 /// The medians of each group of `group` edges, lower and upper apart.
@@ -368,6 +445,58 @@ mod tests {
                 assert!((g.0 - w.0).abs() <= 1e-3 * w.1 && (g.1 - w.1).abs() <= 1e-3 * w.1);
             }
             assert_eq!(a.margins(c).len(), 1);
+        }
+    }
+
+    #[test]
+    fn a_piece_started_twenty_seconds_early_equals_one_pass() {
+        // A large offset makes the band-pass's start-up transient large.
+        let fs = 128.0;
+        let x: Vec<f32> = eeg(128 * 300, fs).iter().map(|v| v + 3000.0).collect();
+        let p = AeegParams::default();
+        let want = aeeg_reference(&x, fs, p);
+        let (segment, warm) = (15 * 128, 20 * 128);
+        let start = 8 * segment;
+        let mut a = Aeeg::new(fs, p, &[1.0]).unwrap();
+        a.prime(&[&x[start - warm..start]]);
+        a.push(&[&x[start..]]);
+        assert_eq!(a.edges[0].len(), want.len() - 8);
+        for (g, w) in a.edges[0].iter().zip(&want[8..]) {
+            assert!((g.0 - w.0).abs() <= 1e-4 * w.1 && (g.1 - w.1).abs() <= 1e-4 * w.1);
+        }
+    }
+
+    #[test]
+    fn edges_are_the_sorted_segment_s_percentiles() {
+        let p = AeegParams::default();
+        let mut s = 7u64;
+        let mut random = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 40) as f32 / (1u64 << 24) as f32
+        };
+        let n = 3840;
+        let cases: Vec<Vec<f32>> = vec![
+            (0..n).map(|_| random()).collect(),
+            (0..n).map(|i| (i as f32 * 0.01).sin() + 2.0).collect(),
+            (0..n).map(|i| i as f32).collect(),
+            (0..n).rev().map(|i| i as f32).collect(),
+            vec![3.0; n],
+            (0..n).map(|i| (i % 3) as f32).collect(),
+            (0..n).map(|_| -random()).collect(),
+            (0..17).map(|_| random()).collect(),
+        ];
+        let mut inside = vec![0; n];
+        for x in cases {
+            let mut sorted = x.clone();
+            sorted.sort_by(f32::total_cmp);
+            let want = (
+                sorted[rank(x.len(), p.lower_pct)],
+                sorted[rank(x.len(), p.upper_pct)],
+            );
+            let mut keys: Vec<i32> = x.iter().map(|&v| key(v)).collect();
+            assert_eq!(edges_of(&mut keys, &mut inside, &p), want);
         }
     }
 

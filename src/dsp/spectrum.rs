@@ -162,21 +162,37 @@ impl Welch {
         let mut psd = vec![0.0; p.bins()];
         for s in 0..segments {
             let seg = &x[s * p.step()..s * p.step() + n];
-            let mean = seg.iter().map(|&v| v.into()).sum::<f64>() / n as f64;
+            let mean = sum(seg) / n as f64;
             for ((b, &v), w) in buf.iter_mut().zip(seg).zip(&self.window) {
                 *b = (v.into() - mean) * w;
             }
             self.fft
                 .process_with_scratch(&mut buf, &mut spectrum, &mut scratch)
                 .expect("buffers made by the plan");
-            for (k, (out, c)) in psd.iter_mut().zip(&spectrum).enumerate() {
-                *out += c.norm_sqr() * one_sided(k, n);
+            for (out, c) in psd.iter_mut().zip(&spectrum) {
+                *out += c.re * c.re + c.im * c.im;
             }
         }
         let norm = self.scale / segments as f64;
-        psd.iter_mut().for_each(|v| *v *= norm);
+        for (k, v) in psd.iter_mut().enumerate() {
+            *v *= norm * one_sided(k, n);
+        }
         Some(psd)
     }
+}
+
+/// The sum of `x` in four running sums: one is a chain of dependent additions, the
+/// longest part of a Welch segment after its FFT.
+fn sum<T: Copy + Into<f64>>(x: &[T]) -> f64 {
+    let mut acc = [0.0f64; 4];
+    let chunks = x.chunks_exact(4);
+    let rest: f64 = chunks.remainder().iter().map(|&v| v.into()).sum();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a += v.into();
+        }
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + rest
 }
 
 /// The mean density over `[lo, hi)` Hz times the bin width: the band's power in unit^2.

@@ -20,20 +20,34 @@ pub fn derive(
     start: usize,
     len: usize,
 ) -> Result<Vec<Vec<f32>>, ReadError> {
+    derive_on(rec, derivations, group, start, len, true)
+}
+
+/// `derive` with the channels read on this thread alone (`parallel` false): for callers that
+/// already keep every core busy, whose samples are then decoded in the cache that uses them.
+pub fn derive_on(
+    rec: &Recording,
+    derivations: &[Derivation],
+    group: &[usize],
+    start: usize,
+    len: usize,
+    parallel: bool,
+) -> Result<Vec<Vec<f32>>, ReadError> {
     let mut sources: Vec<usize> = group
         .iter()
         .flat_map(|&d| derivations[d].sources())
         .collect();
     sources.sort_unstable();
     sources.dedup();
-    let read: Vec<(usize, Vec<f32>)> = sources
-        .par_iter()
-        .map(|&s| {
-            let mut v = vec![f32::NAN; len];
-            let avail = rec.signals[s].samples.saturating_sub(start).min(len);
-            rec.read(s, start, &mut v[..avail]).map(|_| (s, v))
-        })
-        .collect::<Result<_, _>>()?;
+    let read_one = |&s: &usize| {
+        let mut v = vec![f32::NAN; len];
+        let avail = rec.signals[s].samples.saturating_sub(start).min(len);
+        rec.read(s, start, &mut v[..avail]).map(|_| (s, v))
+    };
+    let read: Vec<(usize, Vec<f32>)> = match parallel {
+        true => sources.par_iter().map(read_one).collect::<Result<_, _>>()?,
+        false => sources.iter().map(read_one).collect::<Result<_, _>>()?,
+    };
     let mut data: HashMap<usize, Vec<f32>> = read.into_iter().collect();
     // How many more times each channel is read: its last reader takes it instead of a copy
     // (a whole night's chunks are tens of MB; copies were a fifth of a trend's time).
