@@ -168,6 +168,25 @@ fn hrv_equals_numpy_on_mitbih_100() {
     }
 }
 
+/// `--hemispheres`: a row per side, the mean power (not dB) of its channels' rows.
+#[test]
+fn hemisphere_rows_average_their_channels_power() {
+    let fif = fixtures().join("fif_split_raw.fif");
+    let rows = ede(&["trend", "--cdsa"], &fif);
+    let sides = ede(&["trend", "--cdsa", "--hemispheres"], &fif);
+    // EEG 001 is odd (left), EEG 002 even (right): one channel each.
+    assert_eq!(sides["channels"][0], "left (1 traces)");
+    assert_eq!(sides["channels"][1], "right (1 traces)");
+    for side in 0..2 {
+        let (a, b) = (&rows["power"][side], &sides["power"][side]);
+        for (x, y) in (a.as_array().unwrap().iter()).zip(b.as_array().unwrap()) {
+            for (p, q) in common::floats(x).iter().zip(common::floats(y)) {
+                assert!((p - q).abs() < 1e-4, "{p} dB vs {q} dB");
+            }
+        }
+    }
+}
+
 #[test]
 fn bad_requests_say_why() {
     let run = |args: &[&str]| {
@@ -185,4 +204,8 @@ fn bad_requests_say_why() {
     assert!(run(&["trend", fif, "--cdsa", "--block", "0"]).contains("block"));
     assert!(run(&["trend", fif, "--cdsa", "--channels", "Nope"]).contains("Nope"));
     assert!(run(&["hrv", fif]).contains("no ECG channel"));
+    let bv = fixtures().join("bv_int16.vhdr");
+    let bv = bv.to_str().unwrap();
+    let no_sides = run(&["trend", bv, "--cdsa", "--hemispheres", "--channels", "Cz"]);
+    assert!(no_sides.contains("hemisphere"), "{no_sides}");
 }

@@ -6,7 +6,7 @@ mod common;
 use ede::app::hermite_view::HermiteView;
 use ede::app::scalogram_view::ScalogramView;
 use ede::app::xapen_view::XapenView;
-use ede::app::{EdeApp, Settings};
+use ede::app::{EdeApp, Purpose, Settings};
 use eframe::egui;
 use egui_kittest::kittest::{NodeT, Queryable};
 use egui_kittest::{Harness, SnapshotOptions};
@@ -475,7 +475,7 @@ fn the_path_field_opens_a_typed_path() {
         (dir.path().join("missing.edf"), false),
         (good.clone(), true),
     ] {
-        h.state_mut().show_path_field(None);
+        h.state_mut().show_path_field(Purpose::Open, None);
         h.run_steps(2);
         let field = h.get_by_role_and_label(egui::accesskit::Role::TextInput, "Path");
         field.focus();

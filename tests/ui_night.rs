@@ -2,10 +2,11 @@
 //! Backspace undoes; the strips compute in the background and a click on them jumps there.
 
 use ede::app::night::Night;
-use ede::app::{EdeApp, Settings};
+use ede::app::{EdeApp, Purpose, Settings};
 use ede::dsp::sleep::{Stage, hypnogram};
 use eframe::egui;
 use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
 
 fn harness(app: EdeApp) -> Harness<'static, EdeApp> {
     Harness::builder()
@@ -97,4 +98,36 @@ fn strips_compute_and_a_click_jumps_there() {
         (centre - 0.75 * total).abs() < 0.05 * total,
         "jumped to {t0}..{t1} of {total} s"
     );
+}
+
+/// File > Load annotations, typed where no dialog shows: the file's events join the
+/// recording's as one undoable edit; a file without any says so.
+#[test]
+fn annotations_load_from_another_file() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let annotated = fixtures.join("fif_channel_annotations_raw.fif");
+    let theirs = ede::recording::Recording::open(&annotated, &Default::default())
+        .unwrap()
+        .annotations
+        .len();
+    assert!(theirs > 0);
+    let mut h = harness(EdeApp::new(None, None, Settings::default(), None));
+    settle(&mut h);
+    let before = h.state().browser.events.list().len();
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain.csv");
+    std::fs::write(&plain, "time,A\n0,1\n0.01,2\n0.02,3\n").unwrap();
+    for path in [annotated, plain] {
+        h.state_mut().show_path_field(Purpose::Annotations, None);
+        h.run_steps(2);
+        let field = h.get_by_role_and_label(egui::accesskit::Role::TextInput, "Path");
+        field.focus();
+        field.type_text(path.to_str().unwrap());
+        h.run_steps(1);
+        h.get_by_label("Load").click();
+        h.run_steps(2);
+    }
+    assert_eq!(h.state().browser.events.list().len(), before + theirs);
+    let message = format!("{:?}", h.state().browser.message);
+    assert!(message.contains("has no annotations"), "{message}");
 }

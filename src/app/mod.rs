@@ -7,6 +7,7 @@ pub mod browser;
 pub mod colormap;
 pub mod dataset_view;
 mod dialogs;
+pub use dialogs::Purpose;
 pub mod envelope;
 pub mod events;
 pub mod export;
@@ -216,12 +217,9 @@ pub struct EdeApp {
     page_png: Option<PagePng>,
     styled: bool,
     /// A file dialog open on its own thread (the window keeps drawing meanwhile).
-    dialog: Option<(
-        std::sync::mpsc::Receiver<Option<PathBuf>>,
-        std::time::Instant,
-    )>,
-    /// The "open a path" field, when shown, and why (no dialog could be shown).
-    path_field: Option<(String, Option<String>)>,
+    dialog: Option<dialogs::Pending>,
+    /// The "type a path" field, when shown, why (no dialog could be shown), and what for.
+    path_field: Option<(String, Option<String>, dialogs::Purpose)>,
     /// The open recording while the tabs follow an LSL stream instead.
     followed_file: Option<Arc<Recording>>,
     /// The BIDS dataset the recording is a run of, listed beside the views.
@@ -518,7 +516,7 @@ impl EdeApp {
                 ui.menu_button("File", |ui| {
                     if ui.button("Open…").clicked() {
                         ui.close();
-                        self.start_dialog();
+                        self.start_dialog(dialogs::Purpose::Open);
                     }
                     if ui
                         .button("Open folder (BIDS dataset)…")
@@ -530,7 +528,15 @@ impl EdeApp {
                     }
                     if ui.button("Open a path…").clicked() {
                         ui.close();
-                        self.show_path_field(None);
+                        self.show_path_field(dialogs::Purpose::Open, None);
+                    }
+                    if ui
+                        .button("Load annotations…")
+                        .on_hover_text("add the events of an annotation file (EDF+, BIDS events, a Sleep-EDF hypnogram) to this recording's")
+                        .clicked()
+                    {
+                        ui.close();
+                        self.start_dialog(dialogs::Purpose::Annotations);
                     }
                     if ui.button("Save session…").clicked() {
                         ui.close();

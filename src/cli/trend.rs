@@ -34,6 +34,10 @@ pub struct TrendArgs {
     /// CDSA: one row, the mean spectrum of all the channels, instead of a row per channel.
     #[arg(long)]
     pub average: bool,
+    /// CDSA: two rows, the mean spectra of the left (odd 10-20 numbers: Fp1, C3 ...) and the
+    /// right hemisphere's channels (even numbers), as the browser's strip shows them.
+    #[arg(long, conflicts_with = "average")]
+    pub hemispheres: bool,
     /// Output JSON (standard output when omitted).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -56,18 +60,26 @@ impl TrendArgs {
             .map(|&c| Derivation::recorded(rec, c))
             .collect();
         let traces: Vec<usize> = (0..picked.len()).collect();
-        let cdsa_groups = match (self.cdsa, self.average) {
-            (false, _) => Vec::new(),
-            (true, false) => (traces.iter())
+        let cdsa_groups = if !self.cdsa {
+            Vec::new()
+        } else if self.average {
+            vec![Group {
+                name: format!("mean of {}", traces.len()),
+                traces: traces.clone(),
+            }]
+        } else if self.hemispheres {
+            let sides = trend::hemispheres(&derivations, &traces);
+            if sides.is_empty() {
+                bail!("no channel names a hemisphere (an odd 10-20 number is left, even is right)");
+            }
+            sides
+        } else {
+            (traces.iter())
                 .map(|&t| Group {
                     name: derivations[t].label.trim().to_string(),
                     traces: vec![t],
                 })
-                .collect(),
-            (true, true) => vec![Group {
-                name: format!("mean of {}", traces.len()),
-                traces: traces.clone(),
-            }],
+                .collect()
         };
         let cdsa = CdsaParams {
             segment_s: self.segment.unwrap_or(CdsaParams::default().segment_s),

@@ -41,8 +41,6 @@ pub struct Night {
     psd: psd::PsdDock,
     /// The recording whose sibling hypnogram was looked for.
     attached_for: Option<PathBuf>,
-    /// File > Load annotations: the path typed.
-    load_path: String,
     pub message: Option<Result<String, String>>,
 }
 
@@ -219,15 +217,6 @@ impl Night {
             }
             ui.separator();
             scoring::labels_editor(b, ui);
-            ui.separator();
-            ui.label("Load annotations from a file (EDF+, BDF+, BIDS events, ...):");
-            ui.horizontal(|ui| {
-                ui.text_edit_singleline(&mut self.load_path);
-                if ui.button("Load").clicked() {
-                    let path = PathBuf::from(self.load_path.trim());
-                    self.message = Some(load_annotations(b, &path));
-                }
-            });
         });
     }
 
@@ -286,7 +275,7 @@ pub fn sibling_hypnogram(psg: &Path) -> Option<PathBuf> {
 }
 
 /// Adds the events of an annotation file to the browser's (one undo step).
-fn load_annotations(b: &mut Browser, path: &Path) -> Result<String, String> {
+pub fn load_annotations(b: &mut Browser, path: &Path) -> Result<String, String> {
     let other = Recording::open(path, &OpenOptions::default()).map_err(|e| e.to_string())?;
     if other.annotations.is_empty() {
         return Err(format!("{} has no annotations", path.display()));
