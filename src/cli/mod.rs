@@ -368,10 +368,59 @@ pub fn out_name(path: &Path, suffix: &str) -> String {
 /// a batch command writes carries it as `"provenance"`, so that a table built months later
 /// from a study's outputs says what produced each row.
 pub fn provenance() -> serde_json::Value {
+    let command = match ARGS.get() {
+        Some(args) => args.clone(),
+        None => std::env::args().collect(),
+    };
     serde_json::json!({
         "ede_version": env!("CARGO_PKG_VERSION"),
-        "command": std::env::args().collect::<Vec<_>>(),
+        "command": command,
     })
+}
+
+/// The command line `main_with` was given: inside Python the process's own arguments are the
+/// interpreter's.
+static ARGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Runs `ede` with the command line `args` (the program's name first): the viewer, or a
+/// subcommand; the exit status. The binary's `main` and the Python package's console script.
+pub fn main_with(args: Vec<String>) -> u8 {
+    let _ = ARGS.set(args.clone());
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version print and succeed; mistakes print and fail.
+            let _ = e.print();
+            return e.exit_code() as u8;
+        }
+    };
+    let result = match &cli.command {
+        Some(Command::Info(args)) => info::run(args),
+        Some(Command::Export(args)) => export::run(args),
+        Some(Command::Psd(args)) => psd::run(args),
+        Some(Command::Sleep(args)) => sleep::run(args),
+        Some(Command::Hrv(args)) => hrv::run(args),
+        Some(Command::Trend(args)) => trend::run(args),
+        Some(Command::Xapen(args)) => xapen::run(args),
+        Some(Command::Cwt(args)) => cwt::run(args),
+        Some(Command::Hermite(args)) => hermite::run(args),
+        Some(Command::Deblink(args)) => deblink::run(args),
+        Some(Command::Live(args)) => live::run(args),
+        Some(Command::Stream(args)) => stream::run(args),
+        Some(Command::Blinks(cmd)) => blinks::run(cmd),
+        Some(Command::Group(args)) => group::run(args),
+        Some(Command::Bench(cmd)) => bench::run(cmd),
+        None => (cli.gui.start_options())
+            .map_err(anyhow::Error::msg)
+            .and_then(crate::app::run),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ede: {e:#}");
+            1
+        }
+    }
 }
 
 /// Pretty JSON to `out`, or to standard output, with `provenance()` added to the report (to

@@ -55,6 +55,22 @@ impl ChannelType {
         }
     }
 
+    /// The type's name in MNE-Python (`mne.io.RawArray`'s `ch_types`).
+    pub fn mne_name(self) -> &'static str {
+        match self {
+            ChannelType::Eeg => "eeg",
+            ChannelType::Mag => "mag",
+            ChannelType::Grad => "grad",
+            ChannelType::RefMeg => "ref_meg",
+            ChannelType::Eog => "eog",
+            ChannelType::Ecg => "ecg",
+            ChannelType::Emg => "emg",
+            ChannelType::Stim => "stim",
+            ChannelType::Resp => "resp",
+            ChannelType::Misc => "misc",
+        }
+    }
+
     /// The type's name in BIDS' `channels.tsv`.
     pub fn bids_name(self) -> &'static str {
         match self {
@@ -195,6 +211,23 @@ pub fn volts_per_unit(unit: &str) -> Option<f64> {
         "mV" => 1e-3,
         "V" => 1.0,
         "nV" => 1e-9,
+        _ => return None,
+    })
+}
+
+/// The SI unit of `unit` and how many of it one `unit` is (V, T, T/m); `None` for units that
+/// are not a voltage or a magnetic field (left as they are).
+pub fn si_per_unit(unit: &str) -> Option<(&'static str, f64)> {
+    if let Some(v) = volts_per_unit(unit) {
+        return Some(("V", v));
+    }
+    Some(match unit.trim() {
+        "T" => ("T", 1.0),
+        "pT" => ("T", 1e-12),
+        "fT" => ("T", 1e-15),
+        "T/m" => ("T/m", 1.0),
+        "fT/cm" => ("T/m", 1e-13),
+        "fT/m" => ("T/m", 1e-15),
         _ => return None,
     })
 }

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use chrono::NaiveDateTime;
 use serde::Serialize;
 
-pub use channel::{ChannelType, volts_per_unit};
+pub use channel::{ChannelType, si_per_unit, volts_per_unit};
 
 /// A reader's error, always naming the file and saying what is wrong with it.
 #[derive(Debug, thiserror::Error)]
@@ -266,6 +266,9 @@ pub enum Format {
     /// The newest samples of a Lab Streaming Layer stream, held in memory (live mode).
     #[serde(rename = "LSL")]
     Lsl,
+    /// Samples handed over in memory (the Python package's numpy arrays).
+    #[serde(rename = "array")]
+    Array,
 }
 
 impl Format {
@@ -298,6 +301,7 @@ impl fmt::Display for Format {
             Format::Bti => "4D",
             Format::Demo => "DEMO",
             Format::Lsl => "LSL",
+            Format::Array => "array",
         };
         f.write_str(s)
     }

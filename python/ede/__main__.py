@@ -1,0 +1,5 @@
+import sys
+
+from ede._cli import main
+
+sys.exit(main())
