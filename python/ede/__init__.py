@@ -91,12 +91,18 @@ def _samples(inst, sfreq, picks, allow_raw=True):
         raise ValueError(f"sfreq={sfreq} differs from the Raw's {inst.info['sfreq']}")
     import mne
 
-    idx = mne.pick_types(inst.info, meg=True, eeg=True, exclude="bads") if picks is None else \
-        mne._fiff.pick._picks_to_idx(inst.info, picks, exclude=())
-    if len(idx) == 0:
-        raise ValueError("no channels to compute (picks, or every brain channel marked bad)")
-    names = [inst.ch_names[k] for k in idx]
-    return inst.get_data(picks=idx), inst.info["sfreq"], names
+    if picks is None:
+        picks = mne.pick_types(inst.info, meg=True, eeg=True, exclude="bads")
+        if len(picks) == 0:
+            raise ValueError("no channels to compute: no good EEG or MEG channel; name some in picks")
+    # MNE's own rule (its `_picks_to_idx`, which `get_data` calls without excluding bads):
+    # names and indices as given, channel types without the bad channels.
+    from mne._fiff.pick import _picks_to_idx
+
+    data = inst.get_data(picks=_picks_to_idx(inst.info, picks, exclude="bads"))
+    if data.shape[0] == 0:
+        raise ValueError(f"picks={picks!r} selects no channel")
+    return data, inst.info["sfreq"], None
 
 
 def xapen(inst, sfreq=None, *, m=1, r=0.2, epoch_len=1024, epochs=None, start=0.0,

@@ -60,6 +60,7 @@ def test_xapen_on_an_mne_raw_equals_the_cli():
     raw.info["bads"] = ["EEG 001"]
     assert ede.xapen(raw, epochs=1, backend="cpu").shape == (1, 1)
     assert ede.xapen(raw, picks=["EEG 001", "EEG 002"], epochs=1, backend="cpu").shape == (2, 2)
+    assert ede.xapen(raw, picks="eeg", epochs=1, backend="cpu").shape == (1, 1)
 
 
 def test_a_flat_channel_is_nan():
