@@ -72,8 +72,8 @@ def _mne_annotations(a):
     )
 
 
-def _samples(inst, sfreq, picks, allow_raw=True):
-    """`(data float64 [channels, samples], sfreq, names)` of an MNE Raw (its good channels
+def _samples(inst, sfreq, picks):
+    """`(data float64 [channels, samples], sfreq)` of an MNE Raw (its good channels
     unless `picks` names them) or of an array with its `sfreq`."""
     if isinstance(inst, np.ndarray) or not hasattr(inst, "get_data"):
         data = np.asarray(inst)
@@ -85,8 +85,7 @@ def _samples(inst, sfreq, picks, allow_raw=True):
             raise ValueError("sfreq is required with an array")
         if picks is not None:
             data = data[np.asarray(picks)]
-        names = [str(k) for k in range(data.shape[0])]
-        return np.ascontiguousarray(data, dtype=np.float64), float(sfreq), names
+        return np.ascontiguousarray(data, dtype=np.float64), float(sfreq)
     if sfreq is not None and float(sfreq) != inst.info["sfreq"]:
         raise ValueError(f"sfreq={sfreq} differs from the Raw's {inst.info['sfreq']}")
     import mne
@@ -102,7 +101,7 @@ def _samples(inst, sfreq, picks, allow_raw=True):
     data = inst.get_data(picks=_picks_to_idx(inst.info, picks, exclude="bads"))
     if data.shape[0] == 0:
         raise ValueError(f"picks={picks!r} selects no channel")
-    return data, inst.info["sfreq"], None
+    return data, inst.info["sfreq"]
 
 
 def xapen(inst, sfreq=None, *, m=1, r=0.2, epoch_len=1024, epochs=None, start=0.0,
@@ -112,7 +111,7 @@ def xapen(inst, sfreq=None, *, m=1, r=0.2, epoch_len=1024, epochs=None, start=0.
     `start` seconds (`None`: all); NaN where a channel is flat. `inst`: an MNE Raw (its good
     EEG/MEG channels unless `picks` says) or an array `(n_channels, n_samples)` with `sfreq`.
     `backend`: "auto" (the GPU unless it is a software one), "gpu" or "cpu"."""
-    data, fs, _ = _samples(inst, sfreq, picks)
+    data, fs = _samples(inst, sfreq, picks)
     return _ede.xapen(data, fs, m=m, r=r, epoch_len=epoch_len, epochs=epochs, start=start,
                       correction=correction, backend=backend)
 

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use ede::analysis::xapen::{self as xapen_job, EpochCount, XapenJob};
+use ede::cli::BackendChoice;
 use ede::dsp::xapen::{Correction, XapenParams};
 use ede::recording::{Format, OpenOptions, Recording, in_memory, si_per_unit};
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2};
@@ -116,8 +117,10 @@ fn xapen<'py>(
             )));
         }
     };
-    let use_gpu = match backend {
-        "auto" | "gpu" | "cpu" => backend,
+    let choice = match backend {
+        "auto" => BackendChoice::Auto,
+        "gpu" => BackendChoice::Gpu,
+        "cpu" => BackendChoice::Cpu,
         other => {
             return Err(PyValueError::new_err(format!(
                 "backend must be \"auto\", \"gpu\" or \"cpu\", got {other:?}"
@@ -147,11 +150,6 @@ fn xapen<'py>(
         per_epoch: false,
     };
     let report = py.detach(|| {
-        let choice = match use_gpu {
-            "gpu" => ede::cli::BackendChoice::Gpu,
-            "cpu" => ede::cli::BackendChoice::Cpu,
-            _ => ede::cli::BackendChoice::Auto,
-        };
         let mut gpu =
             ede::cli::open_gpu("ede.xapen", choice).map(|c| ede::gpu::xapen::XapenKernels::new(&c));
         xapen_job::run(&rec, &job, gpu.as_mut(), None, None)

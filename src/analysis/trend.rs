@@ -159,6 +159,8 @@ struct Plan<'a> {
     /// The traces read, sorted; chunks are indexed by position in it.
     read: Vec<usize>,
     cdsa: Option<(Welch, usize)>,
+    /// Per CDSA row, its traces' positions in `read`.
+    rows: Vec<Vec<usize>>,
     /// Per bank, positions in `read` and microvolts per unit.
     banks: Vec<(Vec<usize>, Vec<f64>)>,
 }
@@ -173,17 +175,13 @@ impl Plan<'_> {
         read: &AtomicUsize,
         done: &AtomicUsize,
     ) -> Result<Option<Piece>, TrendError> {
-        let position = |t: usize| self.read.binary_search(&t).expect("read lists every trace");
-        let mut rows: Vec<CdsaRow> = match self.cdsa {
-            None => Vec::new(),
-            Some(_) => (self.job.cdsa_groups.iter())
-                .map(|g| CdsaRow {
-                    traces: g.traces.iter().map(|&t| position(t)).collect(),
-                    pending: vec![Vec::new(); g.traces.len()],
-                    power: Vec::new(),
-                })
-                .collect(),
-        };
+        let mut rows: Vec<CdsaRow> = (self.rows.iter())
+            .map(|traces| CdsaRow {
+                traces: traces.clone(),
+                pending: vec![Vec::new(); traces.len()],
+                power: Vec::new(),
+            })
+            .collect();
         let mut aeeg: Vec<Aeeg> = (self.banks.iter())
             .map(|(_, k)| Aeeg::new(self.fs, self.job.aeeg, k))
             .collect::<Result<_, _>>()
@@ -280,6 +278,12 @@ pub fn run(
         .zip(scales.chunks(LANES))
         .map(|(t, k)| (t.iter().map(|&t| position(t)).collect(), k.to_vec()))
         .collect();
+    let rows: Vec<Vec<usize>> = match cdsa {
+        None => Vec::new(),
+        Some(_) => (job.cdsa_groups.iter())
+            .map(|g| g.traces.iter().map(|&t| position(t)).collect())
+            .collect(),
+    };
     let aeeg_segment = match job.aeeg_traces.is_empty() {
         true => 1,
         false => job.aeeg.segment_len(fs).map_err(TrendError::Params)?,
@@ -292,6 +296,7 @@ pub fn run(
         fs,
         read,
         cdsa,
+        rows,
         banks,
     };
     let samples = AtomicUsize::new(0);
