@@ -137,3 +137,22 @@ def test_the_viewer_starts_and_exits_under_xvfb(tmp_path):
         env=env, check=True, timeout=300, capture_output=True,
     )
     assert png.stat().st_size > 10_000
+
+
+@pytest.mark.skipif(shutil.which("xvfb-run") is None, reason="needs xvfb-run")
+def test_view_opens_a_raw_without_blocking_and_exits(tmp_path):
+    pytest.importorskip("mne")
+    png = tmp_path / "raw.png"
+    env = dict(os.environ, WGPU_BACKEND=os.environ.get("WGPU_BACKEND", "vulkan"))
+    # ede.view hands the Raw over as a FIF and returns at once; the process draws and exits.
+    script = (
+        "import sys, time, ede\n"
+        f"raw = ede.read_raw({str(ANNOTATED)!r})\n"
+        "t = time.perf_counter()\n"
+        f"p = ede.view(raw, screenshot={str(png)!r})\n"
+        "assert time.perf_counter() - t < 5, 'view blocked'\n"
+        "sys.exit(p.wait(timeout=280))\n"
+    )
+    subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", sys.executable, "-c",
+                    script], env=env, check=True, timeout=300, capture_output=True)
+    assert png.stat().st_size > 10_000

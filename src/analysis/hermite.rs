@@ -57,6 +57,8 @@ pub enum EcgFilter {
 pub enum BeatSource {
     Annotations,
     Detector,
+    /// Fiducial samples handed in by the caller (the Python package's `beats=`).
+    Given,
 }
 
 /// A beat that was not fitted, and why.
@@ -154,6 +156,28 @@ impl EcgBeats {
         filter: EcgFilter,
         detector: bool,
     ) -> Result<Self, HermiteJobError> {
+        Self::prepare_with(rec, signal, filter, |ecg| {
+            find_beats(rec, signal, ecg, detector)
+        })
+    }
+
+    /// `prepare` with the beats at the fiducial samples `given` (unlabelled).
+    pub fn prepare_given(
+        rec: &Recording,
+        signal: usize,
+        filter: EcgFilter,
+        given: &[usize],
+    ) -> Result<Self, HermiteJobError> {
+        let beats = || given.iter().map(|&s| (s, None)).collect();
+        Self::prepare_with(rec, signal, filter, |_| (BeatSource::Given, beats()))
+    }
+
+    fn prepare_with(
+        rec: &Recording,
+        signal: usize,
+        filter: EcgFilter,
+        beats_of: impl FnOnce(&[f32]) -> (BeatSource, Vec<(usize, Option<String>)>),
+    ) -> Result<Self, HermiteJobError> {
         let info = rec.signals.get(signal).ok_or_else(|| {
             HermiteJobError::Selection(format!("the recording has no signal {signal}"))
         })?;
@@ -164,7 +188,7 @@ impl EcgBeats {
             EcgFilter::Default => condition_ecg(&raw, fs),
             EcgFilter::None => raw,
         };
-        let (source, beats) = find_beats(rec, signal, &ecg, detector);
+        let (source, beats) = beats_of(&ecg);
         let mut out = EcgBeats {
             signal,
             channel: info.label.trim().to_string(),

@@ -408,6 +408,7 @@ impl HermiteView {
                 match s.beats.source {
                     crate::analysis::hermite::BeatSource::Annotations => "annotations",
                     crate::analysis::hermite::BeatSource::Detector => "detector",
+                    crate::analysis::hermite::BeatSource::Given => "given",
                 },
                 s.beats.skipped.len()
             ));

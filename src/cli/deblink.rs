@@ -127,6 +127,24 @@ impl PipelineArgs {
     }
 }
 
+/// The pipeline's options and backend from its flags as `ede deblink` takes them (`--window 20
+/// --keep EOG1 ...`), for callers other than the command line (the Python package): the same
+/// defaults, and the same messages for bad values.
+pub fn pipeline_from_flags(
+    flags: &[String],
+) -> Result<(DeblinkOptions, BackendChoice), clap::Error> {
+    use clap::Parser;
+    #[derive(clap::Parser)]
+    #[command(name = "deblink")]
+    struct Flags {
+        #[command(flatten)]
+        pipeline: PipelineArgs,
+    }
+    let argv = std::iter::once("deblink").chain(flags.iter().map(String::as_str));
+    let p = Flags::try_parse_from(argv)?.pipeline;
+    Ok((p.options(), p.backend))
+}
+
 #[derive(Debug, clap::Args)]
 pub struct DeblinkArgs {
     /// A recording, or a BIDS dataset's root: each run's cleaned recording and report go to

@@ -71,6 +71,11 @@ impl ChannelType {
         }
     }
 
+    /// The type of MNE-Python's name for it (`None` for types ede does not tell apart).
+    pub fn from_mne_name(name: &str) -> Option<ChannelType> {
+        ChannelType::ALL.into_iter().find(|t| t.mne_name() == name)
+    }
+
     /// The type's name in BIDS' `channels.tsv`.
     pub fn bids_name(self) -> &'static str {
         match self {
@@ -248,6 +253,14 @@ pub fn is_eog(label: &str) -> bool {
 mod tests {
     use super::ChannelType::*;
     use super::*;
+
+    #[test]
+    fn mne_names_name_one_type_each() {
+        for t in ChannelType::ALL {
+            assert_eq!(ChannelType::from_mne_name(t.mne_name()), Some(t));
+        }
+        assert_eq!(ChannelType::from_mne_name("chpi"), None);
+    }
 
     #[test]
     fn labels_say_their_type() {
