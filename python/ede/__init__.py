@@ -32,22 +32,24 @@ except PackageNotFoundError:  # running from a checkout
 __all__ = ["read_array", "read_raw", "xapen", "cwt", "band_power", "hermite", "deblink", "view"]
 
 
-def read_array(path: str | os.PathLike) -> tuple[np.ndarray, dict]:
+def read_array(path: str | os.PathLike, *, stream: str | None = None,
+               csv_fs: float | None = None) -> tuple[np.ndarray, dict]:
     """`(data, info)` of any recording ede opens: `data[channel, sample]` in SI units (V, T,
     T/m; other units as recorded), float64, and `info` with `sfreq`, `ch_names`, `ch_types`,
-    `units`, `annotations` (`onset`, `duration`, `description`) and `meas_date`."""
-    return _ede.read_array(os.fspath(path))
+    `units`, `annotations` (`onset`, `duration`, `description`) and `meas_date`. `stream`: an
+    XDF file's stream by name or id (default its EEG stream); `csv_fs`: the rate of a CSV file
+    without a time column."""
+    return _ede.read_array(os.fspath(path), stream=stream, csv_fs=csv_fs)
 
 
-def read_raw(path: str | os.PathLike, *, stream: str | None = None):
+def read_raw(path: str | os.PathLike, *, stream: str | None = None,
+             csv_fs: float | None = None):
     """The recording at `path` as an `mne.io.RawArray`: names, types, SI units, annotations
-    and measurement date as ede reads them."""
-    if stream is not None:
-        raise ValueError("stream= (an XDF stream by name) is not supported yet")
+    and measurement date as ede reads them (`stream`, `csv_fs`: as `read_array`'s)."""
     import mne
     from datetime import datetime, timezone
 
-    data, info = read_array(path)
+    data, info = read_array(path, stream=stream, csv_fs=csv_fs)
     mne_info = mne.create_info(info["ch_names"], info["sfreq"], info["ch_types"])
     raw = mne.io.RawArray(data, mne_info, verbose="error")
     date = datetime.fromisoformat(info["meas_date"]).replace(tzinfo=timezone.utc)

@@ -22,13 +22,22 @@ fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
 /// `(data, info)` of the recording at `path`: samples `[channel, sample]` in SI units (V, T,
 /// T/m; other units as recorded), and `sfreq`, `ch_names`, `ch_types` (MNE's names), `units`,
 /// `annotations` (onset and duration in seconds, description) and `meas_date`.
+/// `stream`: an XDF file's stream by name or id (its EEG stream by default); `csv_fs`: the rate
+/// of a CSV file without a time column.
 #[pyfunction]
+#[pyo3(signature = (path, *, stream=None, csv_fs=None))]
 fn read_array<'py>(
     py: Python<'py>,
     path: PathBuf,
+    stream: Option<String>,
+    csv_fs: Option<f64>,
 ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyDict>)> {
+    let options = OpenOptions {
+        csv_fs,
+        xdf_stream: stream,
+    };
     let rec = py
-        .detach(|| Recording::open(&path, &OpenOptions::default()))
+        .detach(|| Recording::open(&path, &options))
         .map_err(|e| PyOSError::new_err(e.to_string()))?;
     let first = rec
         .signals

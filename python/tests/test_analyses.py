@@ -2,6 +2,7 @@
 (fixtures, files made here, and the shared recordings where present), and their bad input."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,8 @@ import ede
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 SPLIT = FIXTURES / "fif_split_raw.fif"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+# The shared recordings, as the Rust tests find them: $EDE_DATA or ../shared/data.
+SHARED = Path(os.environ.get("EDE_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 MITDB = SHARED / "ecg" / "mitdb" / "100.hea"
 EEGLAB = SHARED / "eeg" / "eeglab_sample_32ch_128hz.edf"
 EDE = str(Path(sys.executable).with_name("ede"))

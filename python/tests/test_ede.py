@@ -156,3 +156,43 @@ def test_view_opens_a_raw_without_blocking_and_exits(tmp_path):
     subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x800x24", sys.executable, "-c",
                     script], env=env, check=True, timeout=300, capture_output=True)
     assert png.stat().st_size > 10_000
+
+
+def test_read_raw_takes_an_xdf_stream_by_name():
+    pytest.importorskip("mne")
+    eeg = ede.read_raw(FIXTURES / "streams.xdf")
+    assert eeg.ch_names == ["Fp1", "Fp2", "Cz", "EOG"] and eeg.info["sfreq"] == 100.0
+    accel = ede.read_raw(FIXTURES / "streams.xdf", stream="Accel")
+    assert len(accel.ch_names) == 2 and accel.info["sfreq"] == 50.0
+    with pytest.raises(OSError) as e:
+        ede.read_raw(FIXTURES / "streams.xdf", stream="Gaze")
+    assert "Gaze" in str(e.value)
+
+
+@pytest.mark.parametrize("name, reader", [
+    ("bv_int16.vhdr", "read_raw_brainvision"),
+    ("bv_float32.vhdr", "read_raw_brainvision"),
+    ("set_inline.set", "read_raw_eeglab"),
+    ("set_twofile.set", "read_raw_eeglab"),
+])
+def test_read_raw_of_other_formats_is_what_mne_reads(name, reader):
+    mne = pytest.importorskip("mne")
+    ours = ede.read_raw(FIXTURES / name)
+    theirs = getattr(mne.io, reader)(FIXTURES / name, preload=True, verbose="error")
+    assert ours.ch_names == theirs.ch_names
+    assert ours.info["sfreq"] == theirs.info["sfreq"]
+    np.testing.assert_allclose(ours.get_data(), theirs.get_data(), rtol=1e-6, atol=1e-12)
+
+    def events(raw):
+        return [(round(o - raw.first_time, 3), number(d))
+                for o, d in zip(raw.annotations.onset, raw.annotations.description)]
+    assert events(ours) == events(theirs)
+
+
+def number(text):
+    """An event text, numbers as numbers: EEGLAB's numeric event type 1 is "1" to ede (as
+    EEGLAB shows it) and "1.0" to MNE."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
