@@ -1,17 +1,18 @@
 //! ede's analyses on numpy arrays: each converts, calls the job the command line calls, and
 //! hands back arrays. No algorithm is written here.
 
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use ede::analysis::blink::{DeblinkReport, Deblinker, EegData, runs_on_gpu};
+use ede::analysis::blink::{DeblinkReport, Deblinker, EegData, MIN_GPU_CHANNELS, runs_on_gpu};
 use ede::analysis::cwt::{self as cwt_job, BandPowerJob};
 use ede::analysis::hermite::{EcgBeats, EcgFilter, Fitter, HermiteReport};
 use ede::analysis::xapen::{self as xapen_job, EpochCount, XapenJob};
-use ede::cli::{BackendChoice, LazyGpu, open_gpu};
+use ede::cli::BackendChoice;
 use ede::dsp::cwt::{CwtParams, ScaleSpec};
 use ede::dsp::hermite::HermiteParams;
 use ede::dsp::xapen::{Correction, XapenParams};
 use ede::gpu::cwt::CwtKernels;
+use ede::gpu::xapen::XapenKernels;
 use ede::recording::{Annotation, si_per_unit};
 use numpy::{PyArray1, PyArray2, PyArray3, PyArrayMethods, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
@@ -19,6 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::arrays::{Progress, Rows, array_recording, backend, positive, value_error};
+use crate::gpu::{Kept, context};
 
 /// The Cross-ApEn matrix (row u, column v: Cross-ApEn(u||v), the mean over epochs; NaN where
 /// a channel is flat) of `data` `[channel, sample]` at `sfreq`, as `ede xapen` computes it.
@@ -71,18 +73,11 @@ pub fn xapen<'py>(
     let total = job.epoch_count(&rec).map_err(value_error)?;
     let progress = Progress::new(progress);
     let report = py.detach(|| {
-        let mut gpu = open_gpu("ede.xapen", choice).map(|c| ede::gpu::xapen::XapenKernels::new(&c));
-        let done = AtomicUsize::new(0);
-        let run = || {
-            xapen_job::run(
-                &rec,
-                &job,
-                gpu.as_mut(),
-                Some(&progress.cancel),
-                Some(&done),
-            )
-        };
-        progress.poll(&done, total, run)
+        XAPEN.with(choice, XapenKernels::new, |gpu| {
+            let done = AtomicUsize::new(0);
+            let run = || xapen_job::run(&rec, &job, gpu, Some(&progress.cancel), Some(&done));
+            progress.poll(&done, total, run)
+        })
     });
     let report = progress.finish(report.map_err(value_error))?;
     let report = report.ok_or_else(|| PyValueError::new_err("cancelled"))?;
@@ -102,9 +97,9 @@ fn cwt_params(fmin: f64, fmax: f64, voices: usize, omega0: f64) -> CwtParams {
     }
 }
 
-fn cwt_kernels(command: &str, choice: BackendChoice) -> Option<CwtKernels> {
-    open_gpu(command, choice).map(|c| CwtKernels::new(&c))
-}
+static XAPEN: Kept<XapenKernels> = Kept::new();
+static CWT: Kept<CwtKernels> = Kept::new();
+static HERMITE: Kept<Fitter<u64>> = Kept::new();
 
 /// `(|W| [channel, scale, sample] float32, frequencies [scale] Hz)`: the Morlet scalogram of
 /// each row of `data`, smallest scale (highest frequency) first, as `ede cwt` computes it.
@@ -132,8 +127,9 @@ pub fn cwt<'py>(
                 .map(|c| rec.read_all(c))
                 .collect::<Result<_, _>>()?;
             let refs: Vec<&[f32]> = x.iter().map(Vec::as_slice).collect();
-            let mut gpu = cwt_kernels("ede.cwt", choice);
-            let (axes, mag, _) = cwt_job::magnitude(&refs, sfreq, &params, gpu.as_mut())?;
+            let (axes, mag, _) = CWT.with(choice, CwtKernels::new, |gpu| {
+                cwt_job::magnitude(&refs, sfreq, &params, gpu)
+            })?;
             Ok::<_, cwt_job::CwtJobError>((axes, mag))
         })
         .map_err(value_error)?;
@@ -179,7 +175,6 @@ pub fn band_power<'py>(
     let progress = Progress::new(progress);
     let mut pieces: Vec<(usize, Vec<f64>)> = Vec::new();
     let axes = py.detach(|| {
-        let mut gpu = cwt_kernels("ede.band_power", choice);
         let report = |done, total| {
             progress.report(done, total);
         };
@@ -188,7 +183,9 @@ pub fn band_power<'py>(
             Ok(())
         };
         let cancel = &progress.cancel;
-        cwt_job::band_power(&rec, &job, gpu.as_mut(), cancel, report, keep).map(|(a, _)| a)
+        CWT.with(choice, CwtKernels::new, |gpu| {
+            cwt_job::band_power(&rec, &job, gpu, cancel, report, keep).map(|(a, _)| a)
+        })
     });
     let axes = progress.finish(axes.map_err(value_error))?;
     // Each segment's power is [channel][scale][its blocks]; the whole is [channel][scale][block].
@@ -276,10 +273,20 @@ pub fn hermite<'py>(
                 Some(samples) => EcgBeats::prepare_given(&rec, 0, filter, samples)?,
                 None => EcgBeats::prepare(&rec, 0, filter, detect)?,
             };
-            let gpu = open_gpu("ede.hermite", choice);
-            let mut fitter = Fitter::<()>::new(gpu.as_ref());
+            // The fitter keeps the last beats on the device under their key: a new key each call.
+            static CALLS: AtomicU64 = AtomicU64::new(0);
+            let key = CALLS.fetch_add(1, Ordering::Relaxed);
             let t = std::time::Instant::now();
-            let (fits, (_, ran_on)) = fitter.fit(&(), &beats.windows, sfreq, &params, None)?;
+            let fit = |f: &mut Fitter<u64>| f.fit(&key, &beats.windows, sfreq, &params, None);
+            let fitted = HERMITE.with(
+                choice,
+                |c| Fitter::new(Some(c)),
+                |kept| match kept {
+                    Some(fitter) => fit(fitter),
+                    None => fit(&mut Fitter::new(None)),
+                },
+            );
+            let (fits, (_, ran_on)) = fitted?;
             let elapsed = t.elapsed().as_secs_f64();
             let unit = rec.signals[0].unit.clone();
             HermiteReport::new(
@@ -352,10 +359,11 @@ pub fn deblink<'py>(
     let progress = Progress::new(progress);
     let done = py.detach(|| {
         let eeg = EegData::load(&rec, &opts)?;
-        let gpu = LazyGpu::new("ede.deblink", choice);
-        let gpu = gpu.get(runs_on_gpu(&opts, eeg.data.rows, gpu.min_channels()));
+        let forced = choice == BackendChoice::Gpu;
+        let min_channels = if forced { 0 } else { MIN_GPU_CHANNELS };
+        let gpu = context(choice).filter(|_| runs_on_gpu(&opts, eeg.data.rows, min_channels));
         let mut deblinker = Deblinker::new(gpu);
-        if choice == BackendChoice::Gpu {
+        if forced {
             deblinker = deblinker.forced();
         }
         let t = std::time::Instant::now();

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 mod analyses;
 mod arrays;
+mod gpu;
 
 use ede::recording::{OpenOptions, Recording, si_per_unit};
 use numpy::{PyArray1, PyArray2, PyArrayMethods};

@@ -218,3 +218,23 @@ def test_a_failing_progress_callback_stops_the_call():
     with pytest.raises(KeyboardInterrupt):
         ede.band_power(np.random.default_rng(0).standard_normal((2, 200_000)), 256.0,
                        backend="cpu", progress=stop)
+
+
+def test_the_kept_gpu_kernels_give_each_call_its_own_result(tmp_path):
+    """The device and its kernels outlive a call (opening them costs ~0.2 s): calls on other data
+    in between must not leak into a result. On CI the adapter is lavapipe, forced with "gpu"."""
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((2, 5, 2048))
+    first = ede.xapen(a, 256.0, backend="gpu")
+    ede.xapen(b, 256.0, backend="gpu")
+    np.testing.assert_array_equal(ede.xapen(a, 256.0, backend="gpu"), first)
+    np.testing.assert_allclose(first, ede.xapen(a, 256.0, backend="cpu"), rtol=1e-6)
+    data, info = ede.read_array(ecg_csv(tmp_path / "a.csv", seed=1))
+    other, _ = ede.read_array(ecg_csv(tmp_path / "b.csv", seed=2))
+    fits = ede.hermite(data[0], info["sfreq"], backend="gpu")
+    ede.hermite(other[0], info["sfreq"], backend="gpu")
+    again = ede.hermite(data[0], info["sfreq"], backend="gpu")
+    np.testing.assert_array_equal(again["coefficients"], fits["coefficients"])
+    cpu = ede.hermite(data[0], info["sfreq"], backend="cpu")
+    np.testing.assert_allclose(fits["coefficients"], cpu["coefficients"], rtol=1e-3,
+                               atol=1e-4 * np.abs(cpu["coefficients"]).max())
