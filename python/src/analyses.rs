@@ -19,7 +19,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::arrays::{Progress, Rows, array_recording, backend, positive, value_error};
+use crate::arrays::{Progress, Rows, array_recording, backend, f32_rows, positive, value_error};
 use crate::gpu::{Kept, context};
 
 /// The Cross-ApEn matrix (row u, column v: Cross-ApEn(u||v), the mean over epochs; NaN where
@@ -52,7 +52,6 @@ pub fn xapen<'py>(
         }
     };
     let choice = self::backend(backend)?;
-    positive("sfreq", sfreq)?;
     if !(start.is_finite() && start >= 0.0) {
         return Err(PyValueError::new_err(format!(
             "start must be >= 0 s, got {start}"
@@ -118,19 +117,16 @@ pub fn cwt<'py>(
     backend: &str,
 ) -> PyResult<(Bound<'py, PyArray3<f32>>, Bound<'py, PyArray1<f64>>)> {
     let choice = self::backend(backend)?;
-    let rec = array_recording(&data, sfreq, &Rows::default(), Vec::new())?;
+    positive("sfreq", sfreq)?;
+    let x = f32_rows(&data, &[])?;
     let params = cwt_params(fmin, fmax, voices, omega0);
-    let (rows, n) = (rec.signals.len(), rec.signals[0].samples);
-    let (axes, mag) = py
+    let (rows, n) = (x.len(), x[0].len());
+    let (axes, mag, _) = py
         .detach(|| {
-            let x: Vec<Vec<f32>> = (0..rows)
-                .map(|c| rec.read_all(c))
-                .collect::<Result<_, _>>()?;
             let refs: Vec<&[f32]> = x.iter().map(Vec::as_slice).collect();
-            let (axes, mag, _) = CWT.with(choice, CwtKernels::new, |gpu| {
+            CWT.with(choice, CwtKernels::new, |gpu| {
                 cwt_job::magnitude(&refs, sfreq, &params, gpu)
-            })?;
-            Ok::<_, cwt_job::CwtJobError>((axes, mag))
+            })
         })
         .map_err(value_error)?;
     let s = axes.scales.len();
@@ -199,7 +195,7 @@ pub fn band_power<'py>(
             power[row * total + first..][..b].copy_from_slice(values);
         }
     }
-    let block = (block_s * sfreq).round().max(1.0);
+    let block = job.block_samples(sfreq) as f64;
     let starts: Vec<f64> = (0..total).map(|k| k as f64 * block / sfreq).collect();
     Ok((
         PyArray1::from_vec(py, power).reshape([rows, s, total])?,

@@ -68,14 +68,9 @@ fn unit_of(kind: ChannelType, microvolts: bool) -> (&'static str, f64) {
     }
 }
 
-/// An in-memory recording of `data` `[channel, sample]` at `sfreq` with `annotations`.
-pub fn array_recording(
-    data: &PyReadonlyArray2<'_, f64>,
-    sfreq: f64,
-    rows: &Rows,
-    annotations: Vec<Annotation>,
-) -> PyResult<Recording> {
-    positive("sfreq", sfreq)?;
+/// The rows of `data` `[channel, sample]` as f32, each times its `scale` (all 1 when empty):
+/// the one conversion of a call's input. Empty or non-finite data is refused.
+pub fn f32_rows(data: &PyReadonlyArray2<'_, f64>, scale: &[f64]) -> PyResult<Vec<Vec<f32>>> {
     let a = data.as_array();
     let (n_rows, n) = a.dim();
     if n_rows == 0 || n == 0 {
@@ -89,6 +84,24 @@ pub fn array_recording(
             c.0, c.1
         )));
     }
+    let rows = a.rows().into_iter().enumerate();
+    Ok(rows
+        .map(|(c, r)| {
+            let k = scale.get(c).copied().unwrap_or(1.0);
+            r.iter().map(|&v| (v * k) as f32).collect()
+        })
+        .collect())
+}
+
+/// An in-memory recording of `data` `[channel, sample]` at `sfreq` with `annotations`.
+pub fn array_recording(
+    data: &PyReadonlyArray2<'_, f64>,
+    sfreq: f64,
+    rows: &Rows,
+    annotations: Vec<Annotation>,
+) -> PyResult<Recording> {
+    positive("sfreq", sfreq)?;
+    let n_rows = data.as_array().nrows();
     let named = !rows.names.is_empty();
     if named && (rows.names.len() != n_rows || rows.types.len() != n_rows) {
         return Err(PyValueError::new_err(format!(
@@ -107,9 +120,8 @@ pub fn array_recording(
     let units: Vec<(&str, f64)> = (kinds.iter())
         .map(|k| k.map_or(("", 1.0), |k| unit_of(k, rows.microvolts)))
         .collect();
-    let channels: Vec<Vec<f32>> = (a.rows().into_iter().zip(&units))
-        .map(|(r, &(_, k))| r.iter().map(|&v| (v * k) as f32).collect())
-        .collect();
+    let scale: Vec<f64> = units.iter().map(|&(_, k)| k).collect();
+    let channels = f32_rows(data, &scale)?;
     let signals = (0..n_rows)
         .map(|c| match named {
             true => (rows.names[c].clone(), units[c].0.to_string(), sfreq),

@@ -221,6 +221,13 @@ pub struct BandPowerJob {
     pub segment: usize,
 }
 
+impl BandPowerJob {
+    /// Samples in a block at rate `fs` (0: the job refuses it).
+    pub fn block_samples(&self, fs: f64) -> usize {
+        (self.block_s * fs).round() as usize
+    }
+}
+
 /// How a recording is cut into segments: each transforms `margin` samples on either side of its
 /// `core` (samples outside the recording are the mean, i.e. zero after its removal), and keeps
 /// block power of the core only. The margin is where the widest wavelet's Gaussian falls below
@@ -308,7 +315,7 @@ impl<'a> SegmentReader<'a> {
             .min()
             .unwrap_or(0);
         let axes = Axes::new(&job.params, fs)?;
-        let block = (job.block_s * fs).round() as usize;
+        let block = job.block_samples(fs);
         if !(job.block_s.is_finite() && block >= 1) {
             return Err(CwtJobError::Selection(format!(
                 "blocks of {} s hold no sample at {fs} Hz",

@@ -215,7 +215,7 @@ fn band_power(
         segment: 0,
     };
     let fs = rec.signals[channels[0]].fs;
-    let block = (args.block_s * fs).round().max(1.0) as usize;
+    let block = job.block_samples(fs);
     // Written beside the target and renamed at the end: a failure leaves no partial file.
     let partial = out.with_extension("csv.partial");
     let file = std::fs::File::create(&partial)
