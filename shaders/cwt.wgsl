@@ -24,11 +24,15 @@
 //   tex        rgba8unorm [width x C*S]  the image egui draws (gamma-encoded bytes, as egui's
 //                                  own textures)
 //   power      f32 [rows][blocks]  mean |W|^2 per block of samples (band power)
+//   partials   f32 [rows][M / TILE][blocks]  pass 2's sums of |W|^2 per workgroup and block
+//                                  (`pass2_tile`), which `block_sums` adds up into `power`
 //
 // fft_pass.wgsl is appended to this module: its pass 1 takes the multiply's values from
 // `pass_input` and its pass 2 stores |W|^2 through `pass_output`, so rows of up to 2^22 values
-// go from the spectra to |W|^2 in two passes over memory. `multiply`, gpu::fft's stage
-// kernels and `to_power` serve longer rows.
+// go from the spectra to |W|^2 in two passes over memory. For band power pass 2 may instead
+// sum |W|^2 over the blocks itself (`pass2_tile`, where gpu/cwt.rs finds the shape allows it),
+// so that no |W|^2 row goes to memory. `multiply`, gpu::fft's stage kernels and `to_power`
+// serve longer rows.
 //
 // Entry points (x = threads along a row; row = y + z * 65535, see gpu::fft::grid):
 //   load         x over M,      rows = tile channels
@@ -37,7 +41,8 @@
 //   magnitude    x over N,      rows = tile rows
 //   columns      x over width,  rows = tile rows
 //   paint        x over width,  rows = C * S (after every tile's columns)
-//   block_power  x over blocks, rows = tile rows
+//   block_power  x over blocks, rows = tile rows (from w2)
+//   block_sums   x over blocks, rows = tile rows (from partials)
 
 struct Params {
     n: u32,
@@ -61,7 +66,8 @@ struct Params {
     // 1: each channel's colours span its own range; 0: one range for all
     per_trace: u32,
     channels: u32,
-    pad: u32,
+    // 1: fft_pass.wgsl's pass 2 sums blocks into `partials` (`pass2_tile`)
+    sum_blocks: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -81,6 +87,7 @@ struct Params {
 @group(0) @binding(14) var tex: texture_storage_2d<rgba8unorm, write>;
 @group(0) @binding(15) var<storage, read> qmax_in: array<u32>;
 @group(0) @binding(16) var<storage, read_write> power: array<f32>;
+@group(0) @binding(17) var<storage, read_write> partials: array<f32>;
 @group(0) @binding(24) var<storage, read_write> w2_out: array<f32>;
 
 fn row_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
@@ -167,6 +174,121 @@ fn to_power(
 // fft_pass.wgsl's pass 2 output: |W|^2 only.
 fn pass_output(row: u32, j: u32, v: vec2<f32>) {
     w2_out[row * split.m + j] = dot(v, v);
+}
+
+// fft_pass.wgsl's pass 2 hook. With params.sum_blocks (gpu/cwt.rs sets it where M >= TILE, so
+// that a workgroup's values are of one row), the workgroup sums |W|^2 of its values over each
+// block b of samples first + b block .. (the last block shorter) into partials[workgroup][b],
+// and `block_sums` adds up a row's M / TILE workgroups (each writes every block's partial sum,
+// 0 where it holds none of the block). A workgroup holds j = j1_0 + s + N1 j2 for s < per =
+// TILE / N2 and every j2 < N2, so a block's values are spread over the workgroups of its row
+// and none holds one whole. Numbered e = s + per j2, its values' j rise with e: a block is a
+// run of e, summed from a tree of sums of 8 values (`bs_sum`) built in the tile itself (the
+// workgroup memory has no room for more).
+fn pass2_tile(lid: u32, g0: u32) {
+    if params.sum_blocks == 0u {
+        return;
+    }
+    // The stages' last writes and pass 2's reads of them are done.
+    workgroupBarrier();
+    // One thread per 8 values of e (PER_THREAD): each value's |W|^2 (level 0) and their sum
+    // (level 1) in place of the values, which no other thread reads before the barrier.
+    var sum = 0.0;
+    for (var i = 0u; i < 8u; i++) {
+        let at = bs_at(lid * 8u + i);
+        let v = tile[at];
+        let p = dot(v, v);
+        sum += p;
+        tile[at] = vec2<f32>(p, 0.0);
+    }
+    tile[bs_node(1u, lid)].y = sum;
+    workgroupBarrier();
+    // The levels above: sums of 8 nodes of the level below.
+    for (var level = 2u; level <= BS_TOP; level++) {
+        let nodes = TILE >> (3u * level);
+        if lid < nodes {
+            var node = 0.0;
+            for (var i = 0u; i < 8u; i++) {
+                node += tile[bs_node(level - 1u, lid * 8u + i)].y;
+            }
+            tile[bs_node(level, lid)].y = node;
+        }
+        workgroupBarrier();
+    }
+    // Workgroups past the last row (the grid's rounding) have nothing to sum.
+    if g0 >= split.rows * split.n1 {
+        return;
+    }
+    let j10 = g0 & (split.n1 - 1u);
+    let base = (g0 / (TILE / split.n2)) * params.blocks;
+    let end = params.first + params.count;
+    for (var b = lid; b < params.blocks; b += THREADS) {
+        let a = params.first + b * params.block;
+        let lo = bs_rank(a, j10);
+        let hi = bs_rank(min(a + params.block, end), j10);
+        partials[base + b] = bs_sum(lo, hi);
+    }
+}
+
+// The sum tree's top level: TILE = 4 x 8^3 values, 4 nodes.
+const BS_TOP: u32 = 3u;
+
+// Where value e = s + per j2 of pass 2's workgroup lies in the tile: tile[s N2 + j2].
+fn bs_at(e: u32) -> u32 {
+    let per_bits = countTrailingZeros(TILE / split.n2);
+    let s = e & ((1u << per_bits) - 1u);
+    return (s << countTrailingZeros(split.n2)) | (e >> per_bits);
+}
+
+// Node i of a level >= 1 of the sum tree (the sum of values i 8^level ..): in the .y of a value
+// of its run that no lower level uses (offsets 0, 1, 2 for levels 1, 2, 3).
+fn bs_node(level: u32, i: u32) -> u32 {
+    return bs_at((i << (3u * level)) + level - 1u);
+}
+
+// How many of the workgroup's values lie below sample x of its row: per for each whole period
+// of N1 samples from j1_0, and the part of the next.
+fn bs_rank(x: u32, j10: u32) -> u32 {
+    if x <= j10 {
+        return 0u;
+    }
+    let d = x - j10;
+    let q = d >> countTrailingZeros(split.n1);
+    if q >= split.n2 {
+        return TILE;
+    }
+    let per = TILE / split.n2;
+    return q * per + min(d & (split.n1 - 1u), per);
+}
+
+// The sum of values lo <= e < hi: those up to the next multiple of 8 at either end, then the
+// same a level up, up to the top level's 4 nodes; at most 7 + 7 loads a level. Sums of positive
+// values only: no cancellation.
+fn bs_sum(lo: u32, hi: u32) -> f32 {
+    var l = lo;
+    var h = hi;
+    var total = 0.0;
+    while l < h && (l & 7u) != 0u {
+        total += tile[bs_at(l)].x;
+        l++;
+    }
+    while l < h && (h & 7u) != 0u {
+        h--;
+        total += tile[bs_at(h)].x;
+    }
+    for (var level = 1u; level <= BS_TOP; level++) {
+        l = l >> 3u;
+        h = h >> 3u;
+        while l < h && ((l & 7u) != 0u || level == BS_TOP) {
+            total += tile[bs_node(level, l)].y;
+            l++;
+        }
+        while l < h && (h & 7u) != 0u {
+            h--;
+            total += tile[bs_node(level, h)].y;
+        }
+    }
+    return total;
 }
 
 @compute @workgroup_size(256)
@@ -283,5 +405,28 @@ fn block_power(
     for (var i = a; i < b; i++) {
         sum += w2[row * params.m + i];
     }
+    power[row * params.blocks + k] = sum / f32(b - a);
+}
+
+// The mean |W|^2 of each block from pass 2's partial sums (`pass2_tile`): the M / TILE
+// workgroups of the row, read in runs along the blocks.
+@compute @workgroup_size(256)
+fn block_sums(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let row = row_index(wid, nwg);
+    let k = gid.x;
+    if row >= params.rows || k >= params.blocks {
+        return;
+    }
+    let per_row = params.m / TILE;
+    var sum = 0.0;
+    for (var w = 0u; w < per_row; w++) {
+        sum += partials[(row * per_row + w) * params.blocks + k];
+    }
+    let a = params.first + k * params.block;
+    let b = min(a + params.block, params.first + params.count);
     power[row * params.blocks + k] = sum / f32(b - a);
 }

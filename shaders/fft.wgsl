@@ -19,7 +19,7 @@
 //
 // fft_pass.wgsl is appended to this module: rows of up to 2^22 values take its two passes
 // instead of these stages (src/gpu/fft.rs chooses), reading `src` through `pass_input` and
-// writing `out` (binding 24) through `pass_output`.
+// writing `out` (binding 24) through `pass_output`; its `pass2_tile` hook does nothing.
 
 struct Params {
     m: u32,
@@ -44,6 +44,10 @@ fn pass_input(row: u32, k: u32) -> vec2<f32> {
 fn pass_output(row: u32, j: u32, v: vec2<f32>) {
     out[row * split.m + j] = v;
 }
+
+// Pass 2's use of a whole workgroup's values for fft_pass.wgsl: none here (pass_output stored
+// them all).
+fn pass2_tile(lid: u32, g0: u32) {}
 
 fn cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);

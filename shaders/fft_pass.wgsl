@@ -10,7 +10,11 @@
 // spectrum by the daughter wavelet there, so that the multiply costs no pass of its own), and
 //     fn pass_output(row: u32, j: u32, v: vec2<f32>)
 // which stores pass 2's output value j of a row (fft.wgsl as it is; cwt.wgsl only |v|^2, what
-// all its uses read, in half the bytes), with the binding 24 it writes.
+// all its uses read, in half the bytes), with the binding 24 it writes, and
+//     fn pass2_tile(lid: u32, g0: u32)
+// which every thread of a pass-2 workgroup calls after its stores, in uniform control flow,
+// with the tile's values still in `tile` (fft.wgsl does nothing; cwt.wgsl sums |v|^2 over
+// blocks of samples there, so that no |W|^2 row goes to memory). g0 is its first sequence.
 // Its bindings start at 20 to stay clear of the including module's.
 //
 // M = N1 N2, input index k = N2 k1 + k2 (k1 < N1, k2 < N2), output index j = j1 + N1 j2:
@@ -315,4 +319,5 @@ fn pass2(
             pass_output(g >> n1_bits, j, tile[s * n2 + j2]);
         }
     }
+    pass2_tile(lid, g0);
 }

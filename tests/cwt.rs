@@ -9,12 +9,12 @@ use common::Rng;
 
 use std::sync::atomic::AtomicBool;
 
-use ede::analysis::cwt::{BandPowerJob, band_power};
+use ede::analysis::cwt::{BandPowerJob, Segmentation, band_power};
 use ede::dsp::cwt::{
     self, CwtParams, CwtPlan, PaintSpec, Quantity, ScaleSpec, colour_pixels, pixel_values,
     reference,
 };
-use ede::gpu::cwt::CwtKernels;
+use ede::gpu::cwt::{CwtKernels, fused_block_workgroups};
 use ede::recording::{Format, in_memory, unknown_start};
 use rustfft::num_complex::Complex32;
 
@@ -269,7 +269,9 @@ fn recording_of(xs: Vec<Vec<f32>>, fs: f64) -> ede::recording::Recording {
 
 /// Band power streamed in small segments equals the block means of the whole transform (the
 /// recording's padding leaves room for the widest wavelet, so the whole transform does not
-/// wrap), on the CPU and the GPU.
+/// wrap), on the CPU and the GPU: its block sums in the inverse FFT's second pass (what these
+/// segments take, the last one's shorter core too), and the |W|^2 rows and `block_power` that
+/// other shapes take, after the two passes and after the stage kernels.
 #[test]
 fn streamed_band_power_equals_the_whole_transform() {
     let fs = 128.0;
@@ -305,11 +307,33 @@ fn streamed_band_power_equals_the_whole_transform() {
         .map(|x| whole_plan.block_power(x, cwt::mean(x), 0..n, block))
         .collect();
     let blocks = n.div_ceil(block);
+    let seg = Segmentation::new(n, block, scales[s - 1] * fs, 4096).unwrap();
+    let m = cwt::padded_len(seg.core + 2 * seg.margin);
+    let last = n - (n - 1) / seg.core * seg.core;
+    for count in [seg.core, last] {
+        assert!(
+            fused_block_workgroups(m, count, block).is_some(),
+            "segments of {m} samples, {count} in blocks of {block}, must sum blocks in pass 2"
+        );
+    }
     let mut gpu = gpu();
-    for use_gpu in [false, true] {
-        if use_gpu && gpu.is_none() {
-            continue;
-        }
+    // (GPU, block sums in pass 2, rows up to this long take the two passes)
+    let variants = [
+        (false, true, usize::MAX),
+        (true, true, usize::MAX),
+        (true, false, usize::MAX),
+        (true, true, 0),
+    ];
+    for (use_gpu, fused, up_to) in variants {
+        let kernels = match (use_gpu, gpu.as_mut()) {
+            (false, _) => None,
+            (true, Some(k)) => {
+                k.fuse_block_sums = fused;
+                k.fft().two_pass_up_to = up_to;
+                Some(k)
+            }
+            (true, None) => continue,
+        };
         let job = BandPowerJob {
             channels: vec![0, 1],
             params,
@@ -323,7 +347,7 @@ fn streamed_band_power_equals_the_whole_transform() {
         band_power(
             &rec,
             &job,
-            if use_gpu { gpu.as_mut() } else { None },
+            kernels,
             &AtomicBool::new(false),
             |_, _| segments += 1,
             |first, power| {
@@ -351,7 +375,8 @@ fn streamed_band_power_equals_the_whole_transform() {
                     let e = (got[c][j * blocks + b] - row[b]).abs() / top;
                     assert!(
                         e <= tol,
-                        "gpu {use_gpu}, channel {c}, scale {j}, block {b}: {e}"
+                        "gpu {use_gpu} (fused {fused}, two passes up to {up_to}), channel {c}, \
+                         scale {j}, block {b}: {e}"
                     );
                 }
             }

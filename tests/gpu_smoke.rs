@@ -75,3 +75,46 @@ fn passes_are_timed_on_a_profiled_device() {
         assert!(plain.pass_times().unwrap().is_empty());
     }
 }
+
+/// Compiled pipelines go to the cache folder and come back in the next process's device; a
+/// damaged or foreign file is ignored, and the device computes right either way.
+#[test]
+fn compiled_pipelines_are_kept_on_disk_and_bad_files_ignored() {
+    let Ok(probe) = GpuContext::headless() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let first = GpuContext::headless_with_pipeline_cache(dir.path()).unwrap();
+    let Some(file) = first.pipeline_cache_file().map(|p| p.to_path_buf()) else {
+        eprintln!("note: {} has no pipeline cache", probe.describe());
+        return;
+    };
+    assert_eq!(first.pipeline_cache_loaded(), 0, "an empty folder");
+    ede::gpu::ica::FastIcaPipelines::compile(&first);
+    let saved = std::fs::read(&file).unwrap();
+    assert!(saved.len() > 20, "{} bytes saved", saved.len());
+    drop(first);
+
+    let again = GpuContext::headless_with_pipeline_cache(dir.path()).unwrap();
+    assert_eq!(
+        again.pipeline_cache_loaded(),
+        saved.len() - 20,
+        "ede's header left out"
+    );
+    ede::gpu::ica::FastIcaPipelines::compile(&again);
+    again.self_test().unwrap();
+
+    for damaged in [&saved[..saved.len() / 2], b"not a cache", &[]] {
+        std::fs::write(&file, damaged).unwrap();
+        let ctx = GpuContext::headless_with_pipeline_cache(dir.path()).unwrap();
+        assert_eq!(ctx.pipeline_cache_loaded(), 0);
+        ctx.self_test().unwrap();
+    }
+    let mut flipped = saved.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    std::fs::write(&file, &flipped).unwrap();
+    let ctx = GpuContext::headless_with_pipeline_cache(dir.path()).unwrap();
+    assert_eq!(ctx.pipeline_cache_loaded(), 0, "a flipped bit");
+    ctx.self_test().unwrap();
+}

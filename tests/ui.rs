@@ -222,6 +222,30 @@ fn xapen_view_follows_r_on_the_gpu() {
     drag_r_shows_the_newest_matrix(h);
 }
 
+/// As a recording opens, every analysis's kernels compile in the background: the Cross-ApEn
+/// tab opened afterwards shows its matrix without compiling a pipeline.
+#[test]
+fn the_xapen_tab_opened_after_the_file_compiles_nothing() {
+    let Some(ctx) = headless_gpu() else { return };
+    let app = EdeApp::new(None, None, Settings::default(), Some(ctx.clone()));
+    ctx.wait_prepared();
+    let compiled = ctx.pipelines_created();
+    let mut h = harness(app);
+    assert!(h.state_mut().show_view("xapen"));
+    h.state_mut()
+        .view_mut::<XapenView>()
+        .unwrap()
+        .set_backend(ede::analysis::Backend::Gpu);
+    settle_xapen(&mut h);
+    let (labels, _, matrix) = h.state().view_ref::<XapenView>().unwrap().shown().unwrap();
+    assert_eq!(labels.len(), 19);
+    assert!(matrix.iter().all(|v| v.is_finite() && *v > 0.0));
+    assert_eq!(ctx.pipelines_created(), compiled, "the tab compiled");
+    // Without preparation the same kernels compile: what the count above would have seen.
+    ede::gpu::xapen::XapenKernels::new(&ctx);
+    assert!(ctx.pipelines_created() > compiled);
+}
+
 #[test]
 fn xapen_snapshot_of_the_demo() {
     let mut h = harness(xapen_app(None));

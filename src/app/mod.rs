@@ -291,7 +291,17 @@ impl EdeApp {
             Some(p) if app.error.is_none() => app.remember(p),
             _ => {}
         }
+        app.prepare_gpu();
         app
+    }
+
+    /// Compiles every analysis's kernels in the background, so that no tab opened on this
+    /// recording waits for the compiler (those a closed view had taken are compiled again, from
+    /// the pipeline cache).
+    fn prepare_gpu(&self) {
+        if let Some(gpu) = &self.gpu {
+            crate::analysis::prepare_gpu(gpu);
+        }
     }
 
     /// Lists a BIDS dataset beside the views and opens its first run.
@@ -368,6 +378,7 @@ impl EdeApp {
         self.views.iter_mut().for_each(|v| *v = None);
         self.view_parameters.clear();
         self.followed_file = None;
+        self.prepare_gpu();
     }
 
     /// Shows the browser ("browser") or the view with this `VIEWS` id; false for no such view.
@@ -812,6 +823,16 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
             .with_icon(window_icon())
             .with_drag_and_drop(true),
         renderer: eframe::Renderer::Wgpu,
+        // The pipeline cache, where the adapter has one (gpu::pipeline_cache).
+        wgpu_options: eframe::egui_wgpu::WgpuConfiguration {
+            wgpu_setup: eframe::egui_wgpu::WgpuSetup::CreateNew(
+                eframe::egui_wgpu::WgpuSetupCreateNew {
+                    device_descriptor: Arc::new(GpuContext::device_descriptor),
+                    ..eframe::egui_wgpu::WgpuSetupCreateNew::without_display_handle()
+                },
+            ),
+            ..Default::default()
+        },
         persist_window: args.screenshot.is_none(),
         ..Default::default()
     };

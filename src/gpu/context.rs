@@ -2,7 +2,12 @@
 //! with, so analysis results can become textures without a trip through the CPU; headless (CLI,
 //! tests, benchmarks) it opens its own.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use eframe::wgpu;
+
+use super::pipeline_cache::{self, DiskPipelineCache};
 
 #[derive(Debug, thiserror::Error)]
 pub enum GpuError {
@@ -34,6 +39,14 @@ pub struct GpuContext {
     pub renderer: Option<EguiRenderer>,
     /// Timestamps around each compute pass (`EDE_GPU_PROFILE`, headless only).
     pub(crate) profiler: Option<std::sync::Arc<super::profile::PassProfiler>>,
+    /// The driver's compiled pipelines, kept on disk between runs (none where the adapter
+    /// cannot, or `EDE_PIPELINE_CACHE=0`).
+    pub(crate) pipeline_cache: Option<Arc<DiskPipelineCache>>,
+    /// Kernels compiled ahead of their first use (`prepare`, `take_prepared`).
+    pub(crate) prepared: Arc<super::prepared::Prepared>,
+    /// Pipelines created on this device so far, compiled or from a cache (tests: a view that
+    /// opens must create none).
+    compiled: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -51,15 +64,24 @@ impl GpuContext {
     /// environment variables are honoured. With `EDE_GPU_PROFILE` set, compute passes are
     /// timed (`pass_times`).
     pub fn headless() -> Result<Self, GpuError> {
-        Self::open_headless(std::env::var_os("EDE_GPU_PROFILE").is_some())
+        let profile = std::env::var_os("EDE_GPU_PROFILE").is_some();
+        Self::open_headless(profile, pipeline_cache::folder())
     }
 
     /// `headless`, with compute passes timed where the adapter can write timestamps.
     pub fn headless_profiled() -> Result<Self, GpuError> {
-        Self::open_headless(true)
+        Self::open_headless(true, pipeline_cache::folder())
     }
 
-    fn open_headless(profile: bool) -> Result<Self, GpuError> {
+    /// `headless`, its pipeline cache in `folder` whatever the environment says.
+    pub fn headless_with_pipeline_cache(folder: &std::path::Path) -> Result<Self, GpuError> {
+        Self::open_headless(false, Some(folder.to_path_buf()))
+    }
+
+    fn open_headless(
+        profile: bool,
+        cache_folder: Option<std::path::PathBuf>,
+    ) -> Result<Self, GpuError> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = match chosen_adapter()? {
@@ -94,29 +116,107 @@ impl GpuContext {
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("ede headless"),
             required_limits: limits,
-            required_features: super::profile::PassProfiler::feature(&adapter, profile),
+            required_features: super::profile::PassProfiler::feature(&adapter, profile)
+                | pipeline_cache::feature(&adapter),
             ..Default::default()
         }))
         .map_err(|e| GpuError::Device(e.to_string()))?;
-        let profiler = super::profile::PassProfiler::new(&device).map(std::sync::Arc::new);
-        Ok(Self {
-            device,
-            queue,
-            adapter_info: adapter.get_info(),
-            renderer: None,
-            profiler,
-        })
+        let profiler = super::profile::PassProfiler::new(&device).map(Arc::new);
+        let info = adapter.get_info();
+        let cache = DiskPipelineCache::open(&device, &info, cache_folder);
+        Ok(Self::with(device, queue, info, None, profiler, cache))
     }
 
-    /// The device eframe renders with.
-    pub fn from_render_state(rs: &eframe::egui_wgpu::RenderState) -> Self {
+    fn with(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        adapter_info: wgpu::AdapterInfo,
+        renderer: Option<EguiRenderer>,
+        profiler: Option<Arc<super::profile::PassProfiler>>,
+        pipeline_cache: Option<DiskPipelineCache>,
+    ) -> Self {
         Self {
-            device: rs.device.clone(),
-            queue: rs.queue.clone(),
-            adapter_info: rs.adapter.get_info(),
-            renderer: Some(rs.renderer.clone()),
-            profiler: None,
+            pipeline_cache: pipeline_cache.map(Arc::new),
+            device,
+            queue,
+            adapter_info,
+            renderer,
+            profiler,
+            prepared: Default::default(),
+            compiled: Default::default(),
         }
+    }
+
+    /// The device eframe renders with (opened with `device_descriptor`).
+    pub fn from_render_state(rs: &eframe::egui_wgpu::RenderState) -> Self {
+        let info = rs.adapter.get_info();
+        let cache = DiskPipelineCache::open(&rs.device, &info, pipeline_cache::folder());
+        Self::with(
+            rs.device.clone(),
+            rs.queue.clone(),
+            info,
+            Some(rs.renderer.clone()),
+            None,
+            cache,
+        )
+    }
+
+    /// The device eframe opens for the window: its own defaults, with the pipeline cache where
+    /// the adapter has one.
+    pub fn device_descriptor(adapter: &wgpu::Adapter) -> wgpu::DeviceDescriptor<'static> {
+        let defaults = eframe::egui_wgpu::WgpuSetupCreateNew::without_display_handle();
+        let descriptor = (defaults.device_descriptor)(adapter);
+        wgpu::DeviceDescriptor {
+            required_features: descriptor.required_features | pipeline_cache::feature(adapter),
+            ..descriptor
+        }
+    }
+
+    /// A compute pipeline for `entry_point` of `module` through the disk cache, its layout
+    /// derived from the shader unless one is given, with `constants` overriding the shader's.
+    pub(crate) fn pipeline(
+        &self,
+        module: &wgpu::ShaderModule,
+        entry_point: &str,
+        layout: Option<&wgpu::PipelineLayout>,
+        constants: &[(&str, f64)],
+    ) -> wgpu::ComputePipeline {
+        self.compiled.fetch_add(1, Ordering::Relaxed);
+        self.device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry_point),
+                layout,
+                module,
+                entry_point: Some(entry_point),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants,
+                    ..Default::default()
+                },
+                cache: self.pipeline_cache.as_ref().map(|c| &c.cache),
+            })
+    }
+
+    /// Writes the disk cache if pipelines were compiled since it was last read or written;
+    /// kernel families call it once they have built theirs.
+    pub(crate) fn save_pipelines(&self) {
+        if let Some(cache) = &self.pipeline_cache {
+            cache.save();
+        }
+    }
+
+    /// The disk cache's file, where there is one.
+    pub fn pipeline_cache_file(&self) -> Option<&std::path::Path> {
+        self.pipeline_cache.as_ref().map(|c| c.path())
+    }
+
+    /// Bytes of compiled pipelines the disk cache handed the driver at the start.
+    pub fn pipeline_cache_loaded(&self) -> usize {
+        self.pipeline_cache.as_ref().map_or(0, |c| c.loaded())
+    }
+
+    /// Pipelines created on this device so far.
+    pub fn pipelines_created(&self) -> usize {
+        self.compiled.load(Ordering::Relaxed)
     }
 
     /// "NVIDIA H100 (Vulkan)" and the like, for the UI and the JSON of results.
@@ -327,18 +427,11 @@ pub(crate) fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry
 
 /// A compute pipeline for `entry_point` of `module`, its layout derived from the shader.
 pub(crate) fn compute_pipeline(
-    device: &wgpu::Device,
+    ctx: &GpuContext,
     module: &wgpu::ShaderModule,
     entry_point: &str,
 ) -> wgpu::ComputePipeline {
-    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some(entry_point),
-        layout: None,
-        module,
-        entry_point: Some(entry_point),
-        compilation_options: Default::default(),
-        cache: None,
-    })
+    ctx.pipeline(module, entry_point, None, &[])
 }
 
 /// `EDE_ADAPTER` as an index; an error for anything else but unset or empty.

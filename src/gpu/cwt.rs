@@ -115,7 +115,8 @@ struct Params {
     omega0: f32,
     per_trace: u32,
     channels: u32,
-    pad: u32,
+    /// 1 where pass 2 of the inverse FFTs sums blocks itself (`run_tiles`).
+    sum_blocks: u32,
 }
 
 /// A block of rows computed together: channels `c0..c0 + channels`, scales `j0..j0 + sj`.
@@ -133,11 +134,48 @@ impl Tile {
     }
 }
 
+/// Samples `first..first + count` of each row in blocks of `block` (the last may be shorter).
+#[derive(Debug, Clone, Copy)]
+struct Blocks {
+    first: usize,
+    count: usize,
+    block: usize,
+}
+
+impl Blocks {
+    fn blocks(&self) -> usize {
+        self.count.div_ceil(self.block)
+    }
+
+    fn samples(&self) -> std::ops::Range<usize> {
+        self.first..self.first + self.count
+    }
+
+    /// `params` with the blocks' fields set.
+    fn set(&self, params: &mut Params) {
+        params.first = self.first as u32;
+        params.count = self.count as u32;
+        params.block = self.block as u32;
+        params.blocks = self.blocks() as u32;
+    }
+}
+
+/// Pass 2's workgroups a row (M / TILE) where the inverse FFTs of rows of `m` values can sum
+/// `count` samples in blocks of `block` themselves (`pass2_tile`, shaders/cwt.wgsl), leaving a
+/// partial sum per workgroup and block that `block_sums` adds up: each workgroup must hold
+/// values of one row only, and the partial sums must be few beside the |W|^2 values they keep
+/// from memory. At least 8 values a partial sum, which also keeps a row's blocks within one
+/// workgroup's threads (TILE / 8 = 256) and the partial sums within the tile's buffers.
+pub fn fused_block_workgroups(m: usize, count: usize, block: usize) -> Option<usize> {
+    let per_row = TwoPass::row_workgroups(m)?;
+    (block > 0 && per_row * count.div_ceil(block) * 8 <= count).then_some(per_row)
+}
+
 /// What `rows_start` computes per row.
 #[derive(Debug, Clone, Copy)]
 enum RowOutput {
     Magnitude,
-    BlockPower,
+    BlockPower(Blocks),
 }
 
 /// The wavelet parameters of one run, checked.
@@ -159,6 +197,8 @@ enum Slot {
     /// The inverse FFTs' two buffers; the coefficients end in one of them.
     CoefficientsA,
     CoefficientsB,
+    /// Pass 2's partial block sums, or a stand-in for their binding.
+    Partials,
 }
 
 impl Slot {
@@ -169,6 +209,7 @@ impl Slot {
             Slot::Scratch => "cwt spectra scratch",
             Slot::CoefficientsA => "cwt coefficients a",
             Slot::CoefficientsB => "cwt coefficients b",
+            Slot::Partials => "cwt partial block sums",
         }
     }
 }
@@ -185,16 +226,27 @@ pub struct CwtKernels {
     columns: wgpu::ComputePipeline,
     paint: wgpu::ComputePipeline,
     block_power: wgpu::ComputePipeline,
+    block_sums: wgpu::ComputePipeline,
     /// Buffers kept for the next call while big enough, by `Slot`.
-    buffers: [Option<wgpu::Buffer>; 5],
+    buffers: [Option<wgpu::Buffer>; 6],
     /// Textures and values of painted images, reused (`canvas`).
     canvases: Vec<Canvas>,
     /// Largest buffer one tile may use; the device's binding limit unless a test lowers it.
     pub max_buffer_bytes: u64,
+    /// Whether band power is summed in the inverse FFT's second pass where the shape allows
+    /// (`fused_block_workgroups`); tests turn it off to reach the |W|^2 rows and
+    /// `block_power` that other shapes take.
+    pub fuse_block_sums: bool,
 }
 
 impl CwtKernels {
+    /// The kernels `prepare` compiled ahead, else compiled now.
     pub fn new(ctx: &GpuContext) -> Self {
+        ctx.take_prepared().unwrap_or_else(|| Self::compile(ctx))
+    }
+
+    /// Compiles every pipeline (and saves them to the disk cache).
+    pub fn compile(ctx: &GpuContext) -> Self {
         let dev = &ctx.device;
         let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("cwt"),
@@ -202,12 +254,12 @@ impl CwtKernels {
                 with_two_pass(include_str!("../../shaders/cwt.wgsl")).into(),
             ),
         });
-        let pipeline = |entry_point| compute_pipeline(dev, &module, entry_point);
+        let pipeline = |entry_point| compute_pipeline(ctx, &module, entry_point);
         let limits = dev.limits();
-        CwtKernels {
+        let kernels = CwtKernels {
             ctx: ctx.clone(),
             fft: FftKernels::new(ctx),
-            two_pass: TwoPass::new(dev, &module),
+            two_pass: TwoPass::new(ctx, &module),
             load: pipeline("load"),
             multiply: pipeline("multiply"),
             to_power: pipeline("to_power"),
@@ -215,12 +267,16 @@ impl CwtKernels {
             columns: pipeline("columns"),
             paint: pipeline("paint"),
             block_power: pipeline("block_power"),
+            block_sums: pipeline("block_sums"),
             buffers: Default::default(),
             canvases: Vec::new(),
             max_buffer_bytes: limits
                 .max_storage_buffer_binding_size
                 .min(limits.max_buffer_size),
-        }
+            fuse_block_sums: true,
+        };
+        ctx.save_pipelines();
+        kernels
     }
 
     pub fn context(&self) -> &GpuContext {
@@ -443,15 +499,26 @@ impl CwtKernels {
         })
     }
 
-    /// Records, for every tile, the multiply and inverse FFTs, then `each(encoder, tile, |W|^2,
+    /// Pass 2's workgroups a row where it sums `blocks` itself for rows of `m` values
+    /// (`fused_block_workgroups`); none where there are no blocks, or the rows take the stage
+    /// kernels or a test turned it off.
+    fn fused_workgroups(&self, m: usize, blocks: Option<Blocks>) -> Option<usize> {
+        let spec = blocks.filter(|_| self.fuse_block_sums && self.fft.two_passes(m))?;
+        fused_block_workgroups(m, spec.count, spec.block)
+    }
+
+    /// Records, for every tile, the multiply and inverse FFTs, then `each(encoder, tile, rows,
     /// base params)` to use the coefficients' squared magnitudes (`[rows][M]` f32, all their
-    /// uses read), of which only samples `keep` are sure to be written.
+    /// uses read), of which only the samples of `blocks` (all without) are sure to be written.
+    /// With `blocks`, the params carry them, and where pass 2 sums them itself
+    /// (`params.sum_blocks` is 1) `rows` holds its partial sums (`[rows][M / TILE][blocks]`
+    /// f32) instead: no |W|^2 row is written.
     fn run_tiles(
         &mut self,
         enc: &mut wgpu::CommandEncoder,
         sp: &Spectra,
         w: &Wavelet,
-        keep: std::ops::Range<usize>,
+        blocks: Option<Blocks>,
         mut each: impl FnMut(&Self, &mut wgpu::CommandEncoder, Tile, &wgpu::Buffer, Params),
     ) -> Result<(), GpuCwtError> {
         let (m, s) = (sp.m, w.scales.len());
@@ -477,8 +544,16 @@ impl CwtKernels {
         let bytes = (most * m * 8) as u64;
         let a = self.reused(Slot::CoefficientsA, bytes, wgpu::BufferUsages::empty());
         let b = self.reused(Slot::CoefficientsB, bytes, wgpu::BufferUsages::empty());
+        let per_row = self.fused_workgroups(m, blocks);
+        // Pass 2's partial sums (an eighth of a tile's |W|^2 at most), or a stand-in: its
+        // pipeline binds them either way.
+        let partial_bytes = match (per_row, blocks) {
+            (Some(workgroups), Some(spec)) => (most * workgroups * spec.blocks() * 4) as u64,
+            _ => 4,
+        };
+        let partials = self.reused(Slot::Partials, partial_bytes, wgpu::BufferUsages::empty());
         for tile in tiles {
-            let params = Params {
+            let mut params = Params {
                 n: sp.n as u32,
                 m: m as u32,
                 scales: s as u32,
@@ -488,20 +563,32 @@ impl CwtKernels {
                 sj: tile.sj as u32,
                 rows: tile.rows() as u32,
                 omega0: w.omega0 as f32,
+                sum_blocks: per_row.is_some() as u32,
                 ..Default::default()
             };
+            if let Some(spec) = blocks {
+                spec.set(&mut params);
+            }
             // The multiply and inverse FFT: two passes, or a pass each, one per stage and
             // one for |W|^2.
-            let w2 = if self.fft.two_passes(m) {
+            let rows = if self.fft.two_passes(m) {
                 let uniform = self.init(
                     "cwt params",
                     bytemuck::bytes_of(&params),
                     wgpu::BufferUsages::UNIFORM,
                 );
                 let input = [(0, &uniform), (4, &sp.buffer), (5, &wavelet)];
-                let (shape, keep) = ((m, tile.rows()), keep.clone());
-                (self.two_pass).encode(&self.ctx, enc, &input, (&b, &a), shape, true, keep);
-                &a
+                let hook = [(0, &uniform), (17, &partials)];
+                // Pass 2 writes |W|^2 of the samples read next; summing blocks, none.
+                let keep = match (per_row, blocks) {
+                    (Some(_), _) => 0..0,
+                    (None, Some(spec)) => spec.samples(),
+                    (None, None) => 0..sp.n,
+                };
+                let shape = (m, tile.rows());
+                let two_pass = &self.two_pass;
+                two_pass.encode(&self.ctx, enc, &input, (&b, &a), shape, true, keep, &hook);
+                if per_row.is_some() { &partials } else { &a }
             } else {
                 self.dispatch(
                     enc,
@@ -525,7 +612,7 @@ impl CwtKernels {
                 );
                 w2
             };
-            each(self, enc, tile, w2, params);
+            each(self, enc, tile, rows, params);
         }
         Ok(())
     }
@@ -539,8 +626,7 @@ impl CwtKernels {
         omega0: f64,
     ) -> Result<Vec<f32>, GpuCwtError> {
         let w = Self::wavelet(dt, scales, omega0)?;
-        let all = 0..sp.n;
-        let pending = self.rows_start(sp, &w, (sp.n, all), RowOutput::Magnitude, |_| {})?;
+        let pending = self.rows_start(sp, &w, RowOutput::Magnitude)?;
         self.finish(pending)
     }
 
@@ -572,27 +658,27 @@ impl CwtKernels {
     ) -> Result<PendingRows, GpuCwtError> {
         assert!(block > 0 && range.end <= sp.n);
         let w = Self::wavelet(dt, scales, omega0)?;
-        let blocks = range.len().div_ceil(block);
-        let shape = (blocks, range.clone());
-        self.rows_start(sp, &w, shape, RowOutput::BlockPower, |p| {
-            p.first = range.start as u32;
-            p.count = range.len() as u32;
-            p.block = block as u32;
-            p.blocks = blocks as u32;
-        })
+        let blocks = Blocks {
+            first: range.start,
+            count: range.len(),
+            block,
+        };
+        self.rows_start(sp, &w, RowOutput::BlockPower(blocks))
     }
 
-    /// Runs `output` on every tile's coefficients, `width` values a row from samples `reads`,
-    /// and gathers the rows into `[channel][scale][width]` in a buffer the host reads
+    /// Runs `output` on every tile's coefficients and gathers the rows (`width` values each:
+    /// the samples, or the blocks) into `[channel][scale][width]` in a buffer the host reads
     /// (`finish`).
     fn rows_start(
         &mut self,
         sp: &Spectra,
         w: &Wavelet,
-        (width, reads): (usize, std::ops::Range<usize>),
         output: RowOutput,
-        tweak: impl Fn(&mut Params),
     ) -> Result<PendingRows, GpuCwtError> {
+        let (width, blocks) = match output {
+            RowOutput::Magnitude => (sp.n, None),
+            RowOutput::BlockPower(b) => (b.blocks(), Some(b)),
+        };
         let s = w.scales.len();
         let row_bytes = (width * 4) as u64;
         let bytes = (sp.channels * s) as u64 * row_bytes;
@@ -605,18 +691,19 @@ impl CwtKernels {
         });
         let submission = ctx.guarded(|| -> Result<_, GpuCwtError> {
             let mut enc = ctx.device.create_command_encoder(&Default::default());
-            self.run_tiles(&mut enc, sp, w, reads, |k, enc, tile, w2, mut params| {
-                tweak(&mut params);
+            self.run_tiles(&mut enc, sp, w, blocks, |k, enc, tile, rows, params| {
                 let part = k.storage(
                     "cwt rows tile",
                     tile.rows() as u64 * row_bytes,
                     wgpu::BufferUsages::COPY_SRC,
                 );
-                let (pipeline, binding) = match output {
-                    RowOutput::Magnitude => (&k.magnitude, 8),
-                    RowOutput::BlockPower => (&k.block_power, 16),
+                // From |W|^2 (binding 7), or from pass 2's partial block sums (17).
+                let (pipeline, input, binding) = match (output, params.sum_blocks) {
+                    (RowOutput::Magnitude, _) => (&k.magnitude, 7, 8),
+                    (RowOutput::BlockPower(_), 0) => (&k.block_power, 7, 16),
+                    (RowOutput::BlockPower(_), _) => (&k.block_sums, 17, 16),
                 };
-                let buffers = [(7, w2), (binding, &part)];
+                let buffers = [(input, rows), (binding, &part)];
                 k.dispatch(enc, pipeline, &params, &buffers, None, (width, tile.rows()));
                 // Rows of one channel are contiguous in the output for either tile shape.
                 for c in 0..tile.channels {
@@ -709,7 +796,7 @@ impl CwtKernels {
             };
             let mut enc = ctx.device.create_command_encoder(&Default::default());
             let mut last = Params::default();
-            self.run_tiles(&mut enc, sp, &w, 0..sp.n, |k, enc, tile, w2, params| {
+            self.run_tiles(&mut enc, sp, &w, None, |k, enc, tile, w2, params| {
                 let params = look(params);
                 k.dispatch(
                     enc,
@@ -821,5 +908,25 @@ impl CwtKernels {
                     .collect::<Vec<_>>()
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fused_block_workgroups;
+
+    /// The batch benchmark's segments (2^17 samples, cores of 105600 and, the last, 57600
+    /// samples in 1-s blocks of 1600) sum blocks in pass 2; rows shorter than a workgroup's
+    /// tile, blocks too short for their partial sums to pay and rows too long for the two
+    /// passes do not.
+    #[test]
+    fn which_shapes_sum_blocks_in_pass_2() {
+        assert_eq!(fused_block_workgroups(1 << 17, 105_600, 1600), Some(64));
+        assert_eq!(fused_block_workgroups(1 << 17, 57_600, 1600), Some(64));
+        assert_eq!(fused_block_workgroups(2048, 2048, 128), Some(1));
+        assert_eq!(fused_block_workgroups(1024, 1000, 128), None);
+        assert_eq!(fused_block_workgroups(1 << 17, 105_600, 256), None);
+        assert_eq!(fused_block_workgroups(1 << 23, 1 << 22, 1 << 20), None);
+        assert_eq!(fused_block_workgroups(4096, 2944, 0), None);
     }
 }

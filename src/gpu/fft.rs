@@ -33,16 +33,22 @@ pub(crate) struct TwoPass {
 }
 
 impl TwoPass {
-    pub(crate) fn new(device: &wgpu::Device, module: &wgpu::ShaderModule) -> Self {
+    pub(crate) fn new(ctx: &GpuContext, module: &wgpu::ShaderModule) -> Self {
         TwoPass {
-            pass1: compute_pipeline(device, module, "pass1"),
-            pass2: compute_pipeline(device, module, "pass2"),
+            pass1: compute_pipeline(ctx, module, "pass1"),
+            pass2: compute_pipeline(ctx, module, "pass2"),
         }
     }
 
     /// Whether rows of `m` values take the two passes: both factors must fit a workgroup.
     pub(crate) fn fits(m: usize) -> bool {
         m.is_power_of_two() && m <= TILE * TILE
+    }
+
+    /// Pass 2's workgroups a row of `m` values, where each holds values of one row only
+    /// (M >= TILE): its `pass2_tile` hook then sees part of one row.
+    pub(crate) fn row_workgroups(m: usize) -> Option<usize> {
+        (Self::fits(m) && m >= TILE).then_some(m / TILE)
     }
 
     /// (N1, N2): pass 1's and pass 2's lengths, as even as the powers of two allow.
@@ -57,7 +63,8 @@ impl TwoPass {
 
     /// Records the FFTs of `rows` rows of `m` values: pass 1 reads them through `pass_input`,
     /// whose buffers `input` binds, and writes `inter`; pass 2 writes the values `keep` of each
-    /// row of `out` (what is read next: the rest is not worth its bandwidth).
+    /// row of `out` (what is read next: the rest is not worth its bandwidth), and `hook` binds
+    /// the buffers of its `pass2_tile` (none for a module whose hook uses none).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn encode(
         &self,
@@ -68,6 +75,7 @@ impl TwoPass {
         (m, rows): (usize, usize),
         inverse: bool,
         keep: std::ops::Range<usize>,
+        hook: &[(u32, &wgpu::Buffer)],
     ) {
         assert!(
             Self::fits(m),
@@ -86,7 +94,8 @@ impl TwoPass {
         let (x, y) = (tiles.min(MAX_Y), tiles.div_ceil(MAX_Y));
         let mut first: Vec<(u32, &wgpu::Buffer)> = vec![(20, &uniform), (22, inter)];
         first.extend_from_slice(input);
-        let second = [(20, &uniform), (23, inter), (24, out)];
+        let mut second: Vec<(u32, &wgpu::Buffer)> = vec![(20, &uniform), (23, inter), (24, out)];
+        second.extend_from_slice(hook);
         let passes = [
             (&self.pass1, &first[..], "fft pass 1"),
             (&self.pass2, &second[..], "fft pass 2"),
@@ -143,10 +152,10 @@ impl FftKernels {
                 with_two_pass(include_str!("../../shaders/fft.wgsl")).into(),
             ),
         });
-        let pipeline = |entry_point| compute_pipeline(dev, &module, entry_point);
+        let pipeline = |entry_point| compute_pipeline(ctx, &module, entry_point);
         FftKernels {
             ctx: ctx.clone(),
-            two_pass: TwoPass::new(dev, &module),
+            two_pass: TwoPass::new(ctx, &module),
             two_pass_up_to: TILE * TILE,
             radix2: pipeline("radix2"),
             radix4: pipeline("radix4"),
@@ -192,7 +201,8 @@ impl FftKernels {
         assert!(m.is_power_of_two(), "FFT lengths are powers of two");
         if self.two_passes(m) {
             let (buffers, shape) = ((b, a), (m, rows));
-            (self.two_pass).encode(&self.ctx, enc, &[(1, a)], buffers, shape, inverse, 0..m);
+            let input = [(1, a)];
+            (self.two_pass).encode(&self.ctx, enc, &input, buffers, shape, inverse, 0..m, &[]);
             return false;
         }
         let levels = m.trailing_zeros();

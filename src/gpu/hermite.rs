@@ -95,7 +95,23 @@ pub struct HermiteKernels {
 }
 
 impl HermiteKernels {
+    /// The kernels `prepare` compiled ahead, else kernels that compile each order's
+    /// pipelines on its first fit.
     pub fn new(ctx: &GpuContext) -> Self {
+        ctx.take_prepared()
+            .unwrap_or_else(|| Self::with_pipelines_for(ctx, &[]))
+    }
+
+    /// Kernels with the pipelines of `orders` compiled (and saved to the disk cache).
+    pub fn with_pipelines_for(ctx: &GpuContext, orders: &[usize]) -> Self {
+        let mut kernels = Self::empty(ctx);
+        for &order in orders {
+            kernels.pipelines(order);
+        }
+        kernels
+    }
+
+    fn empty(ctx: &GpuContext) -> Self {
         let limits = ctx.device.limits();
         HermiteKernels {
             ctx: ctx.clone(),
@@ -114,7 +130,7 @@ impl HermiteKernels {
     }
 
     fn pipelines(&mut self, order: usize) -> &Pipelines {
-        let dev = &self.ctx.device;
+        let ctx = &self.ctx;
         let per_thread = self.beats_per_thread.clamp(1, 8);
         let (ne4, no4) = parity_vec4s(order);
         self.pipelines
@@ -125,15 +141,19 @@ impl HermiteKernels {
                     unrolled(ne4, no4, per_thread),
                     include_str!("../../shaders/hermite.wgsl")
                 );
-                let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some("hermite"),
-                    source: wgpu::ShaderSource::Wgsl(source.into()),
-                });
-                Pipelines {
-                    basis_gram: compute_pipeline(dev, &module, "basis_gram"),
-                    fit: compute_pipeline(dev, &module, "fit"),
-                    select: compute_pipeline(dev, &module, "select_best"),
-                }
+                let module = ctx
+                    .device
+                    .create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: Some("hermite"),
+                        source: wgpu::ShaderSource::Wgsl(source.into()),
+                    });
+                let pipelines = Pipelines {
+                    basis_gram: compute_pipeline(ctx, &module, "basis_gram"),
+                    fit: compute_pipeline(ctx, &module, "fit"),
+                    select: compute_pipeline(ctx, &module, "select_best"),
+                };
+                ctx.save_pipelines();
+                pipelines
             })
     }
 

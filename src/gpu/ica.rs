@@ -69,7 +69,8 @@ struct Params {
     pad: [u32; 2],
 }
 
-struct Pipelines {
+/// FastICA's pipelines, compiled once (`GpuContext::prepare` can compile them ahead).
+pub struct FastIcaPipelines {
     gemm: wgpu::ComputePipeline,
     gemm_wide: wgpu::ComputePipeline,
     update: wgpu::ComputePipeline,
@@ -97,26 +98,39 @@ impl Dispatch<'_> {
 /// FastICA on one device; pipelines are built once.
 pub struct GpuFastIca<'a> {
     ctx: &'a GpuContext,
-    pipelines: Pipelines,
+    pipelines: FastIcaPipelines,
+}
+
+impl FastIcaPipelines {
+    /// Compiles every pipeline (and saves them to the disk cache).
+    pub fn compile(ctx: &GpuContext) -> Self {
+        let module = ctx
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("fastica"),
+                source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/fastica.wgsl").into()),
+            });
+        let pipelines = FastIcaPipelines {
+            gemm: compute_pipeline(ctx, &module, "gemm"),
+            gemm_wide: compute_pipeline(ctx, &module, "gemm_wide"),
+            update: compute_pipeline(ctx, &module, "update"),
+            row_sums: compute_pipeline(ctx, &module, "row_sums"),
+            scale: compute_pipeline(ctx, &module, "scale"),
+            change: compute_pipeline(ctx, &module, "change"),
+        };
+        ctx.save_pipelines();
+        pipelines
+    }
 }
 
 impl<'a> GpuFastIca<'a> {
+    /// FastICA with the pipelines `prepare` compiled ahead, else compiled now.
     pub fn new(ctx: &'a GpuContext) -> Self {
-        let dev = &ctx.device;
-        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("fastica"),
-            source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/fastica.wgsl").into()),
-        });
         GpuFastIca {
             ctx,
-            pipelines: Pipelines {
-                gemm: compute_pipeline(dev, &module, "gemm"),
-                gemm_wide: compute_pipeline(dev, &module, "gemm_wide"),
-                update: compute_pipeline(dev, &module, "update"),
-                row_sums: compute_pipeline(dev, &module, "row_sums"),
-                scale: compute_pipeline(dev, &module, "scale"),
-                change: compute_pipeline(dev, &module, "change"),
-            },
+            pipelines: ctx
+                .take_prepared()
+                .unwrap_or_else(|| FastIcaPipelines::compile(ctx)),
         }
     }
 

@@ -6,6 +6,8 @@ pub mod cwt;
 pub mod fft;
 pub mod hermite;
 pub mod ica;
+mod pipeline_cache;
+mod prepared;
 mod profile;
 pub mod saxpy;
 

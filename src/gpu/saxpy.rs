@@ -18,7 +18,7 @@ pub fn saxpy(ctx: &GpuContext, a: f32, x: &[f32], b: &[f32]) -> Result<Vec<f32>,
         label: Some("saxpy"),
         source: wgpu::ShaderSource::Wgsl(include_str!("../../shaders/saxpy.wgsl").into()),
     });
-    let pipeline = compute_pipeline(dev, &module, "main");
+    let pipeline = compute_pipeline(ctx, &module, "main");
     let mut params = [0u8; 8];
     params[..4].copy_from_slice(&a.to_le_bytes());
     params[4..].copy_from_slice(&n.to_le_bytes());

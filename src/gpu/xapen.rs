@@ -217,7 +217,13 @@ impl WaveletShape {
 }
 
 impl XapenKernels {
+    /// The kernels `prepare` compiled ahead, else compiled now.
     pub fn new(ctx: &GpuContext) -> Self {
+        ctx.take_prepared().unwrap_or_else(|| Self::compile(ctx))
+    }
+
+    /// Compiles the pipelines every subject uses (and saves them to the disk cache).
+    pub fn compile(ctx: &GpuContext) -> Self {
         let dev = &ctx.device;
         let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("xapen"),
@@ -270,10 +276,11 @@ impl XapenKernels {
         let pipelines = std::thread::scope(|scope| {
             let jobs = EAGER.map(|kernel| {
                 let (module, layout) = (&module, &pipeline_layout);
-                scope.spawn(move || (kernel, build(dev, layout, module, kernel)))
+                scope.spawn(move || (kernel, build(ctx, layout, module, kernel)))
             });
             jobs.map(|j| j.join().expect("pipeline compilation does not panic"))
         });
+        ctx.save_pipelines();
         XapenKernels {
             ctx: ctx.clone(),
             module,
@@ -306,10 +313,14 @@ impl XapenKernels {
     }
 
     fn pipeline(&mut self, kernel: Kernel) -> wgpu::ComputePipeline {
-        let (dev, layout, module) = (&self.ctx.device, &self.pipeline_layout, &self.module);
+        let (ctx, layout, module) = (&self.ctx, &self.pipeline_layout, &self.module);
         self.pipelines
             .entry(kernel)
-            .or_insert_with(|| build(dev, layout, module, kernel))
+            .or_insert_with(|| {
+                let pipeline = build(ctx, layout, module, kernel);
+                ctx.save_pipelines();
+                pipeline
+            })
             .clone()
     }
 
@@ -704,22 +715,13 @@ impl Prepared {
 const PARAMS_BYTES: u64 = 48;
 
 fn build(
-    dev: &wgpu::Device,
+    ctx: &GpuContext,
     layout: &wgpu::PipelineLayout,
     module: &wgpu::ShaderModule,
     (entry, m, cached): Kernel,
 ) -> wgpu::ComputePipeline {
-    dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some(entry),
-        layout: Some(layout),
-        module,
-        entry_point: Some(entry),
-        compilation_options: wgpu::PipelineCompilationOptions {
-            constants: &[("M", m as f64), ("CACHED", cached as u8 as f64)],
-            ..Default::default()
-        },
-        cache: None,
-    })
+    let constants = [("M", m as f64), ("CACHED", cached as u8 as f64)];
+    ctx.pipeline(module, entry, Some(layout), &constants)
 }
 
 #[cfg(test)]

@@ -20,10 +20,11 @@ use crate::analysis::cwt::{self as cwt_job, BandPowerJob, Segmentation};
 use crate::analysis::xapen::cpu_name;
 use crate::cli::write_json;
 use crate::dsp::cwt::{
-    CwtParams, CwtPlan, PaintSpec, Quantity, ScaleSpec, colour_pixels, fourier_factor, pixel_values,
+    CwtParams, CwtPlan, PaintSpec, Quantity, ScaleSpec, colour_pixels, fourier_factor, padded_len,
+    pixel_values,
 };
 use crate::gpu::GpuContext;
-use crate::gpu::cwt::CwtKernels;
+use crate::gpu::cwt::{CwtKernels, fused_block_workgroups};
 use crate::recording::demo::{SplitMix, pink_noise};
 use crate::recording::{OpenOptions, Recording};
 
@@ -92,8 +93,12 @@ struct Batch {
     /// Reading and decoding every segment alone, as the batch does (the host's share; the
     /// batch overlaps it with the GPU's work).
     read_s: f64,
-    /// Bytes the kernels read and write (the two FFT passes, block sums), modelled.
+    /// Bytes the kernels must read and write, modelled (`model`): the inverse FFTs'
+    /// intermediate, the forward FFTs, the spectra, the partial block sums.
     modelled_bytes: f64,
+    /// The FFTs' arithmetic, modelled: 5 M log2 M flops per inverse row and per forward
+    /// channel of each segment.
+    modelled_flops: f64,
     gpu_bandwidth_tb_s: Option<f64>,
     /// The device's copy ceiling (../shared/DESIGN.md).
     copy_ceiling_tb_s: f64,
@@ -262,13 +267,7 @@ fn batch(args: &CwtBenchArgs, kernels: Option<&mut CwtKernels>) -> anyhow::Resul
     let n = rec.signals[0].samples;
     let seg = Segmentation::new(n, fs, scales[scales.len() - 1] * fs as f64, 0)?;
     let segments = n.div_ceil(seg.core);
-    // Per complex element of a segment's rows (gpu::fft::TwoPass, the multiply fused into its
-    // first pass): pass 1 writes 8 bytes, pass 2 reads 8 and writes 8 for the samples the
-    // block sums read (the segment's core), which read them again. The spectrum pass 1 reads
-    // stays in the cache across a channel's scales and is not counted.
-    let core = seg.core as f64 / seg.m as f64;
-    let per_element = 8.0 + 8.0 + 8.0 * core + 8.0 * core;
-    let modelled_bytes = segments as f64 * (channels * scales.len() * seg.m) as f64 * per_element;
+    let (modelled_bytes, modelled_flops) = model(&seg, n, channels, scales.len());
     let run = |k: Option<&mut CwtKernels>| -> anyhow::Result<f64> {
         let t = Instant::now();
         let mut checksum = 0f64;
@@ -320,7 +319,44 @@ fn batch(args: &CwtBenchArgs, kernels: Option<&mut CwtKernels>) -> anyhow::Resul
         cpu_s,
         read_s,
         modelled_bytes,
+        modelled_flops,
         gpu_bandwidth_tb_s: gpu_s.map(|s| modelled_bytes / s / 1e12),
         copy_ceiling_tb_s: 2.8,
     })
+}
+
+/// What the batch's kernels must move and compute, segment by segment (gpu::cwt): (bytes,
+/// flops of the FFTs, 5 M log2 M each).
+///
+/// Per channel, `load` reads the samples and writes the padded signal, the forward FFT's two
+/// passes read and write every complex value, and the inverse FFTs' first passes read its
+/// half spectrum, from memory once: a channel's scales are neighbouring rows, between which
+/// the spectrum stays in the cache. Per row (channel x scale), pass 1 writes the complex
+/// intermediate and pass 2 reads it; pass 2 then writes its partial block sums, which
+/// `block_sums` reads before writing the means, or, for a shape that does not allow those
+/// (`fused_block_workgroups`), |W|^2 of the core, which `block_power` reads. The last segment's
+/// core is shorter.
+fn model(seg: &Segmentation, n: usize, channels: usize, scales: usize) -> (f64, f64) {
+    // Samples a segment holds per channel, and the length they are padded to.
+    let len = seg.core + 2 * seg.margin;
+    let m = padded_len(len);
+    let mf = m as f64;
+    let (channels, rows) = (channels as f64, (channels * scales) as f64);
+    let forward = 4.0 * len as f64 + 8.0 * mf + 2.0 * 16.0 * mf;
+    let spectrum = 8.0 * mf / 2.0;
+    let inverse = 16.0 * mf;
+    let fft_flops = 5.0 * mf * mf.log2();
+    let (mut bytes, mut flops) = (0.0, 0.0);
+    for start in (0..n).step_by(seg.core) {
+        let count = seg.core.min(n - start);
+        let blocks = count.div_ceil(seg.block);
+        let sums = match fused_block_workgroups(m, count, seg.block) {
+            Some(per_row) => 8 * per_row * blocks,
+            None => 8 * count,
+        };
+        let means = 4 * blocks;
+        bytes += channels * (forward + spectrum) + rows * (inverse + (sums + means) as f64);
+        flops += (channels + rows) * fft_flops;
+    }
+    (bytes, flops)
 }

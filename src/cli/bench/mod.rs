@@ -4,6 +4,7 @@
 pub mod all;
 pub mod cwt;
 pub mod deblink;
+pub mod first_call;
 pub mod group;
 pub mod hermite;
 pub mod io;
@@ -21,6 +22,9 @@ pub enum BenchCommand {
     Io(io::IoArgs),
     /// Every benchmark below, one JSON each, and the summary table of docs/BENCHMARKS.md.
     All(all::AllArgs),
+    /// The first Cross-ApEn subject of a new process: compiled, from ede's pipeline cache, and
+    /// prepared in the background as the app does.
+    FirstCall(first_call::FirstCallArgs),
     /// Cross-ApEn of a paper-sized subject on the GPU and the CPU, and interactive recomputes.
     Xapen(xapen::XapenBenchArgs),
     /// Cross-ApEn of a whole night (64 channels x 16 h) from disk, cold and warm page cache.
@@ -43,6 +47,7 @@ pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
     match cmd {
         BenchCommand::Io(args) => io::run(args),
         BenchCommand::All(args) => all::run(args),
+        BenchCommand::FirstCall(args) => first_call::run(args),
         BenchCommand::Xapen(args) => xapen::run(args),
         BenchCommand::XapenNight(args) => xapen_night::run(args),
         BenchCommand::Cwt(args) => cwt::run(args),

@@ -130,7 +130,7 @@ struct CpuReport {
 }
 
 /// Deterministic MEG-like channels: 1/f background plus an alpha rhythm of varying strength.
-fn subject(channels: usize, epochs: usize, n: usize) -> Vec<f32> {
+pub(super) fn subject(channels: usize, epochs: usize, n: usize) -> Vec<f32> {
     let mut rng = SplitMix(0x00C0_FFEE);
     let mut raw = vec![0f32; epochs * channels * n];
     for c in 0..channels {
