@@ -221,13 +221,16 @@ fn pass2_tile(lid: u32, g0: u32) {
     }
     let j10 = g0 & (split.n1 - 1u);
     let base = (g0 / (TILE / split.n2)) * params.blocks;
-    let end = params.first + params.count;
     for (var b = lid; b < params.blocks; b += THREADS) {
-        let a = params.first + b * params.block;
-        let lo = bs_rank(a, j10);
-        let hi = bs_rank(min(a + params.block, end), j10);
-        partials[base + b] = bs_sum(lo, hi);
+        let span = block_span(b);
+        partials[base + b] = bs_sum(bs_rank(span.x, j10), bs_rank(span.y, j10));
     }
+}
+
+// Samples first + k block .. of block k (the last one shorter), as [start, end).
+fn block_span(k: u32) -> vec2<u32> {
+    let a = params.first + k * params.block;
+    return vec2<u32>(a, min(a + params.block, params.first + params.count));
 }
 
 // The sum tree's top level: TILE = 4 x 8^3 values, 4 nodes.
@@ -399,13 +402,12 @@ fn block_power(
     if row >= params.rows || k >= params.blocks {
         return;
     }
-    let a = params.first + k * params.block;
-    let b = min(a + params.block, params.first + params.count);
+    let span = block_span(k);
     var sum = 0.0;
-    for (var i = a; i < b; i++) {
+    for (var i = span.x; i < span.y; i++) {
         sum += w2[row * params.m + i];
     }
-    power[row * params.blocks + k] = sum / f32(b - a);
+    power[row * params.blocks + k] = sum / f32(span.y - span.x);
 }
 
 // The mean |W|^2 of each block from pass 2's partial sums (`pass2_tile`): the M / TILE
@@ -426,7 +428,6 @@ fn block_sums(
     for (var w = 0u; w < per_row; w++) {
         sum += partials[(row * per_row + w) * params.blocks + k];
     }
-    let a = params.first + k * params.block;
-    let b = min(a + params.block, params.first + params.count);
-    power[row * params.blocks + k] = sum / f32(b - a);
+    let span = block_span(k);
+    power[row * params.blocks + k] = sum / f32(span.y - span.x);
 }

@@ -6,6 +6,7 @@ pub mod cwt;
 pub mod fft;
 pub mod hermite;
 pub mod ica;
+pub mod peak;
 mod pipeline_cache;
 mod prepared;
 mod profile;

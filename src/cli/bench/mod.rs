@@ -10,6 +10,7 @@ pub mod hermite;
 pub mod io;
 mod io_formats;
 pub mod live;
+pub mod peak;
 pub mod trend;
 pub mod xapen;
 pub mod xapen_night;
@@ -39,6 +40,8 @@ pub enum BenchCommand {
     Group(group::GroupBenchArgs),
     /// Whole-recording trends: CDSA and aEEG of 64 channels x 16 h from disk.
     Trend(trend::TrendBenchArgs),
+    /// The FP32 multiply-add rate WGSL reaches on this GPU: the arithmetic ceiling.
+    Peak(peak::PeakArgs),
     /// Live mode: processing per hop, real-time factor and latency, 32 x 128 Hz and 64 x 512 Hz.
     Live(live::LiveBenchArgs),
 }
@@ -54,6 +57,7 @@ pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Hermite(args) => hermite::run(args),
         BenchCommand::Deblink(args) => deblink::run(args),
         BenchCommand::Live(args) => live::run(args),
+        BenchCommand::Peak(args) => peak::run(args),
         BenchCommand::Trend(args) => trend::run(args),
         BenchCommand::Group(args) => group::run(args),
     }
