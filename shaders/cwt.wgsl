@@ -68,6 +68,12 @@ struct Params {
     channels: u32,
     // 1: fft_pass.wgsl's pass 2 sums blocks into `partials` (`pass2_tile`)
     sum_blocks: u32,
+    // 1: rows whose daughter is narrow enough take fft_pass.wgsl's `pass_direct`
+    // (`pass_direct_len`); M >= TILE
+    direct: u32,
+    pad1: u32,
+    pad2: u32,
+    pad3: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -125,6 +131,24 @@ fn load(
     spectra_out[row * params.m + i] = v;
 }
 
+const DAUGHTER_E2: f32 = 200.0;
+
+// L for tile row `row` where its inverse FFT's input is zero from bin L on and L <= TILE (a
+// power of two): fft_pass.wgsl then computes it in one pass (`pass_direct`); 0 for rows that
+// take the two passes. pass_input is zero where w.x k - omega0 >= sqrt(DAUGHTER_E2); two bins
+// beyond the bound cover its rounding.
+fn pass_direct_len(row: u32) -> u32 {
+    if params.direct == 0u || row >= params.rows {
+        return 0u;
+    }
+    let last = (params.omega0 + sqrt(DAUGHTER_E2)) / wavelet[scale_of(row)].x;
+    if !(last < f32(TILE - 2u)) {
+        return 0u;
+    }
+    let l = u32(last) + 2u;
+    return 1u << (32u - countLeadingZeros(l - 1u));
+}
+
 // X_k psi_hat(s w_k) / M of tile row `row`: the inverse FFT's input, computed where it is
 // read (fft_pass.wgsl's pass 1, or `multiply` for rows too long for it).
 fn pass_input(row: u32, k: u32) -> vec2<f32> {
@@ -133,8 +157,9 @@ fn pass_input(row: u32, k: u32) -> vec2<f32> {
     if k > 0u && k < params.half {
         let w = wavelet[scale_of(row)];
         let e = w.x * f32(k) - params.omega0;
-        // Past e^2 = 1400 the CPU's f64 gives 0 exactly; f32 underflows there anyway.
-        if e * e < 1400.0 {
+        // Past e^2 = 200 the daughter, norm x e^-100, is below f32's normal range (the CPU's
+        // f64 stops at 1400, where it is 0 exactly): what it would add is beneath rounding.
+        if e * e < DAUGHTER_E2 {
             v = spectra[channel_of(row) * params.m + k] * (w.y * exp(-0.5 * e * e));
         }
     }
@@ -185,7 +210,7 @@ fn pass_output(row: u32, j: u32, v: vec2<f32>) {
 // and none holds one whole. Numbered e = s + per j2, its values' j rise with e: a block is a
 // run of e, summed from a tree of sums of 8 values (`bs_sum`) built in the tile itself (the
 // workgroup memory has no room for more).
-fn pass2_tile(lid: u32, g0: u32) {
+fn pass2_tile(lid: u32, g0: u32, n1: u32, n2: u32) {
     if params.sum_blocks == 0u {
         return;
     }
@@ -195,13 +220,13 @@ fn pass2_tile(lid: u32, g0: u32) {
     // (level 1) in place of the values, which no other thread reads before the barrier.
     var sum = 0.0;
     for (var i = 0u; i < 8u; i++) {
-        let at = bs_at(lid * 8u + i);
+        let at = bs_at(lid * 8u + i, n2);
         let v = tile[at];
         let p = dot(v, v);
         sum += p;
         tile[at] = vec2<f32>(p, 0.0);
     }
-    tile[bs_node(1u, lid)].y = sum;
+    tile[bs_node(1u, lid, n2)].y = sum;
     workgroupBarrier();
     // The levels above: sums of 8 nodes of the level below.
     for (var level = 2u; level <= BS_TOP; level++) {
@@ -209,21 +234,22 @@ fn pass2_tile(lid: u32, g0: u32) {
         if lid < nodes {
             var node = 0.0;
             for (var i = 0u; i < 8u; i++) {
-                node += tile[bs_node(level - 1u, lid * 8u + i)].y;
+                node += tile[bs_node(level - 1u, lid * 8u + i, n2)].y;
             }
-            tile[bs_node(level, lid)].y = node;
+            tile[bs_node(level, lid, n2)].y = node;
         }
         workgroupBarrier();
     }
     // Workgroups past the last row (the grid's rounding) have nothing to sum.
-    if g0 >= split.rows * split.n1 {
+    if (g0 >> countTrailingZeros(n1)) >= split.rows {
         return;
     }
-    let j10 = g0 & (split.n1 - 1u);
-    let base = (g0 / (TILE / split.n2)) * params.blocks;
+    let j10 = g0 & (n1 - 1u);
+    // The workgroup's index: row M / TILE + j1_0 / per, whatever the row's N2.
+    let base = (g0 / (TILE / n2)) * params.blocks;
     for (var b = lid; b < params.blocks; b += THREADS) {
         let span = block_span(b);
-        partials[base + b] = bs_sum(bs_rank(span.x, j10), bs_rank(span.y, j10));
+        partials[base + b] = bs_sum(bs_rank(span.x, j10, n1, n2), bs_rank(span.y, j10, n1, n2), n2);
     }
 }
 
@@ -237,58 +263,58 @@ fn block_span(k: u32) -> vec2<u32> {
 const BS_TOP: u32 = 3u;
 
 // Where value e = s + per j2 of pass 2's workgroup lies in the tile: tile[s N2 + j2].
-fn bs_at(e: u32) -> u32 {
-    let per_bits = countTrailingZeros(TILE / split.n2);
+fn bs_at(e: u32, n2: u32) -> u32 {
+    let per_bits = countTrailingZeros(TILE / n2);
     let s = e & ((1u << per_bits) - 1u);
-    return (s << countTrailingZeros(split.n2)) | (e >> per_bits);
+    return (s << countTrailingZeros(n2)) | (e >> per_bits);
 }
 
 // Node i of a level >= 1 of the sum tree (the sum of values i 8^level ..): in the .y of a value
 // of its run that no lower level uses (offsets 0, 1, 2 for levels 1, 2, 3).
-fn bs_node(level: u32, i: u32) -> u32 {
-    return bs_at((i << (3u * level)) + level - 1u);
+fn bs_node(level: u32, i: u32, n2: u32) -> u32 {
+    return bs_at((i << (3u * level)) + level - 1u, n2);
 }
 
 // How many of the workgroup's values lie below sample x of its row: per for each whole period
 // of N1 samples from j1_0, and the part of the next.
-fn bs_rank(x: u32, j10: u32) -> u32 {
+fn bs_rank(x: u32, j10: u32, n1: u32, n2: u32) -> u32 {
     if x <= j10 {
         return 0u;
     }
     let d = x - j10;
-    let q = d >> countTrailingZeros(split.n1);
-    if q >= split.n2 {
+    let q = d >> countTrailingZeros(n1);
+    if q >= n2 {
         return TILE;
     }
-    let per = TILE / split.n2;
-    return q * per + min(d & (split.n1 - 1u), per);
+    let per = TILE / n2;
+    return q * per + min(d & (n1 - 1u), per);
 }
 
 // The sum of values lo <= e < hi: those up to the next multiple of 8 at either end, then the
 // same a level up, up to the top level's 4 nodes; at most 7 + 7 loads a level. Sums of positive
 // values only: no cancellation.
-fn bs_sum(lo: u32, hi: u32) -> f32 {
+fn bs_sum(lo: u32, hi: u32, n2: u32) -> f32 {
     var l = lo;
     var h = hi;
     var total = 0.0;
     while l < h && (l & 7u) != 0u {
-        total += tile[bs_at(l)].x;
+        total += tile[bs_at(l, n2)].x;
         l++;
     }
     while l < h && (h & 7u) != 0u {
         h--;
-        total += tile[bs_at(h)].x;
+        total += tile[bs_at(h, n2)].x;
     }
     for (var level = 1u; level <= BS_TOP; level++) {
         l = l >> 3u;
         h = h >> 3u;
         while l < h && ((l & 7u) != 0u || level == BS_TOP) {
-            total += tile[bs_node(level, l)].y;
+            total += tile[bs_node(level, l, n2)].y;
             l++;
         }
         while l < h && (h & 7u) != 0u {
             h--;
-            total += tile[bs_node(level, h)].y;
+            total += tile[bs_node(level, h, n2)].y;
         }
     }
     return total;

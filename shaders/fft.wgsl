@@ -47,7 +47,12 @@ fn pass_output(row: u32, j: u32, v: vec2<f32>) {
 
 // Pass 2's use of a whole workgroup's values for fft_pass.wgsl: none here (pass_output stored
 // them all).
-fn pass2_tile(lid: u32, g0: u32) {}
+fn pass2_tile(lid: u32, g0: u32, n1: u32, n2: u32) {}
+
+// No row here takes `pass_direct`.
+fn pass_direct_len(row: u32) -> u32 {
+    return 0u;
+}
 
 fn cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);

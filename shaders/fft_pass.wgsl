@@ -11,10 +11,14 @@
 //     fn pass_output(row: u32, j: u32, v: vec2<f32>)
 // which stores pass 2's output value j of a row (fft.wgsl as it is; cwt.wgsl only |v|^2, what
 // all its uses read, in half the bytes), with the binding 24 it writes, and
-//     fn pass2_tile(lid: u32, g0: u32)
+//     fn pass2_tile(lid: u32, g0: u32, n1: u32, n2: u32)
 // which every thread of a pass-2 workgroup calls after its stores, in uniform control flow,
 // with the tile's values still in `tile` (fft.wgsl does nothing; cwt.wgsl sums |v|^2 over
-// blocks of samples there, so that no |W|^2 row goes to memory). g0 is its first sequence.
+// blocks of samples there, so that no |W|^2 row goes to memory). g0 is its first sequence, of
+// the row's N1 and N2; and
+//     fn pass_direct_len(row: u32) -> u32
+// L where a row's input is zero from k = L on and L <= TILE, else 0: such rows take
+// `pass_direct` alone, which passes 1 and 2 leave to it (fft.wgsl has none).
 // Its bindings start at 20 to stay clear of the including module's.
 //
 // M = N1 N2, input index k = N2 k1 + k2 (k1 < N1, k2 < N2), output index j = j1 + N1 j2:
@@ -256,6 +260,10 @@ fn pass1(
     let n2_bits = countTrailingZeros(n2);
     let g0 = tp_workgroup(wid, nwg) * per;
     let total = split.rows * n2;
+    // A workgroup's columns are of one row wherever rows take `pass_direct` (M >= TILE).
+    if g0 < total && pass_direct_len(g0 >> n2_bits) != 0u {
+        return;
+    }
     // Adjacent threads take adjacent columns: runs of `per` values in memory.
     for (var q = 0u; q < PER_THREAD; q++) {
         let e = lid + q * THREADS;
@@ -298,6 +306,9 @@ fn pass2(
     let n1_bits = countTrailingZeros(n1);
     let g0 = tp_workgroup(wid, nwg) * per;
     let total = split.rows * n1;
+    if g0 < total && pass_direct_len(g0 >> n1_bits) != 0u {
+        return;
+    }
     // Sequence g = row N1 + j1 starts at g N2: the tile is one contiguous stretch.
     for (var q = 0u; q < PER_THREAD; q++) {
         let e = lid + q * THREADS;
@@ -319,5 +330,53 @@ fn pass2(
             pass_output(g >> n1_bits, j, tile[s * n2 + j2]);
         }
     }
-    pass2_tile(lid, g0);
+    pass2_tile(lid, g0, n1, n2);
+}
+
+// The inverse FFT of a row whose input is zero from k = L on (L = pass_direct_len(row) <=
+// TILE), in one pass: with D = M / L, W_{j1 + D q} = sum_{k < L} (Y_k w_M^(k j1)) w_L^(k q), L
+// point FFTs of the input times a twiddle, one for each j1 < D. That is pass 2 with N1 = D and
+// N2 = L, whose input pass 1 would have made of zeros but for L values: each value is computed
+// where it is loaded, and nothing goes to memory between. Grid as pass 2's: M / TILE
+// workgroups a row, each TILE / L sequences j1; rows with L = 0 return at once.
+@compute @workgroup_size(256)
+fn pass_direct(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let per_row = split.m / TILE;
+    let w = tp_workgroup(wid, nwg);
+    let row = w / per_row;
+    if row >= split.rows {
+        return;
+    }
+    let n2 = pass_direct_len(row);
+    if n2 == 0u {
+        return;
+    }
+    let n1 = split.m / n2;
+    let per = TILE / n2;
+    let per_bits = countTrailingZeros(per);
+    let n2_bits = countTrailingZeros(n2);
+    let g0 = row * n1 + (w - row * per_row) * per;
+    for (var q = 0u; q < PER_THREAD; q++) {
+        let e = lid + q * THREADS;
+        let k = e & (n2 - 1u);
+        let j1 = (g0 + (e >> n2_bits)) & (n1 - 1u);
+        // k j1 < L D = M: no reduction needed.
+        tile[e] = tp_cmul(pass_input(row, k), tp_twiddle(k * j1));
+    }
+    workgroupBarrier();
+    tp_tile_fft(n2, lid);
+    for (var q = 0u; q < PER_THREAD; q++) {
+        let e = lid + q * THREADS;
+        let s = e & (per - 1u);
+        let j2 = e >> per_bits;
+        let j = ((g0 + s) & (n1 - 1u)) + n1 * j2;
+        if j >= split.keep_from && j < split.keep_to {
+            pass_output(row, j, tile[s * n2 + j2]);
+        }
+    }
+    pass2_tile(lid, g0, n1, n2);
 }

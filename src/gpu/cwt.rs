@@ -117,6 +117,9 @@ struct Params {
     channels: u32,
     /// 1 where pass 2 of the inverse FFTs sums blocks itself (`run_tiles`).
     sum_blocks: u32,
+    /// 1 where rows of narrow daughters take the one-pass inverse FFT (`run_tiles`).
+    direct: u32,
+    pad: [u32; 3],
 }
 
 /// A block of rows computed together: channels `c0..c0 + channels`, scales `j0..j0 + sj`.
@@ -237,6 +240,9 @@ pub struct CwtKernels {
     /// (`fused_block_workgroups`); tests turn it off to reach the |W|^2 rows and
     /// `block_power` that other shapes take.
     pub fuse_block_sums: bool,
+    /// Whether rows whose daughter's band fits a workgroup take the one-pass inverse FFT
+    /// (fft_pass.wgsl's `pass_direct`); tests turn it off to compare.
+    pub direct_rows: bool,
 }
 
 impl CwtKernels {
@@ -259,7 +265,7 @@ impl CwtKernels {
         let kernels = CwtKernels {
             ctx: ctx.clone(),
             fft: FftKernels::new(ctx),
-            two_pass: TwoPass::new(ctx, &module),
+            two_pass: TwoPass::with_direct(ctx, &module),
             load: pipeline("load"),
             multiply: pipeline("multiply"),
             to_power: pipeline("to_power"),
@@ -274,6 +280,7 @@ impl CwtKernels {
                 .max_storage_buffer_binding_size
                 .min(limits.max_buffer_size),
             fuse_block_sums: true,
+            direct_rows: true,
         };
         ctx.save_pipelines();
         kernels
@@ -564,6 +571,7 @@ impl CwtKernels {
                 rows: tile.rows() as u32,
                 omega0: w.omega0 as f32,
                 sum_blocks: per_row.is_some() as u32,
+                direct: (self.direct_rows && TwoPass::row_workgroups(m).is_some()) as u32,
                 ..Default::default()
             };
             if let Some(spec) = blocks {
@@ -578,7 +586,7 @@ impl CwtKernels {
                     wgpu::BufferUsages::UNIFORM,
                 );
                 let input = [(0, &uniform), (4, &sp.buffer), (5, &wavelet)];
-                let hook = [(0, &uniform), (17, &partials)];
+                let hook = [(0, &uniform), (5, &wavelet), (17, &partials)];
                 // Pass 2 writes |W|^2 of the samples read next; summing blocks, none.
                 let keep = match (per_row, blocks) {
                     (Some(_), _) => 0..0,

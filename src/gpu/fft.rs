@@ -30,6 +30,8 @@ pub(crate) fn with_two_pass(source: &str) -> String {
 pub(crate) struct TwoPass {
     pass1: wgpu::ComputePipeline,
     pass2: wgpu::ComputePipeline,
+    /// `pass_direct`, for a module whose `pass_direct_len` finds rows for it (gpu::cwt's).
+    direct: Option<wgpu::ComputePipeline>,
 }
 
 impl TwoPass {
@@ -37,6 +39,15 @@ impl TwoPass {
         TwoPass {
             pass1: compute_pipeline(ctx, module, "pass1"),
             pass2: compute_pipeline(ctx, module, "pass2"),
+            direct: None,
+        }
+    }
+
+    /// The two passes and `pass_direct`, which `encode` then records after them.
+    pub(crate) fn with_direct(ctx: &GpuContext, module: &wgpu::ShaderModule) -> Self {
+        TwoPass {
+            direct: Some(compute_pipeline(ctx, module, "pass_direct")),
+            ..Self::new(ctx, module)
         }
     }
 
@@ -64,7 +75,8 @@ impl TwoPass {
     /// Records the FFTs of `rows` rows of `m` values: pass 1 reads them through `pass_input`,
     /// whose buffers `input` binds, and writes `inter`; pass 2 writes the values `keep` of each
     /// row of `out` (what is read next: the rest is not worth its bandwidth), and `hook` binds
-    /// the buffers of its `pass2_tile` (none for a module whose hook uses none).
+    /// the buffers of its `pass2_tile` and `pass_direct_len` (none for a module whose hooks use
+    /// none). With `pass_direct` (`with_direct`), the rows it takes are its alone.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn encode(
         &self,
@@ -96,10 +108,20 @@ impl TwoPass {
         first.extend_from_slice(input);
         let mut second: Vec<(u32, &wgpu::Buffer)> = vec![(20, &uniform), (23, inter), (24, out)];
         second.extend_from_slice(hook);
-        let passes = [
+        // The direct pass reads as pass 1 and writes as pass 2 (each binding once).
+        let mut direct: Vec<(u32, &wgpu::Buffer)> = vec![(20, &uniform), (24, out)];
+        for &(b, buf) in input.iter().chain(hook) {
+            if direct.iter().all(|&(d, _)| d != b) {
+                direct.push((b, buf));
+            }
+        }
+        let mut passes = vec![
             (&self.pass1, &first[..], "fft pass 1"),
             (&self.pass2, &second[..], "fft pass 2"),
         ];
+        if let Some(pipeline) = &self.direct {
+            passes.push((pipeline, &direct[..], "fft direct pass"));
+        }
         for (pipeline, buffers, label) in passes {
             let entries: Vec<_> = buffers.iter().map(|&(b, buf)| entry(b, buf)).collect();
             let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
