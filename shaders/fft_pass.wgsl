@@ -302,7 +302,6 @@ fn pass2(
     let n1 = split.n1;
     let n2 = split.n2;
     let per = TILE / n2;
-    let per_bits = countTrailingZeros(per);
     let n1_bits = countTrailingZeros(n1);
     let g0 = tp_workgroup(wid, nwg) * per;
     let total = split.rows * n1;
@@ -318,8 +317,19 @@ fn pass2(
         }
         tile[e] = v;
     }
+    tp_pass2_end(lid, g0, n1, n2);
+}
+
+// Pass 2's end, and pass_direct's: the tile's TILE / n2 sequences g0 + s (of rows of N1 = n1
+// sequences) transformed, their values j = (g mod n1) + n1 j2 stored through pass_output where
+// kept, and handed to pass2_tile.
+fn tp_pass2_end(lid: u32, g0: u32, n1: u32, n2: u32) {
     workgroupBarrier();
     tp_tile_fft(n2, lid);
+    let per = TILE / n2;
+    let per_bits = countTrailingZeros(per);
+    let n1_bits = countTrailingZeros(n1);
+    let total = split.rows * n1;
     for (var q = 0u; q < PER_THREAD; q++) {
         let e = lid + q * THREADS;
         let s = e & (per - 1u);
@@ -357,7 +367,6 @@ fn pass_direct(
     }
     let n1 = split.m / n2;
     let per = TILE / n2;
-    let per_bits = countTrailingZeros(per);
     let n2_bits = countTrailingZeros(n2);
     let g0 = row * n1 + (w - row * per_row) * per;
     for (var q = 0u; q < PER_THREAD; q++) {
@@ -367,16 +376,5 @@ fn pass_direct(
         // k j1 < L D = M: no reduction needed.
         tile[e] = tp_cmul(pass_input(row, k), tp_twiddle(k * j1));
     }
-    workgroupBarrier();
-    tp_tile_fft(n2, lid);
-    for (var q = 0u; q < PER_THREAD; q++) {
-        let e = lid + q * THREADS;
-        let s = e & (per - 1u);
-        let j2 = e >> per_bits;
-        let j = ((g0 + s) & (n1 - 1u)) + n1 * j2;
-        if j >= split.keep_from && j < split.keep_to {
-            pass_output(row, j, tile[s * n2 + j2]);
-        }
-    }
-    pass2_tile(lid, g0, n1, n2);
+    tp_pass2_end(lid, g0, n1, n2);
 }

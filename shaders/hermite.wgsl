@@ -15,9 +15,10 @@
 // workgroup), NE4 and NO4 (vec4s of even and of odd coefficients), N4 = NE4 + NO4 and BEATS
 // (beats per thread of `fit`, at most 8), and, unrolled over the coefficient registers:
 //   fn mse_many(first, stride, s) -> Many    the MSEs of BEATS beats at once (lanes of lo,
-//                                            then hi), each basis vec4 loaded once for all
+//                                            then hi), each basis vec4 loaded once for all;
+//                                            its registers are vec4s across 4 beats
 // (Loops over an array of vec4 were left in local memory by the driver at N = 30: 10x slower.)
-// Coefficient layout: vec4 q < NE4 holds n = 2 (4 q + lane), q >= NE4 holds
+// Coefficient layout (basis and Gram): vec4 q < NE4 holds n = 2 (4 q + lane), q >= NE4 holds
 // n = 2 (4 (q - NE4) + lane) + 1; functions n >= order are zero.
 //
 // Bindings (one group; each entry point uses some):

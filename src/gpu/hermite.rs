@@ -81,9 +81,8 @@ struct Pipelines {
 
 pub struct HermiteKernels {
     ctx: GpuContext,
-    /// Pipelines by even and odd coefficient vec4s per beat and beats per thread, built when
-    /// first needed.
-    pipelines: HashMap<(usize, usize, usize), Pipelines>,
+    /// Pipelines by order and beats per thread, built when first needed.
+    pipelines: HashMap<(usize, usize), Pipelines>,
     /// Beats one `fit` thread fits at once (1 to 8; tests try each).
     pub beats_per_thread: usize,
     /// Largest buffer a chunk may use; the device's binding limit unless a test lowers it.
@@ -132,13 +131,12 @@ impl HermiteKernels {
     fn pipelines(&mut self, order: usize) -> &Pipelines {
         let ctx = &self.ctx;
         let per_thread = self.beats_per_thread.clamp(1, 8);
-        let (ne4, no4) = parity_vec4s(order);
         self.pipelines
-            .entry((ne4, no4, per_thread))
+            .entry((order, per_thread))
             .or_insert_with(|| {
                 let source = format!(
                     "const FIT_WG: u32 = {FIT_WORKGROUP}u;\n{}\n{}",
-                    unrolled(ne4, no4, per_thread),
+                    unrolled(order, per_thread),
                     include_str!("../../shaders/hermite.wgsl")
                 );
                 let module = ctx
@@ -427,15 +425,21 @@ fn parity_vec4s(order: usize) -> (usize, usize) {
 
 const LANES: [&str; 4] = ["x", "y", "z", "w"];
 
-/// The shader's `mse_many` for `beats` beats a thread and `ne4 + no4` coefficient vec4s,
-/// unrolled over the coefficient registers (see the header of shaders/hermite.wgsl): the MSEs
-/// of the beats at one sigma, each basis vec4 loaded once for all of them (4 x `beats` FMAs
-/// per load instead of 4). Each parity is a block of its own, so only its coefficients are
-/// live at a time. c{j}_{q} are beat j's coefficient vec4s, a{j} its residual sum, t{j} its
-/// padding term; beat j of a thread is first + j * stride, clamped to the last beat (its
-/// result unused).
-fn unrolled(ne4: usize, no4: usize, beats: usize) -> String {
+/// The shader's `mse_many` for `beats` beats a thread and `order` functions, unrolled over the
+/// coefficient registers (see the header of shaders/hermite.wgsl): the MSEs of the beats at one
+/// sigma. Registers are vec4s across four beats (groups g of beats 4g..4g+3): coefficient n of
+/// every beat of a group is one FMA of the group's samples by the broadcast basis value, the
+/// residual of four beats at a sample is a chain of FMAs from their samples (no horizontal
+/// sums), and only the order's coefficients are computed. Each parity is a block of its own, so
+/// only its coefficients are live at a time. c{g}_{m} holds minus twice the coefficients of
+/// slot m (u and w are half sums; the sign makes the residual's FMAs subtract, and the padding
+/// term is quadratic), a{g} the residual sums, t{g} half the padding term (the Gram matrix's
+/// diagonal halved and its upper triangle). Beat j of a thread is first + j * stride, clamped
+/// to the last beat (its result unused); lanes past `beats` are zero.
+fn unrolled(order: usize, beats: usize) -> String {
+    let (ne4, no4) = parity_vec4s(order);
     let n4 = ne4 + no4;
+    let groups = beats.div_ceil(4);
     let join = |r: std::ops::Range<usize>, f: &dyn Fn(usize) -> String, sep: &str| {
         r.map(f).collect::<Vec<_>>().join(sep)
     };
@@ -445,57 +449,97 @@ fn unrolled(ne4: usize, no4: usize, beats: usize) -> String {
         "\n",
     );
     let decl = join(
-        0..beats,
-        &|j| format!("    var a{j} = 0.0;\n    var t{j} = 0.0;"),
+        0..groups,
+        &|g| format!("    var a{g} = vec4<f32>(0.0);\n    var t{g} = vec4<f32>(0.0);"),
         "\n",
     );
+    // The samples of each group of beats at sample j of a plane.
     let xs = join(
-        0..beats,
-        &|j| format!("        let x{j} = x[row + i{j}];"),
+        0..groups,
+        &|g| {
+            let lanes = join(
+                4 * g..4 * g + 4,
+                &|j| {
+                    if j < beats {
+                        format!("x[row + i{j}]")
+                    } else {
+                        "0.0".into()
+                    }
+                },
+                ", ",
+            );
+            format!("        let x{g} = vec4<f32>({lanes});")
+        },
         "\n",
     );
-    // A parity's vec4s and its plane of x.
-    let parity = |qs: std::ops::Range<usize>, plane: &str| {
-        let per_q = |f: &dyn Fn(usize) -> String| join(qs.clone(), f, "\n");
-        let per_jq =
-            |f: &dyn Fn(usize, usize) -> String| join(0..beats, &|j| per_q(&|q| f(j, q)), "\n");
-        let loads = per_q(&|q| format!("        let v{q} = basis[b + {q}u];"));
-        let zero = per_jq(&|j, q| format!("    var c{j}_{q} = vec4<f32>(0.0);"));
-        let fmas =
-            per_jq(&|j, q| format!("        c{j}_{q} = fma(vec4<f32>(x{j}), v{q}, c{j}_{q});"));
-        // u and w are half sums.
-        let double = per_jq(&|j, q| format!("    c{j}_{q} = 2.0 * c{j}_{q};"));
-        let close = ")".repeat(qs.len());
+    // One parity: `used` coefficient slots from slot `first_slot` (its vec4s `qs`), its plane.
+    // (With none, as the odd parity at order 1, the plane's samples are all residual.)
+    let parity = |used: usize, first_slot: usize, qs: std::ops::Range<usize>, plane: &str| {
+        let slot = |m: usize| {
+            let i = first_slot + m;
+            (i / 4, LANES[i % 4])
+        };
+        let per_gm = |f: &dyn Fn(usize, usize) -> String| {
+            join(0..groups, &|g| join(0..used, &|m| f(g, m), "\n"), "\n")
+        };
+        let loads = join(
+            qs.clone(),
+            &|q| format!("        let v{q} = basis[b + {q}u];"),
+            "\n",
+        );
+        let zero = per_gm(&|g, m| format!("    var c{g}_{m} = vec4<f32>(0.0);"));
+        let fmas = per_gm(&|g, m| {
+            let (q, lane) = slot(m);
+            format!("        c{g}_{m} = fma(x{g}, vec4<f32>(v{q}.{lane}), c{g}_{m});")
+        });
+        let scale = per_gm(&|g, m| format!("    c{g}_{m} = -2.0 * c{g}_{m};"));
         let resid = join(
-            0..beats,
-            &|j| {
-                let y = join(qs.clone(), &|q| format!("fma(c{j}_{q}, v{q}, "), "");
-                format!(
-                    "        let y{j} = {y}vec4<f32>(0.0){close};\n        \
-                     let r{j} = x{j} - (y{j}.x + y{j}.y + y{j}.z + y{j}.w);\n        \
-                     a{j} = fma(r{j}, r{j}, a{j});"
-                )
+            0..groups,
+            &|g| {
+                let chain = join(
+                    0..used,
+                    &|m| {
+                        let (q, lane) = slot(m);
+                        format!("        y{g} = fma(c{g}_{m}, vec4<f32>(v{q}.{lane}), y{g});")
+                    },
+                    "\n",
+                );
+                format!("        var y{g} = x{g};\n{chain}\n        a{g} = fma(y{g}, y{g}, a{g});")
             },
             "\n",
         );
-        // The sum over this parity's rows i and columns of c_i G_pad[i][.] c.
+        // Half of c^T G_pad c: sum over rows i of c_i (G_ii c_i / 2 + sum_{k > i} G_ik c_k).
         let pad = join(
-            4 * qs.start..4 * qs.end,
+            0..used,
             &|i| {
-                let g = per_q(&|q| format!("        let gr{q} = gram[g0 + {}u];", i * n4 + q));
-                let per_beat = join(
-                    0..beats,
-                    &|j| {
-                        let row = join(qs.clone(), &|q| format!("dot(gr{q}, c{j}_{q})"), " + ");
+                let (qi, li) = slot(i);
+                let row = first_slot + i;
+                let g = join(
+                    qi..qs.end,
+                    &|q| format!("        let gr{q} = gram[g0 + {}u];", row * n4 + q),
+                    "\n",
+                );
+                let per_group = join(
+                    0..groups,
+                    &|gi| {
+                        let upper = join(
+                            i + 1..used,
+                            &|k| {
+                                let (qk, lk) = slot(k);
+                                format!(
+                                    "        s{gi} = fma(c{gi}_{k}, vec4<f32>(gr{qk}.{lk}), s{gi});"
+                                )
+                            },
+                            "\n",
+                        );
                         format!(
-                            "        t{j} = fma(c{j}_{}.{}, {row}, t{j});",
-                            i / 4,
-                            LANES[i % 4]
+                            "        var s{gi} = c{gi}_{i} * (0.5 * gr{qi}.{li});\n{upper}\n        \
+                             t{gi} = fma(c{gi}_{i}, s{gi}, t{gi});"
                         )
                     },
                     "\n",
                 );
-                format!("    {{\n{g}\n{per_beat}\n    }}")
+                format!("    {{\n{g}\n{per_group}\n    }}")
             },
             "\n",
         );
@@ -516,29 +560,22 @@ fn unrolled(ne4: usize, no4: usize, beats: usize) -> String {
             "    {{
 {zero}
 {coef_loop}
-{double}
+{scale}
 {resid_loop}
 {pad}
     }}"
         )
     };
-    let even = parity(0..ne4, "0u");
-    let odd = parity(ne4..n4, "p.half * p.beats");
-    let ret = |lanes: std::ops::Range<usize>| {
-        let lanes = join(
-            lanes,
-            &|j| {
-                if j < beats {
-                    format!("2.0 * a{j} + t{j}")
-                } else {
-                    "0.0".into()
-                }
-            },
-            ", ",
-        );
-        format!("vec4<f32>({lanes})")
+    let even = parity(order.div_ceil(2), 0, 0..ne4, "0u");
+    let odd = parity(order / 2, 4 * ne4, ne4..n4, "p.half * p.beats");
+    let ret = |g: usize| {
+        if g < groups {
+            format!("2.0 * (a{g} + t{g})")
+        } else {
+            "vec4<f32>(0.0)".into()
+        }
     };
-    let (lo, hi) = (ret(0..4), ret(4..8));
+    let (lo, hi) = (ret(0), ret(1));
     format!(
         "const NE4: u32 = {ne4}u;
 const NO4: u32 = {no4}u;
