@@ -14,7 +14,7 @@
 // The host (gpu/hermite.rs, `unrolled`) prepends the constants FIT_WG (threads of a `fit`
 // workgroup), NE4 and NO4 (vec4s of even and of odd coefficients), N4 = NE4 + NO4 and BEATS
 // (beats per thread of `fit`, at most 8), and, unrolled over the coefficient registers:
-//   fn mse_many(first, stride, s) -> Many    the MSEs of BEATS beats at once (lanes of lo,
+//   fn mse_many(first, s) -> Many           the MSEs of BEATS beats at once (lanes of lo,
 //                                            then hi), each basis vec4 loaded once for all;
 //                                            its registers are vec4s across 4 beats
 // (Loops over an array of vec4 were left in local memory by the driver at N = 30: 10x slower.)
@@ -27,7 +27,9 @@
 //   2 basis:   [S][2h][N4] vec4: b_n(t_k) = sqrt(dt) phi_n(t_k, sigma_s), k = 2h..4h (the
 //              right half of the window), in the layout above
 //   3 gram:    [S][4 N4][N4] vec4: G_pad[i][j] over the padding samples k < h, k >= 3h
-//   4 x:       [2][h][beats] f32: u_j then w_j of each beat, beat-minor (coalesced reads)
+//   4 x:       [2][h][row] f32: u_j then w_j of each beat, beat-minor (coalesced reads), rows
+//              of `row` floats (the beats rounded up to a multiple of 8, zeros after them)
+//   7 x4:      the same buffer as vec4s: `fit` reads a thread's 4 consecutive beats at once
 //   5 partial: [groups][beats] (best MSE, bitcast sigma index) over each group of sigmas
 //   6 fits:    [beats] MSE, [beats] bitcast sigma index, [beats][order] coefficients by n
 // Dispatch: basis_gram (one workgroup a sigma, S); fit (ceil(beats / BEATS), groups);
@@ -45,8 +47,8 @@ struct Params {
     groups: u32,
     fs: f32,
     stride: u32,
-    pad1: u32,
-    pad2: u32,
+    row: u32,
+    pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -56,6 +58,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read> x: array<f32>;
 @group(0) @binding(5) var<storage, read_write> partial: array<vec2<f32>>;
 @group(0) @binding(6) var<storage, read_write> fits: array<f32>;
+@group(0) @binding(7) var<storage, read> x4: array<vec4<f32>>;
 
 const PI_POW_MINUS_QUARTER: f32 = 0.7511255444649425;
 // The polynomial part is rescaled by 1e-18 whenever it passes 1e18; ln(1e18):
@@ -138,8 +141,9 @@ fn basis_gram(
     }
 }
 
-// A thread fits BEATS beats, first + j * stride (stride = ceil(beats / BEATS)), so that each
-// basis load feeds all of them and neighbouring threads still read neighbouring beats.
+// A thread fits BEATS consecutive beats, BEATS first + j (stride = ceil(beats / BEATS)
+// threads), so that each basis load feeds all of them and a sample of four of them is one vec4
+// load (neighbouring threads read neighbouring vec4s).
 // Beats 0-3 of a thread are the lanes of `lo`, 4-7 those of `hi`.
 @compute @workgroup_size(FIT_WG)
 fn fit(@builtin(global_invocation_id) id: vec3<u32>) {
@@ -156,7 +160,7 @@ fn fit(@builtin(global_invocation_id) id: vec3<u32>) {
     let s_end = min((g + 1u) * p.group, p.sigmas);
     // Ascending sigma and a strict comparison: a tie keeps the smaller sigma.
     for (var s = g * p.group; s < s_end; s++) {
-        let m = mse_many(first, stride, s);
+        let m = mse_many(first, s);
         let lo = m.lo < best_lo;
         best_lo = select(best_lo, m.lo, lo);
         s_lo = select(s_lo, vec4<u32>(s), lo);
@@ -167,7 +171,7 @@ fn fit(@builtin(global_invocation_id) id: vec3<u32>) {
         }
     }
     for (var j = 0u; j < BEATS; j++) {
-        let beat = first + j * stride;
+        let beat = first * BEATS + j;
         if (beat < p.beats) {
             var v: vec2<f32>;
             if (j < 4u) {
@@ -182,11 +186,11 @@ fn fit(@builtin(global_invocation_id) id: vec3<u32>) {
 
 // Beat `beat`'s coefficient vec4 q at sigma s (the parity's plane of x, doubled).
 fn coefficient_vec(beat: u32, s: u32, q: u32) -> vec4<f32> {
-    let plane = select(p.half * p.beats, 0u, q < NE4);
+    let plane = select(p.half * p.row, 0u, q < NE4);
     let b0 = s * 2u * p.half * N4 + q;
     var c = vec4<f32>(0.0);
     for (var j = 0u; j < p.half; j++) {
-        c = fma(vec4<f32>(x[plane + j * p.beats + beat]), basis[b0 + j * N4], c);
+        c = fma(vec4<f32>(x[plane + j * p.row + beat]), basis[b0 + j * N4], c);
     }
     return 2.0 * c;
 }

@@ -40,7 +40,9 @@ struct Params {
     fs: f32,
     /// Beats apart of one `fit` thread's beats: ceil(beats / BEATS).
     stride: u32,
-    pad: [u32; 2],
+    /// Floats of a row of x (`x_row`).
+    row: u32,
+    pad: u32,
 }
 
 /// Aim for about this many threads per fit dispatch (the H100 holds ~270k at once): few
@@ -163,20 +165,22 @@ impl HermiteKernels {
         // Per beat: its samples, and at worst 2 floats per sigma group and 2 + order results.
         let per_beat = (width.max(2 + MAX_ORDER) * 4 + 16) as u64;
         let chunk = ((self.max_buffer_bytes / per_beat) as usize).clamp(1, 1 << 22);
+        // Whole rows of x (`x_row`) where the limit holds 8 beats or more.
+        let chunk = if chunk >= 8 { chunk / 8 * 8 } else { chunk };
         let ctx = &self.ctx;
         let chunks = ctx.guarded(|| {
             (0..count)
                 .step_by(chunk)
                 .map(|first| {
                     let n = chunk.min(count - first);
-                    let h = width / 2;
-                    let mut t = vec![0f32; n * 2 * h];
+                    let (h, row) = (width / 2, x_row(n));
+                    let mut t = vec![0f32; row * 2 * h];
                     for b in 0..n {
                         let beat = &beats[(first + b) * width..][..width];
                         for j in 0..h {
                             let (xa, xb) = (beat[h + j], beat[h - 1 - j]);
-                            t[j * n + b] = 0.5 * (xa + xb);
-                            t[(h + j) * n + b] = 0.5 * (xa - xb);
+                            t[j * row + b] = 0.5 * (xa + xb);
+                            t[(h + j) * row + b] = 0.5 * (xa - xb);
                         }
                     }
                     let buf = ctx
@@ -282,7 +286,8 @@ impl HermiteKernels {
                 groups: groups as u32,
                 fs: fs as f32,
                 stride: chunk.div_ceil(per_thread) as u32,
-                pad: [0; 2],
+                row: x_row(chunk) as u32,
+                pad: 0,
             };
             let mut run = |enc: &mut wgpu::CommandEncoder,
                            (pipeline, label): (&wgpu::ComputePipeline, &'static str),
@@ -352,7 +357,7 @@ impl HermiteKernels {
                     &mut enc,
                     (&pipes.fit, "hermite fit"),
                     params,
-                    &[(2, &basis), (3, &gram), (4, x), (5, &partial)],
+                    &[(2, &basis), (3, &gram), (7, x), (5, &partial)],
                     (
                         n.div_ceil(per_thread),
                         params.groups as usize,
@@ -418,6 +423,12 @@ fn select_shape(beats: usize) -> (usize, usize, usize) {
     (x * 256, groups.div_ceil(x), 256)
 }
 
+/// Floats of a row of the uploaded beats' x for `beats` beats: a multiple of 8, so that `fit`
+/// reads 4 or 8 consecutive beats as vec4s.
+fn x_row(beats: usize) -> usize {
+    beats.div_ceil(8) * 8
+}
+
 /// Even and odd coefficient vec4s for `order` functions (shaders/hermite.wgsl's parity).
 fn parity_vec4s(order: usize) -> (usize, usize) {
     (order.div_ceil(2).div_ceil(4), (order / 2).div_ceil(4))
@@ -434,8 +445,10 @@ const LANES: [&str; 4] = ["x", "y", "z", "w"];
 /// only its coefficients are live at a time. c{g}_{m} holds minus twice the coefficients of
 /// slot m (u and w are half sums; the sign makes the residual's FMAs subtract, and the padding
 /// term is quadratic), a{g} the residual sums, t{g} half the padding term (the Gram matrix's
-/// diagonal halved and its upper triangle). Beat j of a thread is first + j * stride, clamped
-/// to the last beat (its result unused); lanes past `beats` are zero.
+/// diagonal halved and its upper triangle). Beat j of a thread is BEATS first + j: with BEATS a
+/// multiple of 4 each group's samples are one vec4 of x4 (rows of x hold a multiple of 8
+/// floats), else they are read one by one, clamped to the last beat (results past it unused);
+/// lanes past `beats` are zero.
 fn unrolled(order: usize, beats: usize) -> String {
     let (ne4, no4) = parity_vec4s(order);
     let n4 = ne4 + no4;
@@ -445,7 +458,7 @@ fn unrolled(order: usize, beats: usize) -> String {
     };
     let index = join(
         0..beats,
-        &|j| format!("    let i{j} = min(first + {j}u * stride, p.beats - 1u);"),
+        &|j| format!("    let i{j} = min(first * BEATS + {j}u, p.beats - 1u);"),
         "\n",
     );
     let decl = join(
@@ -457,11 +470,17 @@ fn unrolled(order: usize, beats: usize) -> String {
     let xs = join(
         0..groups,
         &|g| {
+            if beats % 4 == 0 {
+                return format!(
+                    "        let x{g} = x4[(row + first * BEATS + {}u) >> 2u];",
+                    4 * g
+                );
+            }
             let lanes = join(
                 4 * g..4 * g + 4,
                 &|j| {
                     if j < beats {
-                        format!("x[row + i{j}]")
+                        format!("x4[(row + i{j}) >> 2u][(row + i{j}) & 3u]")
                     } else {
                         "0.0".into()
                     }
@@ -547,7 +566,7 @@ fn unrolled(order: usize, beats: usize) -> String {
             format!(
                 "    for (var j = 0u; j < p.half; j++) {{
         let b = b0 + j * N4;
-        let row = {plane} + j * p.beats;
+        let row = {plane} + j * p.row;
 {xs}
 {loads}
 {body}
@@ -567,7 +586,7 @@ fn unrolled(order: usize, beats: usize) -> String {
         )
     };
     let even = parity(order.div_ceil(2), 0, 0..ne4, "0u");
-    let odd = parity(order / 2, 4 * ne4, ne4..n4, "p.half * p.beats");
+    let odd = parity(order / 2, 4 * ne4, ne4..n4, "p.half * p.row");
     let ret = |g: usize| {
         if g < groups {
             format!("2.0 * (a{g} + t{g})")
@@ -583,7 +602,7 @@ const N4: u32 = {n4}u;
 const BEATS: u32 = {beats}u;
 struct Many {{ lo: vec4<f32>, hi: vec4<f32> }}
 
-fn mse_many(first: u32, stride: u32, s: u32) -> Many {{
+fn mse_many(first: u32, s: u32) -> Many {{
 {index}
 {decl}
     let b0 = s * 2u * p.half * N4;
