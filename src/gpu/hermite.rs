@@ -470,7 +470,7 @@ fn unrolled(order: usize, beats: usize) -> String {
     let xs = join(
         0..groups,
         &|g| {
-            if beats % 4 == 0 {
+            if beats.is_multiple_of(4) {
                 return format!(
                     "        let x{g} = x4[(row + first * BEATS + {}u) >> 2u];",
                     4 * g
