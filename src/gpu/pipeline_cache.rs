@@ -146,9 +146,10 @@ impl DiskPipelineCache {
         let Some(dir) = self.path.parent() else {
             return;
         };
-        let temp = self
-            .path
-            .with_extension(format!("{}.tmp", std::process::id()));
+        // Unique to this write: contexts side by side in one process (tests) write too.
+        static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let temp = (self.path).with_extension(format!("{}-{write}.tmp", std::process::id()));
         let written = std::fs::create_dir_all(dir)
             .and_then(|()| std::fs::write(&temp, wrap(&data)))
             .and_then(|()| std::fs::rename(&temp, &self.path));
