@@ -23,6 +23,30 @@ pub enum BlinksCommand {
     Score(ScoreArgs),
     /// Compare a cleaned recording with its original on the original's real blinks.
     Measure(MeasureArgs),
+    /// Score the removal on families of simulated blinks over an independent clean base
+    /// (docs/ANALYSES.md): every family x amplitude x seed, beside the ideal spatial filter.
+    Families(FamiliesArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FamiliesArgs {
+    /// The recording the base's cleaning was fitted on (the EEGLAB sample).
+    pub recording: PathBuf,
+    /// Another tool's cleaning of it as an affine map (tests/fixtures/blink_base_mne.json,
+    /// from docs/scripts/blink_base_mne.py).
+    #[arg(long)]
+    pub base: PathBuf,
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub families: Option<Vec<crate::dsp::blink::families::Family>>,
+    /// Blink heights at the frontopolar channel, microvolts.
+    #[arg(long, value_delimiter = ',', default_values_t = [50.0, 100.0, 200.0])]
+    pub amplitudes: Vec<f64>,
+    #[arg(long, value_delimiter = ',', default_values_t = [1u64, 2, 3])]
+    pub seeds: Vec<u64>,
+    #[command(flatten)]
+    pub pipeline: PipelineArgs,
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -85,6 +109,7 @@ pub fn run(cmd: &BlinksCommand) -> anyhow::Result<()> {
         BlinksCommand::Simulate(a) => simulate(a),
         BlinksCommand::Score(a) => run_score(a),
         BlinksCommand::Measure(a) => measure(a),
+        BlinksCommand::Families(a) => run_families(a),
     }
 }
 
@@ -249,4 +274,36 @@ fn measure(a: &MeasureArgs) -> anyhow::Result<()> {
         effect.transient_channels.join("/"),
     );
     super::write_json(&effect, a.out.as_deref())
+}
+
+fn run_families(a: &FamiliesArgs) -> anyhow::Result<()> {
+    use crate::analysis::blink::families::{AffineCleaning, score_families};
+    use crate::dsp::blink::families::Family;
+    let opts = a.pipeline.options();
+    opts.fastica.validate()?;
+    let text = std::fs::read_to_string(&a.base).with_context(|| a.base.display().to_string())?;
+    let cleaning: AffineCleaning = serde_json::from_str(&text)
+        .with_context(|| format!("{} is no affine cleaning", a.base.display()))?;
+    let data = EegData::load(&super::open(&a.recording, None)?, &opts)?;
+    let families = a.families.clone().unwrap_or(Family::ALL.to_vec());
+    let lazy = super::LazyGpu::new("ede blinks families", a.pipeline.backend);
+    let gpu = lazy.get(runs_on_gpu(&opts, data.data.rows, lazy.min_channels()));
+    let cases = (&families[..], &a.amplitudes[..], &a.seeds[..]);
+    let scores = score_families(&data, &cleaning, cases, &opts, gpu)?;
+    eprintln!("family          A uV seed   F1  residual  floor  ratio  outside  FPz uV");
+    for s in &scores {
+        eprintln!(
+            "{:<15} {:>4} {:>4} {:>5.3} {:>7.1} % {:>5.1} % {:>5.2} {:>6.2} % {:>6.1}",
+            s.family.name(),
+            s.amplitude_uv,
+            s.seed,
+            s.f1,
+            s.residual_pct,
+            s.floor_pct.unwrap_or(f64::NAN),
+            s.ratio.unwrap_or(f64::NAN),
+            s.change_outside_pct,
+            s.frontal_residual_uv
+        );
+    }
+    super::write_json(&scores, a.out.as_deref())
 }

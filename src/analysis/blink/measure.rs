@@ -228,12 +228,6 @@ pub fn score(truth: &Truth, found_s: &[f64], fs: f64, c: &Compared<'_>, elapsed_
     let real = |t: f64| truth.base_blinks.iter().any(|&p| (p - t).abs() < 0.5);
     let found_s: Vec<f64> = found_s.iter().copied().filter(|&t| !real(t)).collect();
     let found_s = found_s.as_slice();
-    let Compared {
-        clean,
-        added,
-        cleaned,
-        scored,
-    } = *c;
     let mut used = vec![false; found_s.len()];
     let mut tp = 0;
     for b in &truth.blinks {
@@ -257,7 +251,7 @@ pub fn score(truth: &Truth, found_s: &[f64], fs: f64, c: &Compared<'_>, elapsed_
     } else {
         0.0
     };
-    let n = clean.cols;
+    let n = c.clean.cols;
     let mut inside = vec![false; n];
     let mut near = vec![false; n];
     for b in &truth.blinks {
@@ -271,32 +265,8 @@ pub fn score(truth: &Truth, found_s: &[f64], fs: f64, c: &Compared<'_>, elapsed_
         let lo = ((p - 0.5) * fs).floor().max(0.0) as usize;
         near[lo.min(n)..(((p + 0.5) * fs).ceil() as usize).min(n)].fill(true);
     }
-    let (mut err_in, mut blink_in, mut err_out, mut sig_out) = (0.0, 0.0, 0.0, 0.0);
-    let (mut n_in, mut n_out) = (0usize, 0usize);
-    for i in (0..clean.rows).filter(|&i| scored[i]) {
-        let (c, a, y) = (clean.row(i), added.row(i), cleaned.row(i));
-        let mean_out = {
-            let (s, k) = (0..n)
-                .filter(|&t| !near[t])
-                .fold((0.0, 0usize), |(s, k), t| (s + c[t] as f64, k + 1));
-            s / k.max(1) as f64
-        };
-        for t in 0..n {
-            let e = (y[t] - c[t]) as f64;
-            if inside[t] {
-                err_in += e * e;
-                blink_in += (a[t] as f64).powi(2);
-                n_in += 1;
-            } else if !near[t] {
-                err_out += e * e;
-                sig_out += (c[t] as f64 - mean_out).powi(2);
-                n_out += 1;
-            }
-        }
-    }
-    let pct = |e: f64, s: f64| if s > 0.0 { 100.0 * (e / s).sqrt() } else { 0.0 };
     let blink = simulate::waveform(&truth.blinks, fs, n);
-    let spatial_floor_pct = spatial_floor_pct(c, &blink, &inside, &near);
+    let r = residuals(c, &blink, &inside, &near);
     Score {
         blinks_true: truth.blinks.len(),
         blinks_found: found_s.len(),
@@ -304,12 +274,64 @@ pub fn score(truth: &Truth, found_s: &[f64], fs: f64, c: &Compared<'_>, elapsed_
         precision,
         recall,
         f1,
-        residual_inside_pct: pct(err_in, blink_in),
-        change_outside_pct: pct(err_out, sig_out),
+        residual_inside_pct: r.inside_pct,
+        change_outside_pct: r.outside_pct,
+        rmse_inside: r.rmse_inside,
+        rmse_outside: r.rmse_outside,
+        spatial_floor_pct: r.floor_pct,
+        elapsed_s,
+    }
+}
+
+/// What a cleaning left of simulated blinks and what it changed besides.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Residuals {
+    /// RMS of (cleaned - clean) where `inside` over RMS of the added blinks there, %, over
+    /// the scored channels.
+    pub inside_pct: f64,
+    /// RMS of (cleaned - clean) where neither `inside` nor `near` over the clean signal's
+    /// RMS there (less its mean), %.
+    pub outside_pct: f64,
+    pub rmse_inside: f64,
+    pub rmse_outside: f64,
+    /// `spatial_floor_pct` over `inside`.
+    pub floor_pct: Option<f64>,
+}
+
+/// The residuals of cleaning `c` inside blinks (`inside`) and outside them (away from `near`);
+/// `blink` is the added waveform at factor 1 (for the floor).
+pub fn residuals(c: &Compared<'_>, blink: &[f64], inside: &[bool], near: &[bool]) -> Residuals {
+    let n = c.clean.cols;
+    let (mut err_in, mut blink_in, mut err_out, mut sig_out) = (0.0, 0.0, 0.0, 0.0);
+    let (mut n_in, mut n_out) = (0usize, 0usize);
+    for i in (0..c.clean.rows).filter(|&i| c.scored[i]) {
+        let (x, a, y) = (c.clean.row(i), c.added.row(i), c.cleaned.row(i));
+        let mean_out = {
+            let (s, k) = (0..n)
+                .filter(|&t| !near[t] && !inside[t])
+                .fold((0.0, 0usize), |(s, k), t| (s + x[t] as f64, k + 1));
+            s / k.max(1) as f64
+        };
+        for t in 0..n {
+            let e = (y[t] - x[t]) as f64;
+            if inside[t] {
+                err_in += e * e;
+                blink_in += (a[t] as f64).powi(2);
+                n_in += 1;
+            } else if !near[t] {
+                err_out += e * e;
+                sig_out += (x[t] as f64 - mean_out).powi(2);
+                n_out += 1;
+            }
+        }
+    }
+    let pct = |e: f64, s: f64| if s > 0.0 { 100.0 * (e / s).sqrt() } else { 0.0 };
+    Residuals {
+        inside_pct: pct(err_in, blink_in),
+        outside_pct: pct(err_out, sig_out),
         rmse_inside: (err_in / n_in.max(1) as f64).sqrt(),
         rmse_outside: (err_out / n_out.max(1) as f64).sqrt(),
-        spatial_floor_pct,
-        elapsed_s,
+        floor_pct: spatial_floor_pct(c, blink, inside, near),
     }
 }
 

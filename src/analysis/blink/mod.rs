@@ -3,6 +3,7 @@
 //! format. The measurements (simulated blinks and their score, the effect of a cleaning on a
 //! real recording) are in `measure`.
 
+pub mod families;
 pub mod measure;
 
 use std::time::Instant;

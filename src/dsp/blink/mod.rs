@@ -54,6 +54,7 @@ mod channels;
 pub mod classify;
 pub mod detect;
 pub mod dwt;
+pub mod families;
 mod params;
 mod removal;
 pub mod simulate;

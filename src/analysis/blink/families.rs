@@ -1,0 +1,252 @@
+//! Blink removal scored on families of simulated blinks it was not designed on (issue 43,
+//! `dsp::blink::families`), over an independent clean base: a recording cleaned of its own
+//! blinks by another tool (MNE-Python's ICA, held as the affine map it is:
+//! `docs/scripts/blink_base_mne.py`), its EOG channels replaced by the cleaned frontopolar
+//! channel plus independent noise, and independent sensor noise on every channel (full rank).
+//! Each case is scored against that base over -0.3..+0.6 s of every true blink on the EEG
+//! channels, beside the floor: the residual the minimum-variance spatial filter with the true
+//! topography leaves (`measure::spatial_floor_pct`).
+
+use serde::{Deserialize, Serialize};
+
+use super::measure::{Compared, HIT_S, residuals};
+use super::{BlinkJobError, DeblinkOptions, EegData, deblink_data};
+use crate::dsp::blink::families::{self, Draw, Family};
+use crate::gpu::GpuContext;
+use crate::recording::demo::SplitMix;
+
+/// A cleaning by another tool as the affine map it is on the recording's channels:
+/// clean = projection x + offset (microvolts).
+#[derive(Debug, Clone, Deserialize)]
+pub struct AffineCleaning {
+    /// Who made it and how.
+    pub source: String,
+    pub channels: Vec<String>,
+    pub projection: Vec<Vec<f64>>,
+    pub offset_uv: Vec<f64>,
+}
+
+/// The EOG channels' independent noise, as a fraction of the frontopolar channel's SD.
+pub const EOG_NOISE: f64 = 0.3;
+/// Independent sensor noise on every channel, microvolts RMS.
+pub const SENSOR_NOISE_UV: f64 = 1.5;
+/// The scored stretch of each true blink, seconds from its peak.
+pub const SCORED_S: (f64, f64) = (-0.3, 0.6);
+/// Samples within this many seconds of a blink's 3 SD reach are neither inside nor outside.
+const MARGIN_S: f64 = 0.5;
+
+/// The clean base from `data` (the recording the cleaning was fitted on) with sensor noise of
+/// `seed`.
+pub fn independent_base(
+    data: &EegData,
+    cleaning: &AffineCleaning,
+    seed: u64,
+) -> Result<EegData, BlinkJobError> {
+    let labels = &data.channels.labels;
+    let n = data.data.cols;
+    if cleaning.channels.len() != labels.len()
+        || (cleaning.channels.iter().zip(labels)).any(|(a, b)| a.trim() != b.trim())
+        || cleaning.projection.len() != labels.len()
+        || cleaning.offset_uv.len() != labels.len()
+        || (cleaning.projection.iter()).any(|r| r.len() != labels.len())
+    {
+        return Err(BlinkJobError::Selection(format!(
+            "the cleaning ({}) is for channels {:?}, the recording has {:?}",
+            cleaning.source, cleaning.channels, labels
+        )));
+    }
+    let x = &data.data;
+    let mut clean = vec![0.0f64; labels.len() * n];
+    for (i, row) in clean.chunks_exact_mut(n).enumerate() {
+        row.fill(cleaning.offset_uv[i]);
+        for (j, &p) in cleaning.projection[i].iter().enumerate() {
+            if p != 0.0 {
+                for (v, &u) in row.iter_mut().zip(x.row(j)) {
+                    *v += p * u as f64;
+                }
+            }
+        }
+    }
+    let frontal = ["FPz", "Fp1", "Fp2", "AF3", "AF4"]
+        .iter()
+        .find_map(|f| labels.iter().position(|l| l.trim().eq_ignore_ascii_case(f)))
+        .ok_or_else(|| BlinkJobError::Selection("no frontopolar channel (FPz, Fp1, Fp2)".into()))?;
+    let fp: Vec<f64> = clean[frontal * n..(frontal + 1) * n].to_vec();
+    let sd = crate::dsp::stats::mean_sd(fp.iter().copied()).1;
+    let mut rng = SplitMix(seed ^ 0xba5e_0f43);
+    for (i, row) in clean.chunks_exact_mut(n).enumerate() {
+        if data.channels.eog[i] {
+            for (v, &f) in row.iter_mut().zip(&fp) {
+                *v = f + EOG_NOISE * sd * rng.gauss();
+            }
+        }
+        row.iter_mut()
+            .for_each(|v| *v += SENSOR_NOISE_UV * rng.gauss());
+    }
+    let mut base = data.clone();
+    base.data.data = clean.into_iter().map(|v| v as f32).collect();
+    Ok(base)
+}
+
+/// One case's score.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseScore {
+    pub family: Family,
+    pub amplitude_uv: f64,
+    pub seed: u64,
+    pub blinks_true: usize,
+    pub blinks_found: usize,
+    pub f1: f64,
+    /// RMS of (cleaned - base) over RMS of the blinks, over `SCORED_S` of each, %.
+    pub residual_pct: f64,
+    /// The minimum-variance spatial filter's residual there, %.
+    pub floor_pct: Option<f64>,
+    /// `residual_pct` over `floor_pct`.
+    pub ratio: Option<f64>,
+    /// RMS of (cleaned - base) away from the blinks over the base's RMS there, %.
+    pub change_outside_pct: f64,
+    /// The residual at the frontopolar channel inside blinks, microvolts RMS.
+    pub frontal_residual_uv: f64,
+    pub elapsed_s: f64,
+}
+
+/// `base` with `draw`'s blinks (and alpha) added: (recording with blinks, clean with alpha,
+/// blinks added).
+pub fn with_blinks(base: &EegData, draw: &Draw) -> (EegData, EegData, Vec<Vec<f32>>) {
+    let n = base.data.cols;
+    let blink = draw.waveform(base.fs, n);
+    let alpha = draw.alpha_waveform(base.fs, n);
+    let mut clean = base.clone();
+    let mut simulated = base.clone();
+    let mut added = Vec::with_capacity(base.data.rows);
+    for (i, &factor) in draw.factors.iter().enumerate() {
+        let (label, eog) = (&base.channels.labels[i], base.channels.eog[i]);
+        let a = families::alpha_factor(label, eog);
+        let row: Vec<f32> = blink.iter().map(|&b| (factor * b) as f32).collect();
+        let range = i * n..(i + 1) * n;
+        for ((c, s), (&al, &b)) in (clean.data.data[range.clone()].iter_mut())
+            .zip(&mut simulated.data.data[range])
+            .zip(alpha.iter().zip(&row))
+        {
+            *c += (a * al) as f32;
+            *s = *c + b;
+        }
+        added.push(row);
+    }
+    (simulated, clean, added)
+}
+
+/// Runs `opts`' removal on `draw` over `base` and scores it.
+pub fn score_case(
+    base: &EegData,
+    draw: &Draw,
+    opts: &DeblinkOptions,
+    gpu: Option<&GpuContext>,
+) -> Result<CaseScore, BlinkJobError> {
+    let (simulated, clean, added) = with_blinks(base, draw);
+    let (result, elapsed_s, _) = deblink_data(&simulated, opts, gpu, false)?;
+    let fs = base.fs;
+    let found: Vec<f64> = (result.blinks.iter()).map(|b| b.peak as f64 / fs).collect();
+    let truth: Vec<f64> = draw.events.iter().map(|e| e.peak_s).collect();
+    let tp = matched(&truth, &found);
+    let f1 = if truth.len() + found.len() == 0 {
+        1.0
+    } else {
+        2.0 * tp as f64 / (truth.len() + found.len()) as f64
+    };
+    let n = base.data.cols;
+    let (mut inside, mut near) = (vec![false; n], vec![false; n]);
+    let span =
+        |a: f64, z: f64| ((a * fs).floor().max(0.0) as usize)..((z * fs).ceil() as usize).min(n);
+    for e in &draw.events {
+        let (before, after) = e.pulse.reach();
+        let sds = 3.0 / 4.3;
+        inside[span(e.peak_s + SCORED_S.0, e.peak_s + SCORED_S.1)].fill(true);
+        near[span(
+            e.peak_s - before * sds - MARGIN_S,
+            e.peak_s + after * sds + MARGIN_S,
+        )]
+        .fill(true);
+    }
+    let rows = base.data.rows;
+    let added_obs = crate::dsp::ica::Observations::new(rows, n, added.concat());
+    let scored: Vec<bool> = (0..rows)
+        .map(|i| !base.channels.keep[i] && !base.channels.eog[i])
+        .collect();
+    let c = Compared {
+        clean: &clean.data,
+        added: &added_obs,
+        cleaned: &result.cleaned,
+        scored: &scored,
+    };
+    let blink = draw.waveform(fs, n);
+    let r = residuals(&c, &blink, &inside, &near);
+    let frontal = (0..rows)
+        .filter(|&i| scored[i])
+        .max_by(|&a, &b| draw.factors[a].total_cmp(&draw.factors[b]))
+        .unwrap_or(0);
+    let (mut e, mut k) = (0.0, 0usize);
+    for t in (0..n).filter(|&t| inside[t]) {
+        e += ((result.cleaned.row(frontal)[t] - clean.data.row(frontal)[t]) as f64).powi(2);
+        k += 1;
+    }
+    Ok(CaseScore {
+        family: draw.family,
+        amplitude_uv: draw.amplitude_uv,
+        seed: draw.seed,
+        blinks_true: truth.len(),
+        blinks_found: found.len(),
+        f1,
+        residual_pct: r.inside_pct,
+        floor_pct: r.floor_pct,
+        ratio: r.floor_pct.filter(|&f| f > 0.0).map(|f| r.inside_pct / f),
+        change_outside_pct: r.outside_pct,
+        frontal_residual_uv: (e / k.max(1) as f64).sqrt(),
+        elapsed_s,
+    })
+}
+
+/// True blinks (peaks, seconds) matched one to one by found ones within `HIT_S`.
+fn matched(truth: &[f64], found: &[f64]) -> usize {
+    let mut used = vec![false; found.len()];
+    let mut tp = 0;
+    for &t in truth {
+        let best = (0..found.len())
+            .filter(|&k| !used[k] && (found[k] - t).abs() <= HIT_S)
+            .min_by(|&a, &b| (found[a] - t).abs().total_cmp(&(found[b] - t).abs()));
+        if let Some(k) = best {
+            used[k] = true;
+            tp += 1;
+        }
+    }
+    tp
+}
+
+/// Every case of `families` x `amplitudes` x `seeds` on `data` cleaned by `cleaning`.
+pub fn score_families(
+    data: &EegData,
+    cleaning: &AffineCleaning,
+    (list, amplitudes, seeds): (&[Family], &[f64], &[u64]),
+    opts: &DeblinkOptions,
+    gpu: Option<&GpuContext>,
+) -> Result<Vec<CaseScore>, BlinkJobError> {
+    let mut out = Vec::new();
+    for &seed in seeds {
+        let base = independent_base(data, cleaning, seed)?;
+        for &family in list {
+            for &a in amplitudes {
+                let labels = &base.channels.labels;
+                let d = families::draw(
+                    family,
+                    a,
+                    seed,
+                    base.duration_s(),
+                    labels,
+                    &base.channels.eog,
+                );
+                out.push(score_case(&base, &d, opts, gpu)?);
+            }
+        }
+    }
+    Ok(out)
+}
