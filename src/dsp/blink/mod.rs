@@ -56,6 +56,7 @@ pub mod detect;
 pub mod dwt;
 pub mod families;
 mod params;
+pub mod pooled;
 mod removal;
 pub mod simulate;
 pub mod stream;
@@ -696,12 +697,6 @@ pub fn deblink(
     }
     let mut windows = Vec::with_capacity(starts.len());
     let mut warm: Option<DMatrix<f64>> = None;
-    // Overlapping windows vote on each sample's correction with sin^2 weights. Only windows
-    // that remove something there vote (a window that missed a blink near its edge must not
-    // dilute the one that found it); the fade is the largest of the voters' masks.
-    let mut correction_sum = vec![0.0f64; n * total];
-    let mut weight_sum = vec![0.0f64; total];
-    let mut fade = vec![0.0f32; total];
     for (k, &s) in starts.iter().enumerate() {
         if !progress(k, starts.len()) {
             return Err(BlinkError::Cancelled);
@@ -731,6 +726,88 @@ pub fn deblink(
         if let Some(i) = &w.ica {
             warm = Some(i.unmixing.clone());
         }
+        windows.push(w);
+    }
+    progress(starts.len(), starts.len());
+    let events = central(&windows, window, |w| &w.events, |e| &mut e.span);
+    let found = central_blinks(&windows, window);
+    let pooled = match p.removes_everywhere() || std::env::var("EDE_POOL").is_ok_and(|v| v == "0") {
+        true => None,
+        false => {
+            let rows: Vec<Vec<f32>> = used.iter().map(|&i| x.row(i).to_vec()).collect();
+            let obs = Observations::from_rows(&rows);
+            pooled_removal(&obs, (&found, &events), &sub, p, fs)
+        }
+    };
+    let (cleaned, blinks) = match pooled {
+        Some((correction, blinks)) => {
+            let mut cleaned = x.clone();
+            for (u, &i) in used.iter().enumerate() {
+                if let Some(c) = &correction[u] {
+                    for (v, d) in cleaned.data[i * total..(i + 1) * total].iter_mut().zip(c) {
+                        *v -= d;
+                    }
+                }
+            }
+            (cleaned, blinks)
+        }
+        None => (joined(x, &used, &windows, window), found),
+    };
+    Ok(Deblinked {
+        cleaned,
+        blinks,
+        events,
+        windows,
+    })
+}
+
+/// Step 4 with the field pooled over the recording (`pooled`): each used channel's correction
+/// (`None` for channels kept) and the blinks removed; `None` where no field can be fitted.
+fn pooled_removal(
+    x: &Observations,
+    (found, events): (&[Blink], &[EyeEvent]),
+    channels: &Channels,
+    p: &BlinkParams,
+    fs: f64,
+) -> Option<(Vec<Option<Vec<f32>>>, Vec<Blink>)> {
+    let spans: Vec<Blink> = (events.iter().map(|e| e.span))
+        .chain(found.iter().copied())
+        .collect();
+    let bands = pooled::channel_bands(x, p, fs);
+    let field = pooled::BlinkField::fit(x, &bands, found, &spans, fs)?;
+    let source = field.source(x);
+    let others: Vec<usize> = (events.iter())
+        .filter(|e| !removable(e.class, p))
+        .map(|e| e.span.peak)
+        .collect();
+    let blinks = pooled::blinks_on_source(&source, found, &others, p, fs);
+    let mask = blink_mask(&blinks, x.cols, p, fs);
+    let taper = ((p.taper_s * fs).round() as usize).max(1);
+    let s: Vec<f32> = (detrend_under(&source, &mask, taper).iter().zip(&mask))
+        .map(|(v, m)| v * m)
+        .collect();
+    let correction = (0..x.rows)
+        .map(|i| {
+            (!channels.keep[i]).then(|| {
+                let a = field.topography[i] as f32;
+                s.iter().map(|v| a * v).collect()
+            })
+        })
+        .collect();
+    Some((correction, blinks))
+}
+
+/// The windows' own corrections joined (step 5): overlapping windows vote on each sample's
+/// correction with sin^2 weights. Only windows that remove something there vote (a window
+/// that missed a blink near its edge must not dilute the one that found it); the fade is the
+/// largest of the voters' masks.
+fn joined(x: &Observations, used: &[usize], windows: &[WindowResult], window: usize) -> Observations {
+    let (n, total) = (x.rows, x.cols);
+    let mut correction_sum = vec![0.0f64; n * total];
+    let mut weight_sum = vec![0.0f64; total];
+    let mut fade = vec![0.0f32; total];
+    for w in windows {
+        let s = w.start;
         let votes: Vec<(usize, f64)> = (0..window)
             .filter(|&t| w.mask.get(t).is_some_and(|&m| m > 0.0))
             .map(|t| {
@@ -753,9 +830,7 @@ pub fn deblink(
                 }
             }
         }
-        windows.push(w);
     }
-    progress(starts.len(), starts.len());
     let mut cleaned = x.clone();
     for i in 0..n {
         for t in (0..total).filter(|&t| weight_sum[t] > 0.0) {
@@ -763,12 +838,7 @@ pub fn deblink(
             cleaned.data[i * total + t] -= (c * fade[t] as f64) as f32;
         }
     }
-    Ok(Deblinked {
-        cleaned,
-        blinks: central_blinks(&windows, window),
-        events: central(&windows, window, |w| &w.events, |e| &mut e.span),
-        windows,
-    })
+    cleaned
 }
 
 /// Blinks of all windows, each taken from the window where it lies most centrally.

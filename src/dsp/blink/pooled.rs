@@ -1,0 +1,214 @@
+//! Step 4 with the blink's topography pooled over every blink found (issue 43). A window of
+//! 20 s holds about five blinks: the topography its ICA component (or a refit over its
+//! blinks) gives carries the EEG those few blinks happened to coincide with, and that error
+//! scales with the blink. On the independent families (docs/BENCHMARKS.md) it left 2-3x the
+//! residual of the ideal spatial filter at every amplitude. The blink's field is the same
+//! for all of a recording's blinks, so it is estimated once from all of them:
+//!
+//! 1. The blink subspace: the leading generalised eigenvector of the channels' 1-8 Hz
+//!    covariance over the blinks against that away from every eye event (the spatial filter
+//!    that best tells blink from EEG); the topography is the difference of the two
+//!    covariances times it.
+//! 2. The blink source: the minimum-variance filter of that topography under the EEG's
+//!    covariance away from eye events (`C^-1 a / a^T C^-1 a`, what the score's floor uses
+//!    with the true topography), applied to the whole recording.
+//! 3. Blinks are found again on that source, where they stand out of far less EEG than on
+//!    any single channel or ICA component: a 50 uV blink the windows' detector missed is
+//!    found there, and a missed blink leaves all of itself (one in twenty is a 22 %
+//!    residual).
+//! 4. The topography times the source, less its straight line under each blink, is
+//!    subtracted over the blinks (with margins and fades) from every channel not kept.
+
+use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
+
+use super::classify::{self, EventClass};
+use super::detect::{peaks, robust_sigma};
+use super::{Blink, BlinkParams, dwt};
+use crate::dsp::ica::Observations;
+
+/// The recording's blink: its topography (per channel, microvolts per unit of the source)
+/// and the filter that gives the source (`filter . x`, `filter . topography = 1`).
+#[derive(Debug, Clone)]
+pub struct BlinkField {
+    pub topography: Vec<f64>,
+    pub filter: Vec<f64>,
+}
+
+/// At least this many blinks found by the windows before a pooled field is fitted.
+pub const MIN_BLINKS: usize = 3;
+
+/// Covariance of the columns `at` of `rows` (each row less its mean over `at`), `every`-th
+/// sample.
+fn covariance(rows: &[&[f32]], at: &[usize]) -> DMatrix<f64> {
+    let n = rows.len();
+    let m = at.len();
+    let mut data = DMatrix::<f64>::zeros(n, m);
+    for (i, r) in rows.iter().enumerate() {
+        let mean = at.iter().map(|&t| r[t] as f64).sum::<f64>() / m.max(1) as f64;
+        for (k, &t) in at.iter().enumerate() {
+            data[(i, k)] = r[t] as f64 - mean;
+        }
+    }
+    (&data * data.transpose()) / m.max(1) as f64
+}
+
+/// Samples of `len` outside every span of `spans` widened by `margin` samples.
+fn outside(spans: &[Blink], len: usize, margin: usize) -> Vec<usize> {
+    let mut near = vec![false; len];
+    for b in spans {
+        near[b.start.saturating_sub(margin)..(b.end + margin + 1).min(len)].fill(true);
+    }
+    (0..len).filter(|&t| !near[t]).collect()
+}
+
+/// At most this many samples go into a covariance (evenly spread): 64 channels need far
+/// fewer, and a night has hundreds of millions.
+const MAX_COV_SAMPLES: usize = 200_000;
+
+fn thinned(at: Vec<usize>) -> Vec<usize> {
+    let step = at.len().div_ceil(MAX_COV_SAMPLES).max(1);
+    at.into_iter().step_by(step).collect()
+}
+
+impl BlinkField {
+    /// The field of `blinks` (samples of `x`, channels x samples) against the EEG away from
+    /// `events` (every eye event and blink), from the channels' `bands` (`dwt::band` of each
+    /// row). `None` with too few blinks or quiet samples, or singular covariances.
+    pub fn fit(
+        x: &Observations,
+        bands: &Observations,
+        blinks: &[Blink],
+        events: &[Blink],
+        fs: f64,
+    ) -> Option<BlinkField> {
+        let n = x.rows;
+        if blinks.len() < MIN_BLINKS {
+            return None;
+        }
+        let margin = (0.1 * fs).round() as usize;
+        let mut is_blink = vec![false; x.cols];
+        for b in blinks {
+            is_blink[b.start.saturating_sub(margin)..(b.end + margin + 1).min(x.cols)].fill(true);
+        }
+        let inside: Vec<usize> = (0..x.cols).filter(|&t| is_blink[t]).collect();
+        let quiet = thinned(outside(events, x.cols, (0.5 * fs).round() as usize));
+        if quiet.len() < 4 * n || inside.len() < n {
+            return None;
+        }
+        let inside = thinned(inside);
+        let band_rows: Vec<&[f32]> = (0..n).map(|i| bands.row(i)).collect();
+        let raw_rows: Vec<&[f32]> = (0..n).map(|i| x.row(i)).collect();
+        let (cb, cn, c) = (
+            covariance(&band_rows, &inside),
+            covariance(&band_rows, &quiet),
+            covariance(&raw_rows, &quiet),
+        );
+        let ridge = |m: &DMatrix<f64>| m + DMatrix::identity(n, n) * (1e-9 * m.trace() / n as f64);
+        // The leading generalised eigenvector of (cb, cn): with cn = L L^T, the leading
+        // eigenvector v of L^-1 cb L^-T, and w = L^-T v.
+        let l = ridge(&cn).cholesky()?;
+        let lower = l.l();
+        let linv = lower.clone().try_inverse()?;
+        let m = &linv * &cb * linv.transpose();
+        let m = (&m + m.transpose()) * 0.5;
+        let eig = m.symmetric_eigen();
+        let top = (0..n).max_by(|&a, &b| eig.eigenvalues[a].total_cmp(&eig.eigenvalues[b]))?;
+        let v = eig.eigenvectors.column(top).into_owned();
+        let w = linv.transpose() * v;
+        let a: DVector<f64> = (&cb - &cn) * &w;
+        // The minimum-variance filter of `a` under the EEG's broadband covariance.
+        let ca = ridge(&c).cholesky()?.solve(&a);
+        let norm = a.dot(&ca);
+        if !(norm.is_finite() && norm > 0.0) {
+            return None;
+        }
+        let filter = ca / norm;
+        let mut field = BlinkField {
+            topography: a.iter().copied().collect(),
+            filter: filter.iter().copied().collect(),
+        };
+        // Blinks point up on the source.
+        let source = field.source(x);
+        let at_peaks: f64 = blinks.iter().map(|b| source[b.peak] as f64).sum();
+        if at_peaks < 0.0 {
+            field.topography.iter_mut().for_each(|v| *v = -*v);
+            field.filter.iter_mut().for_each(|v| *v = -*v);
+        }
+        Some(field)
+    }
+
+    /// The blink source of `x` (channels as the field's).
+    pub fn source(&self, x: &Observations) -> Vec<f32> {
+        let mut s = vec![0.0f64; x.cols];
+        for (i, &f) in self.filter.iter().enumerate() {
+            for (v, &u) in s.iter_mut().zip(x.row(i)) {
+                *v += f * u as f64;
+            }
+        }
+        s.into_iter().map(|v| v as f32).collect()
+    }
+}
+
+/// Blinks on the field's `source` (step 3): peaks of its 1-8 Hz band above `component_z`
+/// robust SDs and `min_relative_height` of the windows' blinks' median height there, shaped as
+/// blinks on the smoothed source (`classify`), away from the other eye events `others`
+/// (peaks); the windows' own `blinks` stay. Sorted by peak, merged where closer than
+/// `min_separation_s`.
+pub fn blinks_on_source(
+    source: &[f32],
+    blinks: &[Blink],
+    others: &[usize],
+    p: &BlinkParams,
+    fs: f64,
+) -> Vec<Blink> {
+    let levels = dwt::levels_in_band(fs, p.band_hz);
+    let band = dwt::band(source, &levels);
+    let mut heights: Vec<f32> = blinks.iter().map(|b| band[b.peak]).collect();
+    heights.sort_by(f32::total_cmp);
+    let typical = heights.get(heights.len() / 2).copied().unwrap_or(0.0);
+    let threshold = (p.component_z as f32 * robust_sigma(&band))
+        .max(p.min_relative_height as f32 * typical);
+    let gap = (p.min_separation_s * fs).round().max(1.0) as usize;
+    let half = (0.5 * fs).round() as usize;
+    let hit = (p.hit_s * fs).round() as usize;
+    let reference = classify::smooth(source, fs);
+    let min_height = 0.5 * threshold;
+    let mut out: Vec<Blink> = blinks.to_vec();
+    for pk in peaks(&band, threshold, gap, p.extent as f32, half) {
+        let known = blinks.iter().any(|b| b.peak.abs_diff(pk.peak) <= hit);
+        let other = others.iter().any(|&o| o.abs_diff(pk.peak) <= hit);
+        if known || other {
+            continue;
+        }
+        if classify::classify(&reference, pk.peak, hit, fs, min_height).0 == EventClass::Blink {
+            out.push(Blink {
+                peak: pk.peak,
+                start: pk.start,
+                end: pk.end,
+            });
+        }
+    }
+    out.sort_by_key(|b| b.peak);
+    let mut merged: Vec<Blink> = Vec::new();
+    for b in out {
+        match merged.last_mut() {
+            Some(last) if b.peak - last.peak < gap => {
+                last.start = last.start.min(b.start);
+                last.end = last.end.max(b.end);
+            }
+            _ => merged.push(b),
+        }
+    }
+    merged
+}
+
+/// The channels' 1-8 Hz bands (`dwt::band` of each row).
+pub fn channel_bands(x: &Observations, p: &BlinkParams, fs: f64) -> Observations {
+    let levels = dwt::levels_in_band(fs, p.band_hz);
+    let rows: Vec<Vec<f32>> = (0..x.rows)
+        .into_par_iter()
+        .map(|i| dwt::band(x.row(i), &levels))
+        .collect();
+    Observations::from_rows(&rows)
+}
