@@ -192,11 +192,22 @@ pub fn score_case(
                 )
             })
             .collect();
-        let found: Vec<(usize, usize, usize)> =
-            result.blinks.iter().map(|b| (b.peak, b.start, b.end)).collect();
-        let j = serde_json::json!({"fs": fs, "peaks": truth, "found": found, "rows": rows});
+        let found: Vec<(usize, usize, usize)> = result
+            .blinks
+            .iter()
+            .map(|b| (b.peak, b.start, b.end))
+            .collect();
+        let events: Vec<(usize, String)> = (result.events.iter())
+            .map(|e| (e.span.peak, e.class.name().to_string()))
+            .collect();
+        let j = serde_json::json!({"fs": fs, "peaks": truth, "found": found, "rows": rows, "events": events});
         let _ = std::fs::write(
-            format!("{path}_{}_{}_{}.json", draw.family.name(), draw.amplitude_uv, draw.seed),
+            format!(
+                "{path}_{}_{}_{}.json",
+                draw.family.name(),
+                draw.amplitude_uv,
+                draw.seed
+            ),
             j.to_string(),
         );
     }

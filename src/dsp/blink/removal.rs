@@ -90,6 +90,8 @@ pub(super) fn correction(
 ) -> Correction {
     let n = channels.labels.len();
     let k = w.removed.len();
+    // The components' bands, and their Gram matrix over the mask (the normal equations).
+    let bands: Vec<&[f32]> = (w.removed.iter()).map(|&c| bands_of.band(c)).collect();
     // Where eye movements and closures are removed too, the weights are still fitted over the
     // blinks alone: a step's or a plateau's band holds as much frontal EEG as eye.
     let is_blink = |b: &&Blink| {
@@ -97,77 +99,56 @@ pub(super) fn correction(
             || (w.events.iter()).any(|e| e.class == EventClass::Blink && e.span.overlaps(b))
     };
     let fit_mask = blink_mask(w.blinks.iter().filter(is_blink), w.len, p, fs);
-    let levels = &bands_of.levels;
-    let mut sources: Vec<Vec<f32>> = (w.removed.iter())
-        .map(|&c| bands_of.source(c).to_vec())
-        .collect();
-    let mut bands: Vec<Vec<f32>> = (w.removed.iter())
-        .map(|&c| bands_of.band(c).to_vec())
-        .collect();
-    let mut fit = refit(x, &bands, &fit_mask, levels);
-    let exp = |name: &str, d: f64| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(d)
+    let inner = |a: &[f32], b: &[f32]| -> f64 {
+        (a.iter().zip(b).zip(&fit_mask))
+            .map(|((&u, &v), &m)| (m * u * v) as f64)
+            .sum()
     };
-    let iters = exp("EDE_MV", 0.0) as usize;
-    let mut gain = vec![1.0f64; k];
-    if iters > 0 && fit.is_some() {
-        let quiet = quiet_samples(w, p, fs);
-        let cov = noise_covariance(x, &quiet, exp("EDE_MV_COV", 0.0) as usize, levels);
-        for _ in 0..iters {
-            let Some(a) = &fit else { break };
-            let Some(filter) = min_variance_filter(&cov, a, k) else {
-                break;
-            };
-            let new: Vec<Vec<f32>> = (0..k)
-                .map(|c| {
-                    let mut s = vec![0.0f64; x.cols];
-                    for i in 0..n {
-                        let f = filter[(c, i)];
-                        for (v, &u) in s.iter_mut().zip(x.row(i)) {
-                            *v += f * u as f64;
-                        }
-                    }
-                    s.into_iter().map(|v| v as f32).collect()
-                })
-                .collect();
-            // The ICA source's scale on the new one, for the mixing matrix's weights.
-            for c in 0..k {
-                let (mut num, mut den) = (0.0f64, 0.0f64);
-                for ((&m, &o), &v) in fit_mask.iter().zip(&sources[c]).zip(&new[c]) {
-                    num += (m * o * v) as f64;
-                    den += (m * v * v) as f64;
-                }
-                if den > 0.0 {
-                    gain[c] *= num / den;
-                }
-            }
-            sources = new;
-            bands = sources.par_iter().map(|s| dwt::band(s, levels)).collect();
-            fit = refit(x, &bands, &fit_mask, levels);
-        }
-    }
-    let smaller = exp("EDE_SMALLER", 1.0) > 0.0;
+    let gram = DMatrix::from_fn(k, k, |i, j| inner(bands[i], bands[j]));
+    let solve = gram.clone().cholesky();
+    // A channel's masked inner product with a component's band, through the band-pass's
+    // adjoint: <band(x_i), m b_c> = <x_i, band*(m b_c)>, one transform per removed component
+    // instead of one per channel.
+    let levels = &bands_of.levels;
+    let adjoints: Vec<Vec<f64>> = match solve {
+        Some(_) => (bands.par_iter())
+            .map(|b| {
+                let masked: Vec<f64> = (b.iter().zip(&fit_mask))
+                    .map(|(&v, &m)| (m * v) as f64)
+                    .collect();
+                dwt::band_adjoint(&masked, levels)
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let refit: Vec<Option<Vec<f64>>> = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let chol = solve.as_ref().filter(|_| !channels.keep[i])?;
+            let xi = x.row(i);
+            let rhs = nalgebra::DVector::from_iterator(
+                k,
+                (adjoints.iter()).map(|g| xi.iter().zip(g).map(|(&v, g)| v as f64 * g).sum()),
+            );
+            Some(chol.solve(&rhs).iter().copied().collect())
+        })
+        .collect();
     // Each component's largest refitted weight: channels far below it are where the eye has
     // little weight.
     let largest: Vec<f64> = (0..k)
         .map(|c| {
-            (fit.iter().flatten())
-                .zip(&channels.keep)
-                .filter(|(_, keep)| !**keep)
-                .map(|(f, _)| f[c].abs())
+            (refit.iter().flatten())
+                .map(|f| f[c].abs())
                 .fold(0.0, f64::max)
         })
         .collect();
     let weights = (0..n)
-        .map(|i| match &fit {
+        .map(|i| match &refit[i] {
             _ if channels.keep[i] => Vec::new(),
-            Some(fit) => (fit[i].iter().zip(&w.removed).zip(&largest).zip(&gain))
-                .map(|(((&a, &c), &top), &g)| {
-                    let m = ica.mixing[(i, c)] * g;
-                    (if smaller && a.abs() < SMALL_WEIGHT * top {
+            Some(fit) => (fit.iter().zip(&w.removed).zip(&largest))
+                .map(|((&a, &c), &top)| {
+                    let m = ica.mixing[(i, c)];
+                    (if a.abs() < SMALL_WEIGHT * top {
                         smaller_of(a, m)
                     } else {
                         a
@@ -180,100 +161,10 @@ pub(super) fn correction(
         })
         .collect();
     let taper = ((p.taper_s * fs).round() as usize).max(1);
-    let sources = (sources.iter())
-        .map(|s| detrend_under(s, &w.mask, taper))
+    let sources = (w.removed.iter())
+        .map(|&c| detrend_under(bands_of.source(c), &w.mask, taper))
         .collect();
     Correction { weights, sources }
-}
-
-/// Every channel's weights on the sources whose bands are `bands`: least squares of the
-/// channel's band on theirs over `fit_mask`; `None` where their Gram matrix is singular.
-fn refit(
-    x: &Observations,
-    bands: &[Vec<f32>],
-    fit_mask: &[f32],
-    levels: &[usize],
-) -> Option<Vec<Vec<f64>>> {
-    let k = bands.len();
-    let inner = |a: &[f32], b: &[f32]| -> f64 {
-        (a.iter().zip(b).zip(fit_mask))
-            .map(|((&u, &v), &m)| (m * u * v) as f64)
-            .sum()
-    };
-    let gram = DMatrix::from_fn(k, k, |i, j| inner(&bands[i], &bands[j]));
-    let chol = gram.cholesky()?;
-    // A channel's masked inner product with a component's band, through the band-pass's
-    // adjoint: <band(x_i), m b_c> = <x_i, band*(m b_c)>, one transform per removed component
-    // instead of one per channel.
-    let adjoints: Vec<Vec<f64>> = (bands.par_iter())
-        .map(|b| {
-            let masked: Vec<f64> = (b.iter().zip(fit_mask))
-                .map(|(&v, &m)| (m * v) as f64)
-                .collect();
-            dwt::band_adjoint(&masked, levels)
-        })
-        .collect();
-    Some(
-        (0..x.rows)
-            .into_par_iter()
-            .map(|i| {
-                let xi = x.row(i);
-                let rhs = nalgebra::DVector::from_iterator(
-                    k,
-                    (adjoints.iter())
-                        .map(|g| xi.iter().zip(g).map(|(&v, g)| v as f64 * g).sum()),
-                );
-                chol.solve(&rhs).iter().copied().collect()
-            })
-            .collect(),
-    )
-}
-
-/// Samples of the window away from every eye event (half a second either side).
-fn quiet_samples(w: &WindowResult, p: &BlinkParams, fs: f64) -> Vec<usize> {
-    let wide = BlinkParams {
-        margin_s: 0.5,
-        ..*p
-    };
-    let spans = (w.events.iter().map(|e| &e.span)).chain(&w.blinks);
-    let m = blink_mask(spans, w.len, &wide, fs);
-    (0..w.len).filter(|&t| m[t] <= 0.0).collect()
-}
-
-/// The channels' covariance over `at` (mode 0: the signals less their means; 1: their blink
-/// bands).
-fn noise_covariance(x: &Observations, at: &[usize], mode: usize, levels: &[usize]) -> DMatrix<f64> {
-    let n = x.rows;
-    let rows: Vec<Vec<f64>> = (0..n)
-        .into_par_iter()
-        .map(|i| {
-            let r: Vec<f32> = match mode {
-                1 => dwt::band(x.row(i), levels),
-                _ => x.row(i).to_vec(),
-            };
-            let v: Vec<f64> = at.iter().map(|&t| r[t] as f64).collect();
-            let mean = v.iter().sum::<f64>() / v.len().max(1) as f64;
-            v.into_iter().map(|a| a - mean).collect()
-        })
-        .collect();
-    let m = at.len().max(1) as f64;
-    DMatrix::from_fn(n, n, |i, j| {
-        rows[i].iter().zip(&rows[j]).map(|(a, b)| a * b).sum::<f64>() / m
-    })
-}
-
-/// The minimum-variance (Gauss-Markov) filter of sources with topographies `a` (per channel,
-/// `k` weights) under noise covariance `cov`: (A^T C^-1 A)^-1 A^T C^-1, k x channels.
-fn min_variance_filter(cov: &DMatrix<f64>, a: &[Vec<f64>], k: usize) -> Option<DMatrix<f64>> {
-    let n = cov.nrows();
-    let ridge = 1e-6 * cov.trace() / n as f64;
-    let c = cov + DMatrix::identity(n, n) * ridge;
-    let chol = c.cholesky()?;
-    let am = DMatrix::from_fn(n, k, |i, j| a[i][j]);
-    let ca = chol.solve(&am);
-    let g = am.transpose() * &ca;
-    let ginv = g.try_inverse()?;
-    Some(ginv * ca.transpose())
 }
 
 /// Below this fraction of a component's largest refitted weight, a channel's weight is
