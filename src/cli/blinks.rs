@@ -43,6 +43,9 @@ pub struct FamiliesArgs {
     pub amplitudes: Vec<f64>,
     #[arg(long, value_delimiter = ',', default_values_t = [1u64, 2, 3])]
     pub seeds: Vec<u64>,
+    /// Clean as live mode does (a stream at full speed, hop by hop) instead of the batch.
+    #[arg(long)]
+    pub live: bool,
     #[command(flatten)]
     pub pipeline: PipelineArgs,
     #[arg(long)]
@@ -277,7 +280,7 @@ fn measure(a: &MeasureArgs) -> anyhow::Result<()> {
 }
 
 fn run_families(a: &FamiliesArgs) -> anyhow::Result<()> {
-    use crate::analysis::blink::families::{AffineCleaning, score_families};
+    use crate::analysis::blink::families::{AffineCleaning, Cleaner, score_families};
     use crate::dsp::blink::families::Family;
     let opts = a.pipeline.options();
     opts.fastica.validate()?;
@@ -289,7 +292,11 @@ fn run_families(a: &FamiliesArgs) -> anyhow::Result<()> {
     let lazy = super::LazyGpu::new("ede blinks families", a.pipeline.backend);
     let gpu = lazy.get(runs_on_gpu(&opts, data.data.rows, lazy.min_channels()));
     let cases = (&families[..], &a.amplitudes[..], &a.seeds[..]);
-    let scores = score_families(&data, &cleaning, cases, &opts, gpu)?;
+    let cleaner = match a.live {
+        true => Cleaner::Live(opts),
+        false => Cleaner::Batch(opts),
+    };
+    let scores = score_families(&data, &cleaning, cases, &cleaner, gpu)?;
     eprintln!("family          A uV seed   F1  residual  floor  ratio  outside  FPz uV");
     for s in &scores {
         eprintln!(

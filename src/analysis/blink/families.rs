@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use super::measure::{Compared, HIT_S, residuals};
 use super::{BlinkJobError, DeblinkOptions, EegData, deblink_data};
+use crate::dsp::blink::Blink;
 use crate::dsp::blink::families::{self, Draw, Family};
+use crate::dsp::ica::Observations;
 use crate::gpu::GpuContext;
 use crate::recording::demo::SplitMix;
 
@@ -136,15 +138,57 @@ pub fn with_blinks(base: &EegData, draw: &Draw) -> (EegData, EegData, Vec<Vec<f3
     (simulated, clean, added)
 }
 
-/// Runs `opts`' removal on `draw` over `base` and scores it.
+/// How a case is cleaned: the batch with these options, or a stream at full speed with live
+/// mode's (`LiveOptions::default`, its detection and kept channels from the options).
+#[derive(Debug, Clone)]
+pub enum Cleaner {
+    Batch(DeblinkOptions),
+    Live(DeblinkOptions),
+}
+
+/// What a cleaner gave: the cleaned channels, the blinks removed and the seconds it took.
+fn clean(
+    data: &EegData,
+    cleaner: &Cleaner,
+    gpu: Option<&GpuContext>,
+) -> Result<Cleaned, BlinkJobError> {
+    match cleaner {
+        Cleaner::Batch(opts) => {
+            let (result, elapsed_s, _) = deblink_data(data, opts, gpu, false)?;
+            Ok(Cleaned {
+                cleaned: result.cleaned,
+                blinks: result.blinks,
+                elapsed_s,
+            })
+        }
+        Cleaner::Live(opts) => {
+            use crate::analysis::live::{LiveOptions, play, source::FileSource};
+            let mut live = LiveOptions::default();
+            live.deblink.detect = opts.detect.clone();
+            live.deblink.keep = opts.keep.clone();
+            let mut source = FileSource::new(data, None, &live);
+            let mut d = super::Deblinker::new(None);
+            let t0 = std::time::Instant::now();
+            let session = play(&mut source, &live, &mut d, &mut |_, _| true)?;
+            Ok(Cleaned {
+                cleaned: session.cleaned,
+                blinks: session.blinks,
+                elapsed_s: t0.elapsed().as_secs_f64(),
+            })
+        }
+    }
+}
+
+/// Runs `cleaner` on `draw` over `base` and scores it.
 pub fn score_case(
     base: &EegData,
     draw: &Draw,
-    opts: &DeblinkOptions,
+    cleaner: &Cleaner,
     gpu: Option<&GpuContext>,
 ) -> Result<CaseScore, BlinkJobError> {
     let (simulated, clean, added) = with_blinks(base, draw);
-    let (result, elapsed_s, _) = deblink_data(&simulated, opts, gpu, false)?;
+    let result = self::clean(&simulated, cleaner, gpu)?;
+    let elapsed_s = result.elapsed_s;
     let fs = base.fs;
     let found: Vec<f64> = (result.blinks.iter()).map(|b| b.peak as f64 / fs).collect();
     let truth: Vec<f64> = draw.events.iter().map(|e| e.peak_s).collect();
@@ -169,7 +213,7 @@ pub fn score_case(
         .fill(true);
     }
     let rows = base.data.rows;
-    let added_obs = crate::dsp::ica::Observations::new(rows, n, added.concat());
+    let added_obs = Observations::new(rows, n, added.concat());
     let scored: Vec<bool> = (0..rows)
         .map(|i| !base.channels.keep[i] && !base.channels.eog[i])
         .collect();
@@ -197,10 +241,7 @@ pub fn score_case(
             .iter()
             .map(|b| (b.peak, b.start, b.end))
             .collect();
-        let events: Vec<(usize, String)> = (result.events.iter())
-            .map(|e| (e.span.peak, e.class.name().to_string()))
-            .collect();
-        let j = serde_json::json!({"fs": fs, "peaks": truth, "found": found, "rows": rows, "events": events});
+        let j = serde_json::json!({"fs": fs, "peaks": truth, "found": found, "rows": rows});
         let _ = std::fs::write(
             format!(
                 "{path}_{}_{}_{}.json",
@@ -236,6 +277,12 @@ pub fn score_case(
     })
 }
 
+struct Cleaned {
+    cleaned: Observations,
+    blinks: Vec<Blink>,
+    elapsed_s: f64,
+}
+
 /// True blinks (peaks, seconds) matched one to one by found ones within `HIT_S`.
 fn matched(truth: &[f64], found: &[f64]) -> usize {
     let mut used = vec![false; found.len()];
@@ -257,7 +304,7 @@ pub fn score_families(
     data: &EegData,
     cleaning: &AffineCleaning,
     (list, amplitudes, seeds): (&[Family], &[f64], &[u64]),
-    opts: &DeblinkOptions,
+    cleaner: &Cleaner,
     gpu: Option<&GpuContext>,
 ) -> Result<Vec<CaseScore>, BlinkJobError> {
     let mut out = Vec::new();
@@ -274,7 +321,7 @@ pub fn score_families(
                     labels,
                     &base.channels.eog,
                 );
-                out.push(score_case(&base, &d, opts, gpu)?);
+                out.push(score_case(&base, &d, cleaner, gpu)?);
             }
         }
     }

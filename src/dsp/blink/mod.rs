@@ -774,44 +774,31 @@ fn pooled_removal(
         .chain(found.iter().copied())
         .collect();
     let bands = pooled::channel_bands(x, p, fs);
-    // Events the detection channels called uncertain or eye movements are judged again by
-    // their shape on the source, where far less EEG is left beside a blink and a blink on
-    // a saccade's step stands out of it (on the independent families a tenth of the blinks
-    // at 50 uV fell on a base's eye movement and stayed whole: 1.5-1.9x the floor). Closures
-    // stay as they are.
-    let others: Vec<usize> = (events.iter())
-        .filter(|e| matches!(e.class, EventClass::EyeClosure) && !removable(e.class, p))
-        .map(|e| e.span.peak)
-        .collect();
+    let others = judged_elsewhere(events, p);
     // The field from the windows' blinks finds the blinks on its source; fitted again over
     // their cores (`pooled::cores`), it gives the source the removal uses.
-    let field = pooled::BlinkField::fit(x, &bands, found, &spans, fs)?;
-    let source = field.source(x);
-    let blinks = pooled::blinks_on_source(&source, found, &others, p, fs);
+    let first = pooled::BlinkField::fit(x, &bands, found, &spans, fs)?;
+    let (blinks, _, source) = pooled::removed(&first, x, (found, &others), p, fs);
     let cores = pooled::cores(&blinks, &classify::smooth(&source, fs), fs);
     let spans: Vec<Blink> = spans.iter().chain(&blinks).copied().collect();
-    let (field, source, blinks) = match pooled::BlinkField::fit(x, &bands, &cores, &spans, fs) {
-        Some(f) => {
-            let source = f.source(x);
-            let blinks = pooled::blinks_on_source(&source, found, &others, p, fs);
-            (f, source, blinks)
-        }
-        None => (field, source, blinks),
-    };
-    let mask = blink_mask(&blinks, x.cols, p, fs);
-    let taper = ((p.taper_s * fs).round() as usize).max(1);
-    let s: Vec<f32> = (detrend_under(&source, &mask, taper).iter().zip(&mask))
-        .map(|(v, m)| v * m)
-        .collect();
+    let field = pooled::BlinkField::fit(x, &bands, &cores, &spans, fs).unwrap_or(first);
+    let (blinks, masked, _) = pooled::removed(&field, x, (found, &others), p, fs);
     let correction = (0..x.rows)
-        .map(|i| {
-            (!channels.keep[i]).then(|| {
-                let a = field.topography[i] as f32;
-                s.iter().map(|v| a * v).collect()
-            })
-        })
+        .map(|i| (!channels.keep[i]).then(|| pooled::correction_of(&field, i, &masked)))
         .collect();
     Some((correction, blinks))
+}
+
+/// The peaks of the eye events a pooled field's source leaves alone: closures (and what the
+/// removal does not take). Events the detection channels called uncertain or eye movements
+/// are judged again by their shape on the source, where far less EEG is left beside a blink
+/// and a blink on a saccade's step stands out of it (on the independent families a tenth of
+/// the blinks at 50 uV fell on a base's eye movement and stayed whole: 1.5-1.9x the floor).
+pub(super) fn judged_elsewhere(events: &[EyeEvent], p: &BlinkParams) -> Vec<usize> {
+    (events.iter())
+        .filter(|e| e.class == EventClass::EyeClosure && !removable(e.class, p))
+        .map(|e| e.span.peak)
+        .collect()
 }
 
 /// The windows' own corrections joined (step 5): overlapping windows vote on each sample's

@@ -44,32 +44,61 @@ const FIT_MARGIN_S: f64 = 0.05;
 /// At least this many blinks found by the windows before a pooled field is fitted.
 pub const MIN_BLINKS: usize = 3;
 
-/// Covariance of the columns `at` of `rows` (each row less its mean over `at`), `every`-th
-/// sample.
-fn covariance(rows: &[&[f32]], at: &[usize]) -> DMatrix<f64> {
-    let n = rows.len();
-    let m = at.len();
-    let mut data = DMatrix::<f64>::zeros(n, m);
-    for (i, r) in rows.iter().enumerate() {
-        let mean = at.iter().map(|&t| r[t] as f64).sum::<f64>() / m.max(1) as f64;
-        for (k, &t) in at.iter().enumerate() {
-            data[(i, k)] = r[t] as f64 - mean;
+/// Running sums of the products of a few channels' samples: what a covariance over samples
+/// gathered piecewise (a stream's hops) needs.
+#[derive(Debug, Clone)]
+struct Sums {
+    products: DMatrix<f64>,
+    sums: DVector<f64>,
+    count: f64,
+}
+
+impl Sums {
+    fn new(n: usize) -> Self {
+        Sums {
+            products: DMatrix::zeros(n, n),
+            sums: DVector::zeros(n),
+            count: 0.0,
         }
     }
-    (&data * data.transpose()) / m.max(1) as f64
-}
 
-/// Samples of `len` outside every span of `spans` widened by `margin` samples.
-fn outside(spans: &[Blink], len: usize, margin: usize) -> Vec<usize> {
-    let mut near = vec![false; len];
-    for b in spans {
-        near[b.start.saturating_sub(margin)..(b.end + margin + 1).min(len)].fill(true);
+    /// Adds the columns `at` of `rows`.
+    fn add(&mut self, rows: &[&[f32]], at: &[usize]) {
+        if at.is_empty() {
+            return;
+        }
+        let data = DMatrix::from_fn(rows.len(), at.len(), |i, k| rows[i][at[k]] as f64);
+        self.products += &data * data.transpose();
+        self.sums += data.column_sum();
+        self.count += at.len() as f64;
     }
-    (0..len).filter(|&t| !near[t]).collect()
+
+    fn merge(&mut self, other: &Sums) {
+        self.products += &other.products;
+        self.sums += &other.sums;
+        self.count += other.count;
+    }
+
+    fn covariance(&self) -> DMatrix<f64> {
+        let c = self.count.max(1.0);
+        &self.products / c - (&self.sums * self.sums.transpose()) / (c * c)
+    }
 }
 
-/// At most this many samples go into a covariance (evenly spread): 64 channels need far
-/// fewer, and a night has hundreds of millions.
+/// What a field is fitted from, gathered over a recording or a stream's hops: the channels'
+/// 1-8 Hz covariance over the blinks and away from eye events, and their broadband covariance
+/// away from eye events.
+#[derive(Debug, Clone)]
+pub struct FieldSums {
+    blink_band: Sums,
+    quiet_band: Sums,
+    quiet: Sums,
+    /// Blinks added.
+    pub blinks: usize,
+}
+
+/// At most this many samples go into a covariance from one call of `FieldSums::add`
+/// (evenly spread): 64 channels need far fewer, and a night has hundreds of millions.
 const MAX_COV_SAMPLES: usize = 200_000;
 
 fn thinned(at: Vec<usize>) -> Vec<usize> {
@@ -77,51 +106,84 @@ fn thinned(at: Vec<usize>) -> Vec<usize> {
     at.into_iter().step_by(step).collect()
 }
 
-impl BlinkField {
-    /// The field of `blinks` (samples of `x`, channels x samples) against the EEG away from
-    /// `events` (every eye event and blink), from the channels' `bands` (`dwt::band` of each
-    /// row). `None` with too few blinks or quiet samples, or singular covariances.
-    pub fn fit(
-        x: &Observations,
-        bands: &Observations,
+impl FieldSums {
+    pub fn new(channels: usize) -> Self {
+        FieldSums {
+            blink_band: Sums::new(channels),
+            quiet_band: Sums::new(channels),
+            quiet: Sums::new(channels),
+            blinks: 0,
+        }
+    }
+
+    /// Adds samples `range` of `x` (channels x samples) and its channels' `bands`: those of
+    /// `blinks` (widened by `FIT_MARGIN_S`) and those at least half a second from every span
+    /// of `events` (eye events and blinks). Blinks count where they peak in `range`.
+    pub fn add(
+        &mut self,
+        (x, bands): (&Observations, &Observations),
+        range: std::ops::Range<usize>,
         blinks: &[Blink],
         events: &[Blink],
         fs: f64,
-    ) -> Option<BlinkField> {
-        let n = x.rows;
-        if blinks.len() < MIN_BLINKS {
-            return None;
-        }
+    ) {
+        let len = x.cols;
         let margin = (FIT_MARGIN_S * fs).round() as usize;
-        let mut is_blink = vec![false; x.cols];
+        let mut is_blink = vec![false; len];
         for b in blinks {
-            is_blink[b.start.saturating_sub(margin)..(b.end + margin + 1).min(x.cols)].fill(true);
+            is_blink[b.start.saturating_sub(margin)..(b.end + margin + 1).min(len)].fill(true);
         }
-        let inside: Vec<usize> = (0..x.cols).filter(|&t| is_blink[t]).collect();
-        let quiet = thinned(outside(events, x.cols, (0.5 * fs).round() as usize));
-        if quiet.len() < 4 * n || inside.len() < n {
+        let quiet_margin = (0.5 * fs).round() as usize;
+        let mut near = vec![false; len];
+        for b in events.iter().chain(blinks) {
+            near[b.start.saturating_sub(quiet_margin)..(b.end + quiet_margin + 1).min(len)]
+                .fill(true);
+        }
+        let range = range.start.min(len)..range.end.min(len);
+        let inside: Vec<usize> = range.clone().filter(|&t| is_blink[t]).collect();
+        let quiet: Vec<usize> = range.clone().filter(|&t| !near[t]).collect();
+        let (inside, quiet) = (thinned(inside), thinned(quiet));
+        let band_rows: Vec<&[f32]> = (0..x.rows).map(|i| bands.row(i)).collect();
+        let raw_rows: Vec<&[f32]> = (0..x.rows).map(|i| x.row(i)).collect();
+        self.blink_band.add(&band_rows, &inside);
+        self.quiet_band.add(&band_rows, &quiet);
+        self.quiet.add(&raw_rows, &quiet);
+        self.blinks += blinks.iter().filter(|b| range.contains(&b.peak)).count();
+    }
+
+    /// Adds what `other` gathered.
+    pub fn merge(&mut self, other: &FieldSums) {
+        self.blink_band.merge(&other.blink_band);
+        self.quiet_band.merge(&other.quiet_band);
+        self.quiet.merge(&other.quiet);
+        self.blinks += other.blinks;
+    }
+
+    /// The field (steps 1-2 of the module's notes); `None` with fewer than `MIN_BLINKS`
+    /// blinks, too few samples or singular covariances.
+    pub fn field(&self) -> Option<BlinkField> {
+        let n = self.quiet.sums.len();
+        if self.blinks < MIN_BLINKS
+            || self.quiet.count < (4 * n) as f64
+            || self.blink_band.count < n as f64
+        {
             return None;
         }
-        let inside = thinned(inside);
-        let band_rows: Vec<&[f32]> = (0..n).map(|i| bands.row(i)).collect();
-        let raw_rows: Vec<&[f32]> = (0..n).map(|i| x.row(i)).collect();
         let (cb, cn, c) = (
-            covariance(&band_rows, &inside),
-            covariance(&band_rows, &quiet),
-            covariance(&raw_rows, &quiet),
+            self.blink_band.covariance(),
+            self.quiet_band.covariance(),
+            self.quiet.covariance(),
         );
         let ridge = |m: &DMatrix<f64>| m + DMatrix::identity(n, n) * (1e-9 * m.trace() / n as f64);
         // The leading generalised eigenvector of (cb, cn): with cn = L L^T, the leading
         // eigenvector v of L^-1 cb L^-T, and w = L^-T v.
-        let l = ridge(&cn).cholesky()?;
-        let lower = l.l();
-        let linv = lower.clone().try_inverse()?;
+        let lower = ridge(&cn).cholesky()?.l();
+        let linv = lower.try_inverse()?;
         let m = &linv * &cb * linv.transpose();
         let m = (&m + m.transpose()) * 0.5;
         let eig = m.symmetric_eigen();
         let top = (0..n).max_by(|&a, &b| eig.eigenvalues[a].total_cmp(&eig.eigenvalues[b]))?;
-        let v = eig.eigenvectors.column(top).into_owned();
-        let w = linv.transpose() * v;
+        let w = linv.transpose() * eig.eigenvectors.column(top);
         let a: DVector<f64> = (&cb - &cn) * &w;
         // The minimum-variance filter of `a` under the EEG's broadband covariance.
         let ca = ridge(&c).cholesky()?.solve(&a);
@@ -130,18 +192,39 @@ impl BlinkField {
             return None;
         }
         let filter = ca / norm;
-        let mut field = BlinkField {
+        Some(BlinkField {
             topography: a.iter().copied().collect(),
             filter: filter.iter().copied().collect(),
-        };
-        // Blinks point up on the source.
-        let source = field.source(x);
+        })
+    }
+}
+
+impl BlinkField {
+    /// The field of `blinks` (samples of `x`, channels x samples) against the EEG away from
+    /// `events` (every eye event and blink), from the channels' `bands` (`dwt::band` of each
+    /// row), turned so that blinks point up on its source. `None` as `FieldSums::field`.
+    pub fn fit(
+        x: &Observations,
+        bands: &Observations,
+        blinks: &[Blink],
+        events: &[Blink],
+        fs: f64,
+    ) -> Option<BlinkField> {
+        let mut sums = FieldSums::new(x.rows);
+        sums.add((x, bands), 0..x.cols, blinks, events, fs);
+        sums.field()?.pointing_up(x, blinks)
+    }
+
+    /// The field turned so that its source is positive at `blinks` on `x` (together), or
+    /// as it is where there are none.
+    pub fn pointing_up(mut self, x: &Observations, blinks: &[Blink]) -> Option<BlinkField> {
+        let source = self.source(x);
         let at_peaks: f64 = blinks.iter().map(|b| source[b.peak] as f64).sum();
         if at_peaks < 0.0 {
-            field.topography.iter_mut().for_each(|v| *v = -*v);
-            field.filter.iter_mut().for_each(|v| *v = -*v);
+            self.topography.iter_mut().for_each(|v| *v = -*v);
+            self.filter.iter_mut().for_each(|v| *v = -*v);
         }
-        Some(field)
+        Some(self)
     }
 
     /// The blink source of `x` (channels as the field's).
@@ -278,6 +361,35 @@ const CORE: f32 = 0.3;
 const RETURN: f32 = 0.1;
 const BEFORE_S: f64 = 0.3;
 const AFTER_S: f64 = 0.8;
+
+/// What a field removes from `x` (a recording or a stream's window): the blinks on its
+/// source (`blinks_on_source`, from the windows' `found` and away from `others`) and the
+/// source to subtract, times each channel's topography: under the blinks' mask (margins and
+/// fades), less its straight line under each stretch (`removal::detrend_under`).
+pub fn removed(
+    field: &BlinkField,
+    x: &Observations,
+    (found, others): (&[Blink], &[usize]),
+    p: &BlinkParams,
+    fs: f64,
+) -> (Vec<Blink>, Vec<f32>, Vec<f32>) {
+    let source = field.source(x);
+    let blinks = blinks_on_source(&source, found, others, p, fs);
+    let mask = super::removal::blink_mask(&blinks, x.cols, p, fs);
+    let taper = ((p.taper_s * fs).round() as usize).max(1);
+    let masked = (super::detrend_under(&source, &mask, taper)
+        .iter()
+        .zip(&mask))
+    .map(|(v, m)| v * m)
+    .collect();
+    (blinks, masked, source)
+}
+
+/// Channel `i`'s correction over `range` from a field's masked source (`removed`).
+pub fn correction_of(field: &BlinkField, i: usize, masked: &[f32]) -> Vec<f32> {
+    let a = field.topography[i] as f32;
+    masked.iter().map(|v| a * v).collect()
+}
 
 /// The channels' 1-8 Hz bands (`dwt::band` of each row).
 pub fn channel_bands(x: &Observations, p: &BlinkParams, fs: f64) -> Observations {

@@ -30,9 +30,10 @@ use std::sync::mpsc;
 
 use nalgebra::DMatrix;
 
+use super::pooled::{self, BlinkField, FieldSums};
 use super::{
-    Blink, BlinkError, BlinkParams, Channels, EyeEvent, FittedWindow, IcaFn, finish_window,
-    fit_window,
+    Blink, BlinkError, BlinkParams, Channels, EyeEvent, FittedWindow, IcaFn, classify,
+    finish_window, fit_window, judged_elsewhere,
 };
 use crate::dsp::ica::{Ica, Observations};
 
@@ -104,6 +105,9 @@ pub struct Streamer {
     warm: Option<DMatrix<f64>>,
     /// The topographies of the components the last window removed (tracked into the next).
     known: Vec<Vec<f64>>,
+    /// The blink field's sums over the hops so far (`pooled`), and the last field used.
+    sums: FieldSums,
+    field: Option<BlinkField>,
     /// Finish each hop beside the next one's fit (see the module's notes).
     overlap: bool,
     /// The next hop, fitted and not yet finishing.
@@ -124,9 +128,14 @@ struct Fitting {
     fit: Result<FittedWindow, String>,
 }
 
-/// A hop with its steps 3-4 done or under way, and the topographies its window removed
-/// (`None` where it ran no ICA).
-type Finished = (Hop, Option<Vec<Vec<f64>>>);
+/// A hop with its steps 3-4 done or under way: the hop, the topographies its window removed
+/// (`None` where it ran no ICA), what it adds to the field's sums and the field it used.
+struct Finished {
+    hop: Hop,
+    known: Option<Vec<Vec<f64>>>,
+    sums: Option<FieldSums>,
+    field: Option<BlinkField>,
+}
 
 enum Finishing {
     Done(Box<Finished>),
@@ -150,6 +159,8 @@ impl Streamer {
             next_end: window as u64,
             warm: None,
             known: Vec::new(),
+            sums: FieldSums::new(n),
+            field: None,
             overlap: false,
             fitted: None,
             finishing: None,
@@ -312,7 +323,9 @@ impl Streamer {
             self.kept_from = keep_from;
         }
         let (fs, channels, known) = (self.fs, self.channels.clone(), self.known.clone());
-        let job = move || finish_hop(skeleton, f, out, fs, &channels, &known);
+        let prior = (!self.params.blink.removes_everywhere()).then(|| self.sums.clone());
+        let last = self.field.as_ref().map(|f| f.topography.clone());
+        let job = move || finish_hop(skeleton, f, out, fs, &channels, &known, (prior, last));
         let beside = if self.overlap { self.finisher() } else { None };
         self.finishing = Some(match beside {
             Some(pool) => {
@@ -345,19 +358,28 @@ impl Streamer {
 
     /// The hop last committed, once its steps 3-4 are done.
     fn join(&mut self) -> Option<Hop> {
-        let (hop, known) = match self.finishing.take()? {
+        let done = match self.finishing.take()? {
             Finishing::Done(done) => *done,
             Finishing::Beside(rx) => rx.recv().expect("a hop's steps 3-4 panicked"),
         };
         // A window without candidates runs no ICA: what was known stays known.
-        if let Some(known) = known {
+        if let Some(known) = done.known {
             self.known = known;
         }
-        Some(hop)
+        if let Some(sums) = done.sums {
+            self.sums.merge(&sums);
+        }
+        if done.field.is_some() {
+            self.field = done.field;
+        }
+        Some(done.hop)
     }
 }
 
-/// Steps 3-4 of fitted hop `f`, into `hop`: its samples `out` of the window cleaned.
+/// Steps 3-4 of fitted hop `f`, into `hop`: its samples `out` of the window cleaned. Where the
+/// removal is the blinks' alone (`prior` given: the field's sums of the hops before), with the
+/// field of the blinks so far and this hop's (`pooled`), turned as the `last` one used (else
+/// by this window's blinks), once there are enough of them.
 fn finish_hop(
     mut hop: Hop,
     f: Fitting,
@@ -365,29 +387,100 @@ fn finish_hop(
     fs: f64,
     channels: &Channels,
     known: &[Vec<f64>],
+    (prior, last): (Option<FieldSums>, Option<Vec<f64>>),
 ) -> Finished {
     let fit = match f.fit {
         Ok(fit) => fit,
         Err(e) => {
             hop.cleaned = hop.original.clone();
             hop.error = Some(e);
-            return (hop, None);
+            return Finished {
+                hop,
+                known: None,
+                sums: None,
+                field: None,
+            };
         }
     };
-    let w = finish_window(&f.x, fs, channels, &f.params.blink, fit, known);
+    let p = &f.params.blink;
+    let w = finish_window(&f.x, fs, channels, p, fit, known);
     let known = w.ica.as_ref().map(|_| w.removed_topographies());
     let from = f.from as usize;
-    hop.cleaned = w.clean(&f.x, out.clone());
-    hop.blinks = (w.blinks.iter())
-        .filter(|b| out.contains(&b.peak))
-        .map(|b| b.shifted(from))
+    let bands = prior.as_ref().map(|_| pooled::channel_bands(&f.x, p, fs));
+    let spans: Vec<Blink> = (w.events.iter().map(|e| e.span))
+        .chain(w.blinks.iter().copied())
         .collect();
+    let others = judged_elsewhere(&w.events, p);
+    let turned = |mut field: BlinkField, like: Option<&[f64]>| match like {
+        Some(like) => {
+            let dot: f64 = (field.topography.iter().zip(like))
+                .map(|(a, b)| a * b)
+                .sum();
+            if dot < 0.0 {
+                field.topography.iter_mut().for_each(|v| *v = -*v);
+                field.filter.iter_mut().for_each(|v| *v = -*v);
+            }
+            Some(field)
+        }
+        None if !w.blinks.is_empty() => field.pointing_up(&f.x, &w.blinks),
+        None => None,
+    };
+    // As the batch does (`pooled_removal`): the field with this window's blinks finds the
+    // blinks on its source, and refitted over their cores it gives the source removed.
+    let mut sums = None;
+    let mut field = None;
+    if let (Some(prior), Some(bands)) = (&prior, &bands) {
+        let with = |blinks: &[Blink], spans: &[Blink]| {
+            let mut add = FieldSums::new(f.x.rows);
+            add.add((&f.x, bands), out.clone(), blinks, spans, fs);
+            let mut all = prior.clone();
+            all.merge(&add);
+            (add, all.field())
+        };
+        let (add, first) = with(&w.blinks, &spans);
+        sums = Some(add);
+        if let Some(first) = first.and_then(|f| turned(f, last.as_deref())) {
+            let (found, _, source) = pooled::removed(&first, &f.x, (&w.blinks, &others), p, fs);
+            let cores = pooled::cores(&found, &classify::smooth(&source, fs), fs);
+            let spans: Vec<Blink> = spans.iter().chain(&found).copied().collect();
+            let (add, refit) = with(&cores, &spans);
+            sums = Some(add);
+            field = refit
+                .and_then(|r| turned(r, Some(&first.topography)))
+                .or(Some(first));
+        }
+    }
+    let mut blinks = w.blinks.clone();
+    match &field {
+        Some(field) => {
+            let (found, masked, _) = pooled::removed(field, &f.x, (&w.blinks, &others), p, fs);
+            let mut cleaned = hop.original.clone();
+            for i in (0..channels.labels.len()).filter(|&i| !channels.keep[i]) {
+                let a = field.topography[i] as f32;
+                let row = &mut cleaned.data[i * out.len()..(i + 1) * out.len()];
+                for (v, &m) in row.iter_mut().zip(&masked[out.clone()]) {
+                    *v -= a * m;
+                }
+            }
+            hop.cleaned = cleaned;
+            blinks = found;
+        }
+        None => hop.cleaned = w.clean(&f.x, out.clone()),
+    }
+    let removes = |span: &Blink| match &field {
+        Some(_) => blinks.iter().any(|b| b.overlaps(span)),
+        None => w.removes(span),
+    };
     hop.left_alone = (w.events.iter())
-        .filter(|e| out.contains(&e.span.peak) && !w.removes(&e.span))
+        .filter(|e| out.contains(&e.span.peak) && !removes(&e.span))
         .map(|&e| EyeEvent {
             span: e.span.shifted(from),
             ..e
         })
+        .collect();
+    hop.blinks = (blinks.iter())
+        .filter(|b| out.contains(&b.peak))
+        .map(|b| b.shifted(from))
         .collect();
     hop.candidates = w.events.len();
     hop.iterations = w.iterations();
@@ -397,7 +490,12 @@ fn finish_hop(
         (Some(ica), Some(rows)) => Some(ica.with_leading_sources(&f.x, rows)),
         (ica, _) => ica,
     };
-    (hop, known)
+    Finished {
+        hop,
+        known,
+        sums,
+        field,
+    }
 }
 
 /// Lowers the calling thread's priority to `nice` (Linux keeps one per thread), so that other
