@@ -320,9 +320,11 @@ fn real_blinks_leave_fpz_and_posterior_channels_barely_change() {
     // beside them: blinks alone leave about 31 %, see BENCHMARKS). MNE (ICA fastica, 25
     // components, find_bads_eog): 8.4 %, 2.5 %, 162 samples.
     assert_eq!(effect.blinks, 14, "{effect:?}");
-    assert!(effect.frontal_residual_pct < 36.0, "{effect:?}");
-    assert!(effect.posterior_change_pct < 1.0, "{effect:?}");
-    assert!(effect.samples_changed_over_20uv < 161, "{effect:?}");
+    // With the blink's field pooled over the recording (issue 43): 28.3 %, 0.24 %, 36 samples
+    // (per-window fields: 31.4 %, 0.29 %, 111).
+    assert!(effect.frontal_residual_pct < 31.0, "{effect:?}");
+    assert!(effect.posterior_change_pct < 0.5, "{effect:?}");
+    assert!(effect.samples_changed_over_20uv < 80, "{effect:?}");
     assert_eq!(effect.kept_change_pct, 0.0);
 }
 
@@ -497,4 +499,51 @@ fn a_simulated_saccade_is_left_alone() {
         !at_steps.is_empty() && at_steps.iter().all(|&c| c != EventClass::Blink),
         "the detector must see the saccade and not take it for a blink: {at_steps:?}"
     );
+}
+
+/// Issue 43: on blinks the removal was not designed on (`dsp::blink::families`, over MNE's
+/// cleaning of the EEGLAB sample with independent noise), the batch finds them (F1 >= 0.95)
+/// and leaves at most 1.6x what the ideal spatial filter with the true topography leaves
+/// inside them (the goal is 1.5x: the undershoot family, whose topography is the most uneven,
+/// measures 1.52-1.56x, the others 0.87-1.37x over three seeds, BENCHMARKS), changing the EEG
+/// away from them by under 1.5 %. Live mode, which fits the field from the blinks so far,
+/// reaches the floor's neighbourhood on the issue's own family.
+#[test]
+fn blinks_of_other_families_leave_about_what_the_ideal_filter_leaves() {
+    use ede::analysis::blink::families::{AffineCleaning, Cleaner, independent_base, score_case};
+    use ede::dsp::blink::families::{Family, draw};
+    let Some(data) = shared_data() else { return };
+    let rec = open(&data.join("eeg/eeglab_sample_32ch_128hz.edf"));
+    let opts = DeblinkOptions::default();
+    let eeg = EegData::load(&rec, &opts).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/blink_base_mne.json");
+    let cleaning: AffineCleaning =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let base = independent_base(&eeg, &cleaning, 1).unwrap();
+    let (labels, eog) = (&base.channels.labels, &base.channels.eog);
+    let batch = Cleaner::Batch(opts.clone());
+    for family in Family::ALL {
+        for amplitude in [50.0, 200.0] {
+            let d = draw(family, amplitude, 1, base.duration_s(), labels, eog);
+            let s = score_case(&base, &d, &batch, None).unwrap();
+            assert!(s.f1 >= 0.95, "{s:?}");
+            assert!(s.ratio.unwrap() <= 1.6, "{s:?}");
+            assert!(s.change_outside_pct <= 1.5, "{s:?}");
+        }
+    }
+    let d = draw(
+        Family::GaussianEdges,
+        100.0,
+        1,
+        base.duration_s(),
+        labels,
+        eog,
+    );
+    let s = score_case(&base, &d, &Cleaner::Live(opts), None).unwrap();
+    assert!(s.f1 >= 0.95 && s.ratio.unwrap() <= 1.5, "{s:?}");
+    // Doing nothing leaves every blink whole: the score can fail.
+    let mut none = DeblinkOptions::default();
+    none.params.candidate_z = 1e6;
+    let s = score_case(&base, &d, &Cleaner::Batch(none), None).unwrap();
+    assert!(s.f1 == 0.0 && (s.residual_pct - 100.0).abs() < 1.0, "{s:?}");
 }

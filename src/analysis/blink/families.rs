@@ -225,33 +225,6 @@ pub fn score_case(
     };
     let blink = draw.waveform(fs, n);
     let r = residuals(&c, &blink, &inside, &near);
-    if let Ok(path) = std::env::var("EDE_DUMP") {
-        let rows: Vec<(String, Vec<f32>, Vec<f32>, Vec<f32>)> = (0..rows)
-            .map(|i| {
-                (
-                    base.channels.labels[i].clone(),
-                    clean.data.row(i).to_vec(),
-                    added_obs.row(i).to_vec(),
-                    result.cleaned.row(i).to_vec(),
-                )
-            })
-            .collect();
-        let found: Vec<(usize, usize, usize)> = result
-            .blinks
-            .iter()
-            .map(|b| (b.peak, b.start, b.end))
-            .collect();
-        let j = serde_json::json!({"fs": fs, "peaks": truth, "found": found, "rows": rows});
-        let _ = std::fs::write(
-            format!(
-                "{path}_{}_{}_{}.json",
-                draw.family.name(),
-                draw.amplitude_uv,
-                draw.seed
-            ),
-            j.to_string(),
-        );
-    }
     let frontal = (0..rows)
         .filter(|&i| scored[i])
         .max_by(|&a, &b| draw.factors[a].total_cmp(&draw.factors[b]))

@@ -770,6 +770,9 @@ fn pooled_removal(
     p: &BlinkParams,
     fs: f64,
 ) -> Option<(Vec<Option<Vec<f32>>>, Vec<Blink>)> {
+    if found.len() < pooled::MIN_BATCH_BLINKS {
+        return None;
+    }
     let spans: Vec<Blink> = (events.iter().map(|e| e.span))
         .chain(found.iter().copied())
         .collect();
