@@ -45,6 +45,11 @@
 //! 5. **Joining**: overlapping windows' corrections are averaged with sin^2 weights (times
 //!    their masks), so the output has no seams; windows that remove nothing at a sample do not
 //!    vote there.
+//! 6. **Pooling** (blinks only, from `pooled::MIN_BATCH_BLINKS` blinks on): steps 4-5 are
+//!    redone with one blink field for the whole recording (`pooled`): its topography from
+//!    all the windows' blinks, its minimum-variance source, blinks found again on that
+//!    source. A window's few blinks give its component a topography that carries the EEG they
+//!    coincided with, an error that grows with the blink (issue 43, BENCHMARKS).
 //!
 //! A window without candidates the removal takes (blinks, unless the eye's whole activity
 //! goes) is returned unchanged, without running ICA.
@@ -736,17 +741,19 @@ pub fn deblink(
         false => {
             let rows: Vec<Vec<f32>> = used.iter().map(|&i| x.row(i).to_vec()).collect();
             let obs = Observations::from_rows(&rows);
-            pooled_removal(&obs, (&found, &events), &sub, p, fs)
+            pooled_removal(&obs, (&found, &events), p, fs)
         }
     };
     let (cleaned, blinks) = match pooled {
-        Some((correction, blinks)) => {
+        Some((field, masked, blinks)) => {
             let mut cleaned = x.clone();
-            for (u, &i) in used.iter().enumerate() {
-                if let Some(c) = &correction[u] {
-                    for (v, d) in cleaned.data[i * total..(i + 1) * total].iter_mut().zip(c) {
-                        *v -= d;
-                    }
+            for (u, &i) in used.iter().enumerate().filter(|(u, _)| !sub.keep[*u]) {
+                let a = field.topography[u] as f32;
+                for (v, m) in cleaned.data[i * total..(i + 1) * total]
+                    .iter_mut()
+                    .zip(&masked)
+                {
+                    *v -= a * m;
                 }
             }
             (cleaned, blinks)
@@ -761,15 +768,15 @@ pub fn deblink(
     })
 }
 
-/// Step 4 with the field pooled over the recording (`pooled`): each used channel's correction
-/// (`None` for channels kept) and the blinks removed; `None` where no field can be fitted.
+/// Step 4 with the field pooled over the recording (`pooled`): the field, its masked source
+/// (`pooled::removed`: each channel not kept loses its topography times it) and the blinks
+/// removed; `None` where no field can be fitted.
 fn pooled_removal(
     x: &Observations,
     (found, events): (&[Blink], &[EyeEvent]),
-    channels: &Channels,
     p: &BlinkParams,
     fs: f64,
-) -> Option<(Vec<Option<Vec<f32>>>, Vec<Blink>)> {
+) -> Option<(pooled::BlinkField, Vec<f32>, Vec<Blink>)> {
     if found.len() < pooled::MIN_BATCH_BLINKS {
         return None;
     }
@@ -786,10 +793,7 @@ fn pooled_removal(
     let spans: Vec<Blink> = spans.iter().chain(&blinks).copied().collect();
     let field = pooled::BlinkField::fit(x, &bands, &cores, &spans, fs).unwrap_or(first);
     let (blinks, masked, _) = pooled::removed(&field, x, (found, &others), p, fs);
-    let correction = (0..x.rows)
-        .map(|i| (!channels.keep[i]).then(|| pooled::correction_of(&field, i, &masked)))
-        .collect();
-    Some((correction, blinks))
+    Some((field, masked, blinks))
 }
 
 /// The peaks of the eye events a pooled field's source leaves alone: closures (and what the

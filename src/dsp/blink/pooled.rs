@@ -392,12 +392,6 @@ pub fn removed(
     (blinks, masked, source)
 }
 
-/// Channel `i`'s correction over `range` from a field's masked source (`removed`).
-pub fn correction_of(field: &BlinkField, i: usize, masked: &[f32]) -> Vec<f32> {
-    let a = field.topography[i] as f32;
-    masked.iter().map(|v| a * v).collect()
-}
-
 /// The channels' 1-8 Hz bands (`dwt::band` of each row).
 pub fn channel_bands(x: &Observations, p: &BlinkParams, fs: f64) -> Observations {
     let levels = dwt::levels_in_band(fs, p.band_hz);
