@@ -406,7 +406,7 @@ fn finish_hop(
     let w = finish_window(&f.x, fs, channels, p, fit, known);
     let known = w.ica.as_ref().map(|_| w.removed_topographies());
     let from = f.from as usize;
-    let bands = prior.as_ref().map(|_| pooled::channel_bands(&f.x, p, fs));
+    let bands = (prior.as_ref()).map(|_| pooled::channel_bands_near(&f.x, out.clone(), p, fs));
     let spans: Vec<Blink> = (w.events.iter().map(|e| e.span))
         .chain(w.blinks.iter().copied())
         .collect();
