@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::measure::{Compared, HIT_S, residuals};
+use super::measure::{Compared, matched, residuals};
 use super::{BlinkJobError, DeblinkOptions, EegData, deblink_data};
 use crate::dsp::blink::Blink;
 use crate::dsp::blink::families::{self, Draw, Family};
@@ -254,22 +254,6 @@ struct Cleaned {
     cleaned: Observations,
     blinks: Vec<Blink>,
     elapsed_s: f64,
-}
-
-/// True blinks (peaks, seconds) matched one to one by found ones within `HIT_S`.
-fn matched(truth: &[f64], found: &[f64]) -> usize {
-    let mut used = vec![false; found.len()];
-    let mut tp = 0;
-    for &t in truth {
-        let best = (0..found.len())
-            .filter(|&k| !used[k] && (found[k] - t).abs() <= HIT_S)
-            .min_by(|&a, &b| (found[a] - t).abs().total_cmp(&(found[b] - t).abs()));
-        if let Some(k) = best {
-            used[k] = true;
-            tp += 1;
-        }
-    }
-    tp
 }
 
 /// Every case of `families` x `amplitudes` x `seeds` on `data` cleaned by `cleaning`.

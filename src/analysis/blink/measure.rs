@@ -214,6 +214,23 @@ pub struct Score {
 /// A hit is a found blink within this many seconds of a true one (one-to-one).
 pub const HIT_S: f64 = 0.15;
 
+/// True blinks (peaks, seconds) matched one to one by found ones within `HIT_S`, the nearest
+/// first.
+pub fn matched(truth: &[f64], found: &[f64]) -> usize {
+    let mut used = vec![false; found.len()];
+    let mut tp = 0;
+    for &t in truth {
+        let best = (0..found.len())
+            .filter(|&k| !used[k] && (found[k] - t).abs() <= HIT_S)
+            .min_by(|&a, &b| (found[a] - t).abs().total_cmp(&(found[b] - t).abs()));
+        if let Some(k) = best {
+            used[k] = true;
+            tp += 1;
+        }
+    }
+    tp
+}
+
 /// The channels a score compares: without blinks, the blinks added, after cleaning, and
 /// which channels count.
 pub struct Compared<'a> {
@@ -228,21 +245,8 @@ pub fn score(truth: &Truth, found_s: &[f64], fs: f64, c: &Compared<'_>, elapsed_
     let real = |t: f64| truth.base_blinks.iter().any(|&p| (p - t).abs() < 0.5);
     let found_s: Vec<f64> = found_s.iter().copied().filter(|&t| !real(t)).collect();
     let found_s = found_s.as_slice();
-    let mut used = vec![false; found_s.len()];
-    let mut tp = 0;
-    for b in &truth.blinks {
-        let best = (0..found_s.len())
-            .filter(|&k| !used[k] && (found_s[k] - b.peak_s).abs() <= HIT_S)
-            .min_by(|&a, &c| {
-                (found_s[a] - b.peak_s)
-                    .abs()
-                    .total_cmp(&(found_s[c] - b.peak_s).abs())
-            });
-        if let Some(k) = best {
-            used[k] = true;
-            tp += 1;
-        }
-    }
+    let peaks: Vec<f64> = truth.blinks.iter().map(|b| b.peak_s).collect();
+    let tp = matched(&peaks, found_s);
     let ratio = |a: usize, b: usize| if b == 0 { 1.0 } else { a as f64 / b as f64 };
     let precision = ratio(tp, found_s.len());
     let recall = ratio(tp, truth.blinks.len());

@@ -605,6 +605,12 @@ fn confirm(
         })
         .collect();
     blinks.sort_by_key(|b| b.peak);
+    out.blinks = merged(blinks, gap);
+}
+
+/// `blinks` (sorted by peak) with those whose peaks lie closer than `gap` samples made one,
+/// spanning both.
+fn merged(blinks: impl IntoIterator<Item = Blink>, gap: usize) -> Vec<Blink> {
     let mut merged: Vec<Blink> = Vec::new();
     for b in blinks {
         match merged.last_mut() {
@@ -615,7 +621,7 @@ fn confirm(
             _ => merged.push(b),
         }
     }
-    out.blinks = merged;
+    merged
 }
 
 /// The result of a whole recording (or stretch).

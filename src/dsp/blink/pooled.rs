@@ -286,18 +286,7 @@ pub fn blinks_on_source(
         }
     }
     out.sort_by_key(|b| b.peak);
-    let out = out.into_iter().map(|b| widened(b, &reference, fs));
-    let mut merged: Vec<Blink> = Vec::new();
-    for b in out {
-        match merged.last_mut() {
-            Some(last) if b.peak - last.peak < gap => {
-                last.start = last.start.min(b.start);
-                last.end = last.end.max(b.end);
-            }
-            _ => merged.push(b),
-        }
-    }
-    merged
+    super::merged(out.into_iter().map(|b| widened(b, &reference, fs)), gap)
 }
 
 /// A blink's extent on the smoothed source `r` widened to where the source stays within
@@ -306,18 +295,14 @@ pub fn blinks_on_source(
 /// extent cuts a slow fall and the lid's overshoot as it reopens, whose residual then
 /// stays (the `undershoot` family: 4.5x the floor at 100 uV).
 fn widened(b: Blink, r: &[f32], fs: f64) -> Blink {
-    let at = |s: f64| (b.peak as f64 + s * fs).round().max(0.0) as usize;
-    let (lo, hi) = (at(-0.6).min(r.len()), at(-0.3).min(r.len()));
-    if hi <= lo + 1 || b.peak >= r.len() {
+    let Some(level) = level_before(&b, r, fs) else {
         return b;
-    }
-    let mut before = r[lo..hi].to_vec();
-    let mid = before.len() / 2;
-    let level = *before.select_nth_unstable_by(mid, f32::total_cmp).1;
+    };
     let height = r[b.peak] - level;
     if height <= 0.0 {
         return b;
     }
+    let at = |s: f64| (b.peak as f64 + s * fs).round().max(0.0) as usize;
     let away = |t: usize| (r[t] - level).abs() >= RETURN * height;
     let first = at(-BEFORE_S).min(b.peak);
     let last = at(AFTER_S).min(r.len() - 1);
@@ -337,14 +322,9 @@ fn widened(b: Blink, r: &[f32], fs: f64) -> Blink {
 pub fn cores(blinks: &[Blink], r: &[f32], fs: f64) -> Vec<Blink> {
     (blinks.iter())
         .map(|b| {
-            let at = |s: f64| (b.peak as f64 + s * fs).round().max(0.0) as usize;
-            let (lo, hi) = (at(-0.6).min(r.len()), at(-0.3).min(r.len()));
-            if hi <= lo + 1 {
+            let Some(level) = level_before(b, r, fs) else {
                 return *b;
-            }
-            let mut before = r[lo..hi].to_vec();
-            let mid = before.len() / 2;
-            let level = *before.select_nth_unstable_by(mid, f32::total_cmp).1;
+            };
             let cut = level + CORE * (r[b.peak] - level);
             let start = (b.start..b.peak)
                 .rev()
@@ -363,6 +343,19 @@ pub fn cores(blinks: &[Blink], r: &[f32], fs: f64) -> Vec<Blink> {
 }
 
 const CORE: f32 = 0.3;
+
+/// The smoothed source's level before blink `b` (its median over 0.6-0.3 s before the peak,
+/// as `classify` reads it); `None` at the data's start.
+fn level_before(b: &Blink, r: &[f32], fs: f64) -> Option<f32> {
+    let at = |s: f64| (b.peak as f64 + s * fs).round().max(0.0) as usize;
+    let (lo, hi) = (at(-0.6).min(r.len()), at(-0.3).min(r.len()));
+    if hi <= lo + 1 || b.peak >= r.len() {
+        return None;
+    }
+    let mut before = r[lo..hi].to_vec();
+    let mid = before.len() / 2;
+    Some(*before.select_nth_unstable_by(mid, f32::total_cmp).1)
+}
 
 /// See `widened`.
 const RETURN: f32 = 0.1;
