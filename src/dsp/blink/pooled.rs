@@ -13,11 +13,17 @@
 //!    covariance away from eye events (`C^-1 a / a^T C^-1 a`, what the score's floor uses
 //!    with the true topography), applied to the whole recording.
 //! 3. Blinks are found again on that source, where they stand out of far less EEG than on
-//!    any single channel or ICA component: a 50 uV blink the windows' detector missed is
+//!    any single channel or ICA component: a 50 uV blink the windows' detector missed, or
+//!    one the detection channels called an eye movement because it sat on a saccade, is
 //!    found there, and a missed blink leaves all of itself (one in twenty is a 22 %
-//!    residual).
-//! 4. The topography times the source, less its straight line under each blink, is
-//!    subtracted over the blinks (with margins and fades) from every channel not kept.
+//!    residual). Each reaches to where the source is back at its level (`widened`).
+//! 4. The field is fitted again over those blinks' cores (`cores`), and its topography times
+//!    its source, less the source's straight line under each blink, is subtracted over the
+//!    blinks (with margins and fades) from every channel not kept.
+//!
+//! The batch gathers the covariances over the whole recording (`BlinkField::fit`); a stream
+//! adds each hop's to running sums (`FieldSums`), so that its field is that of every blink so
+//! far.
 
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
