@@ -238,7 +238,14 @@ impl BlinkView {
                 r.windows.len(),
                 ica
             ));
-            let count = |class: EventClass| r.events.iter().filter(|e| e.class == class).count();
+            // Events a pooled field's source judged blinks went with them.
+            let whole = req.options.params.remove_eye_movements;
+            let count = |class: EventClass| {
+                (r.events.iter())
+                    .filter(|e| e.class == class)
+                    .filter(|e| whole || !r.blinks.iter().any(|b| b.overlaps(&e.span)))
+                    .count()
+            };
             let (movements, closures) = (
                 count(EventClass::EyeMovement),
                 count(EventClass::EyeClosure),
