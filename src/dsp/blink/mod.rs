@@ -794,7 +794,7 @@ fn pooled_removal(
     // The field from the windows' blinks finds the blinks on its source; fitted again over
     // their cores (`pooled::cores`), it gives the source the removal uses.
     let first = pooled::BlinkField::fit(x, &bands, found, &spans, fs)?;
-    let (blinks, _, source) = pooled::removed(&first, x, (found, &others), p, fs);
+    let (blinks, source) = pooled::found_on(&first, x, (found, &others), p, fs);
     let cores = pooled::cores(&blinks, &classify::smooth(&source, fs), fs);
     let spans: Vec<Blink> = spans.iter().chain(&blinks).copied().collect();
     let field = pooled::BlinkField::fit(x, &bands, &cores, &spans, fs).unwrap_or(first);

@@ -379,8 +379,7 @@ pub fn removed(
     p: &BlinkParams,
     fs: f64,
 ) -> (Vec<Blink>, Vec<f32>, Vec<f32>) {
-    let source = field.source(x);
-    let blinks = blinks_on_source(&source, found, others, p, fs);
+    let (blinks, source) = found_on(field, x, (found, others), p, fs);
     let mask = super::removal::blink_mask(&blinks, x.cols, p, fs);
     let taper = ((p.taper_s * fs).round() as usize).max(1);
     let masked = (super::detrend_under(&source, &mask, taper)
@@ -389,6 +388,18 @@ pub fn removed(
     .map(|(v, m)| v * m)
     .collect();
     (blinks, masked, source)
+}
+
+/// The blinks on a field's source over `x` (`blinks_on_source`) and the source.
+pub fn found_on(
+    field: &BlinkField,
+    x: &Observations,
+    (found, others): (&[Blink], &[usize]),
+    p: &BlinkParams,
+    fs: f64,
+) -> (Vec<Blink>, Vec<f32>) {
+    let source = field.source(x);
+    (blinks_on_source(&source, found, others, p, fs), source)
 }
 
 /// The channels' 1-8 Hz bands over `range` of `x` (zeros elsewhere): each band-passed over

@@ -440,7 +440,7 @@ fn finish_hop(
         let (add, first) = with(&w.blinks, &spans);
         sums = Some(add);
         if let Some(first) = first.and_then(|f| turned(f, last.as_deref())) {
-            let (found, _, source) = pooled::removed(&first, &f.x, (&w.blinks, &others), p, fs);
+            let (found, source) = pooled::found_on(&first, &f.x, (&w.blinks, &others), p, fs);
             let cores = pooled::cores(&found, &classify::smooth(&source, fs), fs);
             let spans: Vec<Blink> = spans.iter().chain(&found).copied().collect();
             let (add, refit) = with(&cores, &spans);
