@@ -320,12 +320,36 @@ fn real_blinks_leave_fpz_and_posterior_channels_barely_change() {
     // beside them: blinks alone leave about 31 %, see BENCHMARKS). MNE (ICA fastica, 25
     // components, find_bads_eog): 8.4 %, 2.5 %, 162 samples.
     assert_eq!(effect.blinks, 14, "{effect:?}");
-    // With the blink's field pooled over the recording (issue 43): 28.3 %, 0.24 %, 36 samples
-    // (per-window fields: 31.4 %, 0.29 %, 111).
-    assert!(effect.frontal_residual_pct < 31.0, "{effect:?}");
+    // With the blink's field pooled over the recording (issue 43): 32.1 %, 0.19 %, 46 samples
+    // (per-window fields: 31.4 %, 0.29 %, 111). The saccades beside the blinks at 4.1 and
+    // 73.2 s stay, and with them some of the blink-locked average.
+    assert!(effect.frontal_residual_pct < 33.0, "{effect:?}");
     assert!(effect.posterior_change_pct < 0.5, "{effect:?}");
     assert!(effect.samples_changed_over_20uv < 80, "{effect:?}");
     assert_eq!(effect.kept_change_pct, 0.0);
+    // Those two blinks ride on saccades that begin 0.3-0.4 s before their peaks (3.7 and
+    // 72.9 s): the removal begins with the blink, after the saccade, and leaves it whole. A
+    // removal reaching back into the saccade put its step (up to 180 uV at FPz, 11 uV at the
+    // back of the head) on every channel; now at most 10 uV.
+    let labels = &eeg.channels.labels;
+    for (from, to) in [(3.6, 3.98), (72.7, 73.08)] {
+        let span = (from * eeg.fs) as usize..(to * eeg.fs) as usize;
+        for (i, label) in labels.iter().enumerate() {
+            let (a, b) = (
+                &eeg.data.row(i)[span.clone()],
+                &result.cleaned.row(i)[span.clone()],
+            );
+            let change = a
+                .iter()
+                .zip(b)
+                .map(|(u, v)| (u - v).abs())
+                .fold(0.0, f32::max);
+            assert!(
+                change < 15.0,
+                "{label} changed by {change} uV over {from}-{to} s"
+            );
+        }
+    }
 }
 
 /// With the eye's whole activity removed (`--remove-eye-movements`), the EEGLAB sample's

@@ -295,11 +295,15 @@ pub fn blinks_on_source(
     super::merged(out.into_iter().map(|b| widened(b, &reference, fs)), gap)
 }
 
-/// A blink's extent on the smoothed source `r` widened to where the source stays within
-/// `RETURN` of its height from its level before the blink (the median over 0.6-0.3 s before
-/// the peak), looked for up to `BEFORE_S` before the peak and `AFTER_S` after: the band-pass's
-/// extent cuts a slow fall and the lid's overshoot as it reopens, whose residual then
-/// stays (the `undershoot` family: 4.5x the floor at 100 uV).
+/// A blink's extent on the smoothed source `r` widened, against its level before the blink
+/// (the median over 0.6-0.3 s before the peak) and within `RETURN` of its height: back to the
+/// last sample before the peak at that level (up to `BEFORE_S`), and on to the last sample
+/// away from it up to `AFTER_S` after. The band-pass's extent cuts a slow fall and the lid's
+/// overshoot as it reopens, whose residual then stays (the `undershoot` family: 4.5x the floor
+/// at 100 uV). The start is not the first sample away from the level: a blink on a saccade
+/// (the EEGLAB sample's 4.1 and 73.2 s) is away from the level the saccade left, and a
+/// removal from there put the saccade's step, through the field, on every channel (180 uV at
+/// FPz, 11 uV at the back of the head).
 fn widened(b: Blink, r: &[f32], fs: f64) -> Blink {
     let Some(level) = level_before(&b, r, fs) else {
         return b;
@@ -312,7 +316,10 @@ fn widened(b: Blink, r: &[f32], fs: f64) -> Blink {
     let away = |t: usize| (r[t] - level).abs() >= RETURN * height;
     let first = at(-BEFORE_S).min(b.peak);
     let last = at(AFTER_S).min(r.len() - 1);
-    let start = (first..b.peak).find(|&t| away(t)).unwrap_or(b.peak);
+    let start = (first..b.peak)
+        .rev()
+        .find(|&t| r[t] - level < RETURN * height)
+        .map_or(first, |t| t + 1);
     let end = (b.peak..=last).rev().find(|&t| away(t)).unwrap_or(b.peak);
     Blink {
         peak: b.peak,
