@@ -247,6 +247,15 @@ impl FittedWindow {
     pub fn ica(&self) -> Option<&Ica> {
         self.ica.as_ref()
     }
+
+    /// Window `x`'s candidates alone, without ICA: its eye events, for a stream's hop that a
+    /// standing removal cleans (`Everywhere`).
+    pub fn detected(x: &Observations, fs: f64, channels: &Channels, p: &BlinkParams) -> Self {
+        FittedWindow {
+            detection: detect_candidates(x, fs, channels, p),
+            ica: None,
+        }
+    }
 }
 
 /// Steps 1-2 of window `x` (see `process_window`), from the warm start `warm`.

@@ -31,6 +31,63 @@ impl Correction {
     }
 }
 
+/// A removal that goes everywhere (the eye's whole activity, `Scope::Window`) as a linear map
+/// of the channels, for samples after the window it was fitted on: each channel less its
+/// weights times the removed components' sources, `W_c (x - mu)`, as `Correction` holds them
+/// over the window. A stream that removes the eye's whole activity fits minutes-long windows
+/// (`BlinkParams::eye_samples_per_channel_sq`), which a one-second hop barely moves; it refits
+/// every `stream::EVERYWHERE_REFIT` of its window and cleans the hops between with this.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Everywhere {
+    /// Per channel, its weights on the removed components (none for channels kept).
+    weights: Vec<Vec<f32>>,
+    /// The removed components' unmixing rows, over every channel.
+    unmixing: Vec<Vec<f64>>,
+    means: Vec<f64>,
+}
+
+impl Everywhere {
+    /// Window `w`'s removal, where it removes something everywhere.
+    pub fn of(w: &WindowResult) -> Option<Everywhere> {
+        let ica = w.ica.as_ref()?;
+        let everywhere = !w.mask.is_empty() && w.mask.iter().all(|&m| m >= 1.0);
+        if !everywhere || w.removed.is_empty() {
+            return None;
+        }
+        Some(Everywhere {
+            weights: w.correction.weights.clone(),
+            unmixing: (w.removed.iter())
+                .map(|&c| ica.unmixing.row(c).iter().copied().collect())
+                .collect(),
+            means: ica.channel_means.clone(),
+        })
+    }
+
+    /// `x` (the window's channels x any samples) cleaned.
+    pub fn clean(&self, x: &Observations) -> Observations {
+        let sources: Vec<Vec<f32>> = (self.unmixing.iter())
+            .map(|w| {
+                let mut s = vec![0.0f64; x.cols];
+                for ((&wi, mi), i) in w.iter().zip(&self.means).zip(0..x.rows) {
+                    if wi != 0.0 {
+                        for (v, &u) in s.iter_mut().zip(x.row(i)) {
+                            *v += wi * (u as f64 - mi);
+                        }
+                    }
+                }
+                s.into_iter().map(|v| v as f32).collect()
+            })
+            .collect();
+        let mut y = x.clone();
+        for (row, weights) in y.data.chunks_exact_mut(x.cols.max(1)).zip(&self.weights) {
+            for (&a, s) in weights.iter().zip(&sources) {
+                row.iter_mut().zip(s).for_each(|(v, &u)| *v -= a * u);
+            }
+        }
+        y
+    }
+}
+
 /// Step 4: where the removal applies: the blinks' extent plus margins with raised-cosine
 /// fades (`Scope::Blinks`), or everywhere (`Scope::Window`, and the eye's whole activity,
 /// `BlinkParams::remove_eye_movements`).
