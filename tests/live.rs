@@ -21,8 +21,13 @@ use ede::recording::{OpenOptions, Recording, edf_write};
 /// 60 s of synthetic EEG with simulated blinks (150 uV, 20 per minute): the recording, its
 /// channels and the truth.
 fn simulated(dir: &Path) -> (Recording, EegData, Truth) {
+    simulated_for(dir, 60)
+}
+
+/// `simulated`, `seconds` long.
+fn simulated_for(dir: &Path, seconds: usize) -> (Recording, EegData, Truth) {
     let clean = dir.join("clean.edf");
-    clean_eeg(&clean, false, 60);
+    clean_eeg(&clean, false, seconds);
     let rec = Recording::open(&clean, &OpenOptions::default()).unwrap();
     let (signals, truth) = simulate_blinks(&rec, 5, 20.0, 150.0).unwrap();
     let sim = dir.join("sim.edf");
@@ -203,8 +208,17 @@ fn a_parameter_change_applies_from_the_next_hop() {
 /// hop 12 comes out the hop shortens and the candidate threshold goes out of reach (as `play`'s
 /// `on_hop` would change them).
 fn streamed(data: &EegData, overlap: bool) -> Vec<ede::dsp::blink::stream::Hop> {
+    streamed_with(data, overlap, LiveOptions::default(), 12)
+}
+
+/// `streamed` with `opts`, the change made when hop `change_at` comes out.
+fn streamed_with(
+    data: &EegData,
+    overlap: bool,
+    opts: LiveOptions,
+    change_at: usize,
+) -> Vec<ede::dsp::blink::stream::Hop> {
     use ede::dsp::blink::stream::Streamer;
-    let opts = LiveOptions::default();
     let mut d = Deblinker::new(None);
     let mut ica = |x: &ede::dsp::ica::Observations, warm: Option<&nalgebra::DMatrix<f64>>| {
         opts.hop_ica(&mut d, x, warm)
@@ -225,7 +239,7 @@ fn streamed(data: &EegData, overlap: bool) -> Vec<ede::dsp::blink::stream::Hop> 
         let chunk = x.block(x.rows, from..(from + 37).min(x.cols));
         for hop in streamer.push(&chunk, &mut ica) {
             hops.push(hop);
-            if hops.len() == 12 {
+            if hops.len() == change_at {
                 streamer.set_params(changed).unwrap();
             }
         }
@@ -266,6 +280,50 @@ fn a_hop_finished_beside_the_next_fit_is_the_hop_finished_in_turn() {
     assert!(in_turn[..12].iter().all(|h| h.candidates > 0));
     assert!(in_turn[12..].iter().all(|h| h.candidates == 0));
     assert!(in_turn[..12].iter().any(|h| !h.removed.is_empty()));
+}
+
+/// With the eye's whole activity removed and windows whole from the start (72 s, the eye's
+/// windows as long as a blink removal's), the hops between refits (every 3 s) are cleaned by
+/// the last refit (`Everywhere`), without an ICA of their own: cleaned, and the same whether
+/// each hop finished beside the next fit or in turn (a refit is waited for before the next
+/// fit).
+#[test]
+fn hops_between_refits_of_the_eyes_whole_activity_are_cleaned_by_the_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, data, _) = simulated_for(dir.path(), 150);
+    let mut opts = LiveOptions::default();
+    opts.deblink.params.remove_eye_movements = true;
+    opts.deblink.params.window_s = 72.0;
+    opts.deblink.params.eye_samples_per_channel_sq = 0.0;
+    let (in_turn, beside) = (
+        streamed_with(&data, false, opts.clone(), usize::MAX),
+        streamed_with(&data, true, opts, usize::MAX),
+    );
+    assert_eq!(in_turn.len(), beside.len());
+    for (k, (a, b)) in in_turn.iter().zip(&beside).enumerate() {
+        assert_eq!(
+            (a.start, a.window_start),
+            (b.start, b.window_start),
+            "hop {k}"
+        );
+        assert_eq!(a.cleaned.data, b.cleaned.data, "hop {k}");
+        assert_eq!(a.blinks, b.blinks, "hop {k}");
+    }
+    let (refits, between): (Vec<_>, Vec<_>) = in_turn[1..].iter().partition(|h| h.ica.is_some());
+    assert!(
+        between.len() >= refits.len() && refits.len() > 10,
+        "{} refits, {} between",
+        refits.len(),
+        between.len()
+    );
+    let changed = (between.iter())
+        .filter(|h| h.cleaned.data != h.original.data)
+        .count();
+    assert!(
+        changed * 10 >= between.len() * 9,
+        "{changed} of {} changed",
+        between.len()
+    );
 }
 
 #[test]

@@ -24,6 +24,11 @@
 //! idle. Each hop then comes out when the next one's fit is done, with the same result. A
 //! change of parameters made when a hop comes out still applies from the next hop: its fit,
 //! already done with the old ones, is redone.
+//!
+//! Where the eye's whole activity goes, its windows hold minutes; once they are whole, a hop
+//! refits only every `EVERYWHERE_REFIT` of the window, and the hops between are cleaned by the
+//! last refit's removal (`Everywhere`). The fit after such a refit waits for it to finish,
+//! overlapping or not, so that both clean the same.
 
 use std::collections::VecDeque;
 use std::sync::mpsc;
@@ -112,6 +117,9 @@ pub struct Streamer {
     /// where the next refit's window ends (see `EVERYWHERE_REFIT_S`).
     standing: Option<(StreamParams, (Everywhere, usize))>,
     refit_at: u64,
+    /// The hop finishing refits such a removal over a whole window: the next fit waits for
+    /// it, overlapping or not, so that both clean the next hop with it.
+    refit_in_flight: bool,
     /// Finish each hop beside the next one's fit (see the module's notes).
     overlap: bool,
     /// The next hop, fitted and not yet finishing.
@@ -171,6 +179,7 @@ impl Streamer {
             field: None,
             standing: None,
             refit_at: 0,
+            refit_in_flight: false,
             overlap: false,
             fitted: None,
             finishing: None,
@@ -252,8 +261,12 @@ impl Streamer {
                 return hops;
             }
             let end = self.next_end;
+            let early = match self.refit_in_flight {
+                true => self.join(),
+                false => None,
+            };
             let f = self.fit(end, end.saturating_sub(self.lookahead()), ica);
-            let done = self.join();
+            let done = early.or_else(|| self.join());
             self.fitted = Some(f);
             if let Some(hop) = done {
                 hops.push(hop);
@@ -329,10 +342,12 @@ impl Streamer {
         if let Some(i) = f.fit.as_ref().ok().and_then(FittedWindow::ica) {
             self.warm = Some(i.unmixing.clone());
         }
-        if f.standing.is_none() && self.params.blink.removes_everywhere() {
+        let (window, hop) = self.window_and_hop();
+        let refits = f.standing.is_none() && self.params.blink.removes_everywhere();
+        if refits {
             self.refit_at = f.end + (EVERYWHERE_REFIT * f.x.cols as f64).round() as u64;
         }
-        let (window, hop) = self.window_and_hop();
+        self.refit_in_flight = refits && f.x.cols >= window;
         let out = (self.emitted - f.from) as usize..(f.upto.max(self.emitted) - f.from) as usize;
         let skeleton = Hop {
             start: self.emitted,
