@@ -297,10 +297,12 @@ fn run_families(a: &FamiliesArgs) -> anyhow::Result<()> {
         false => Cleaner::Batch(opts),
     };
     let scores = score_families(&data, &cleaning, cases, &cleaner, gpu)?;
-    eprintln!("family          A uV seed   F1  residual  floor  ratio  outside  FPz uV");
+    eprintln!(
+        "family          A uV seed   F1  residual  floor  ratio  after 60 s  outside  FPz uV"
+    );
     for s in &scores {
         eprintln!(
-            "{:<15} {:>4} {:>4} {:>5.3} {:>7.1} % {:>5.1} % {:>5.2} {:>6.2} % {:>6.1}",
+            "{:<15} {:>4} {:>4} {:>5.3} {:>7.1} % {:>5.1} % {:>5.2} {:>10.2} {:>6.2} % {:>6.1}",
             s.family.name(),
             s.amplitude_uv,
             s.seed,
@@ -308,6 +310,7 @@ fn run_families(a: &FamiliesArgs) -> anyhow::Result<()> {
             s.residual_pct,
             s.floor_pct.unwrap_or(f64::NAN),
             s.ratio.unwrap_or(f64::NAN),
+            s.ratio_after_first_minute.unwrap_or(f64::NAN),
             s.change_outside_pct,
             s.frontal_residual_uv
         );

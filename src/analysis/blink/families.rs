@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::measure::{Compared, matched, residuals};
+use super::measure::{Compared, Residuals, matched, residuals};
 use super::{BlinkJobError, DeblinkOptions, EegData, deblink_data};
 use crate::dsp::blink::Blink;
 use crate::dsp::blink::families::{self, Draw, Family};
@@ -105,6 +105,10 @@ pub struct CaseScore {
     pub floor_pct: Option<f64>,
     /// `residual_pct` over `floor_pct`.
     pub ratio: Option<f64>,
+    /// The same ratio over the blinks after the first minute (`SETTLED_S`): where a stream's
+    /// field holds a dozen blinks or more (its first ones leave 22-29 % at 200 uV against
+    /// 4-7 % later, as any topography from a handful of blinks does).
+    pub ratio_after_first_minute: Option<f64>,
     /// RMS of (cleaned - base) away from the blinks over the base's RMS there, %.
     pub change_outside_pct: f64,
     /// The residual at the frontopolar channel inside blinks, microvolts RMS.
@@ -225,6 +229,11 @@ pub fn score_case(
     };
     let blink = draw.waveform(fs, n);
     let r = residuals(&c, &blink, &inside, &near);
+    let settled = ((SETTLED_S * fs) as usize).min(n);
+    let mut later = inside.clone();
+    later[..settled].fill(false);
+    let late = residuals(&c, &blink, &later, &near);
+    let ratio = |r: &Residuals| r.floor_pct.filter(|&f| f > 0.0).map(|f| r.inside_pct / f);
     let frontal = (0..rows)
         .filter(|&i| scored[i])
         .max_by(|&a, &b| draw.factors[a].total_cmp(&draw.factors[b]))
@@ -243,12 +252,16 @@ pub fn score_case(
         f1,
         residual_pct: r.inside_pct,
         floor_pct: r.floor_pct,
-        ratio: r.floor_pct.filter(|&f| f > 0.0).map(|f| r.inside_pct / f),
+        ratio: ratio(&r),
+        ratio_after_first_minute: ratio(&late),
         change_outside_pct: r.outside_pct,
         frontal_residual_uv: (e / k.max(1) as f64).sqrt(),
         elapsed_s,
     })
 }
+
+/// See `CaseScore::ratio_after_first_minute`.
+pub const SETTLED_S: f64 = 60.0;
 
 struct Cleaned {
     cleaned: Observations,
