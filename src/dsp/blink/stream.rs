@@ -153,6 +153,19 @@ struct Finished {
     refit: Option<Option<(StreamParams, (Everywhere, usize))>>,
 }
 
+impl Finished {
+    /// A hop that leaves the stream's state as it was (no ICA of its own).
+    fn alone(hop: Hop) -> Self {
+        Finished {
+            hop,
+            known: None,
+            sums: None,
+            field: None,
+            refit: None,
+        }
+    }
+}
+
 enum Finishing {
     Done(Box<Finished>),
     Beside(mpsc::Receiver<Finished>),
@@ -450,13 +463,7 @@ fn finish_hop(
         Err(e) => {
             hop.cleaned = hop.original.clone();
             hop.error = Some(e);
-            return Finished {
-                hop,
-                known: None,
-                sums: None,
-                field: None,
-                refit: None,
-            };
+            return Finished::alone(hop);
         }
     };
     let p = &f.params.blink;
@@ -474,13 +481,7 @@ fn finish_hop(
         hop.blinks = blinks.iter().map(|e| e.span).collect();
         hop.left_alone = others;
         hop.candidates = w.events.len();
-        return Finished {
-            hop,
-            known: None,
-            sums: None,
-            field: None,
-            refit: None,
-        };
+        return Finished::alone(hop);
     }
     let refit = p
         .removes_everywhere()
