@@ -82,6 +82,8 @@ pub struct Hop {
     /// The eye events peaking in it that were left alone (eye movements, closures, uncertain
     /// ones), with their class.
     pub left_alone: Vec<EyeEvent>,
+    /// The window its eye events were found in: between refits of a removal that goes
+    /// everywhere, a blink removal's short window (the removal is the last refit's).
     pub window_start: u64,
     pub window_len: usize,
     pub candidates: usize,
