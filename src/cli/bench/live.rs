@@ -75,6 +75,9 @@ struct Run {
     /// The hop over its mean processing: the throughput, where some hops do more than others
     /// (the eye mode's refits).
     mean_real_time_factor: f64,
+    /// The mean processing of the hops whose windows still grew (left out of the figures
+    /// above), where there were any.
+    growing_mean_s: Option<f64>,
     latency_s: Stats,
     late_hops: usize,
     median_iterations: usize,
@@ -188,7 +191,12 @@ fn measure(name: &str, data: &EegData, opts: &LiveOptions) -> anyhow::Result<Run
     let mut its: Vec<usize> = steady.iter().map(|h| h.iterations).collect();
     its.sort_unstable();
     let processing = Stats::of(steady.iter().map(|h| h.processing_s).collect());
-    let mean = steady.iter().map(|h| h.processing_s).sum::<f64>() / steady.len() as f64;
+    let mean_of = |hops: &[&crate::analysis::live::HopReport]| {
+        (!hops.is_empty())
+            .then(|| hops.iter().map(|h| h.processing_s).sum::<f64>() / hops.len() as f64)
+    };
+    let mean = mean_of(&steady).unwrap_or(f64::NAN);
+    let growing: Vec<_> = r.hops.iter().skip(1).take(grown).collect();
     let run = Run {
         name: name.to_string(),
         channels: data.data.rows,
@@ -200,6 +208,7 @@ fn measure(name: &str, data: &EegData, opts: &LiveOptions) -> anyhow::Result<Run
         hops: r.hops.len(),
         real_time_factor: opts.hop_s / processing.median,
         mean_real_time_factor: opts.hop_s / mean,
+        growing_mean_s: mean_of(&growing),
         processing_s: processing,
         latency_s: Stats::of(steady.iter().map(|h| h.latency_s).collect()),
         late_hops: r.late_hops,
@@ -223,6 +232,13 @@ fn measure(name: &str, data: &EegData, opts: &LiveOptions) -> anyhow::Result<Run
         run.late_hops,
         run.median_iterations
     );
+    if let Some(g) = run.growing_mean_s {
+        eprintln!(
+            "{name}: while the windows grew, {:.1} ms per hop mean ({:.0}x)",
+            g * 1e3,
+            opts.hop_s / g
+        );
+    }
     Ok(run)
 }
 
