@@ -116,7 +116,7 @@ pub struct Streamer {
     sums: FieldSums,
     field: Option<BlinkField>,
     /// Where the removal goes everywhere: the last refit's removal with its parameters, and
-    /// where the next refit's window ends (see `EVERYWHERE_REFIT_S`).
+    /// where the next refit's window ends (see `EVERYWHERE_REFIT`).
     standing: Option<(StreamParams, (Everywhere, usize))>,
     refit_at: u64,
     /// The hop finishing refits such a removal over a whole window: the next fit waits for
