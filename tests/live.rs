@@ -324,6 +324,18 @@ fn hops_between_refits_of_the_eyes_whole_activity_are_cleaned_by_the_last() {
         "{changed} of {} changed",
         between.len()
     );
+    // The kept channel (EOG1) comes out as it went in.
+    let kept: Vec<usize> = (0..data.data.rows)
+        .filter(|&i| data.channels.keep[i])
+        .collect();
+    assert!(!kept.is_empty());
+    for h in &between {
+        let len = h.original.cols;
+        for &i in &kept {
+            let row = i * len..(i + 1) * len;
+            assert_eq!(h.cleaned.data[row.clone()], h.original.data[row]);
+        }
+    }
 }
 
 #[test]
