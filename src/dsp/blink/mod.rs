@@ -171,8 +171,12 @@ impl WindowResult {
     /// Whether this window's removal reaches `span`: a blink it removes overlaps it, or the
     /// removal covers the whole window (the eye's whole activity, `Scope::Window`).
     pub fn removes(&self, span: &Blink) -> bool {
-        let everywhere = !self.mask.is_empty() && self.mask.iter().all(|&m| m >= 1.0);
-        everywhere || self.blinks.iter().any(|b| b.overlaps(span))
+        self.removes_everywhere() || self.blinks.iter().any(|b| b.overlaps(span))
+    }
+
+    /// Whether this window's removal covers the whole window.
+    pub fn removes_everywhere(&self) -> bool {
+        !self.mask.is_empty() && self.mask.iter().all(|&m| m >= 1.0)
     }
 
     /// The removed components' topographies (mixing columns), unit length: what the next

@@ -42,7 +42,7 @@ pub struct Everywhere {
     /// Per channel, its weights on the removed components (none for channels kept).
     weights: Vec<Vec<f32>>,
     /// The removed components' unmixing rows, over every channel.
-    unmixing: Vec<Vec<f64>>,
+    unmixing: DMatrix<f64>,
     means: Vec<f64>,
 }
 
@@ -50,38 +50,26 @@ impl Everywhere {
     /// Window `w`'s removal, where it removes something everywhere.
     pub fn of(w: &WindowResult) -> Option<Everywhere> {
         let ica = w.ica.as_ref()?;
-        let everywhere = !w.mask.is_empty() && w.mask.iter().all(|&m| m >= 1.0);
-        if !everywhere || w.removed.is_empty() {
+        if !w.removes_everywhere() || w.removed.is_empty() {
             return None;
         }
         Some(Everywhere {
             weights: w.correction.weights.clone(),
-            unmixing: (w.removed.iter())
-                .map(|&c| ica.unmixing.row(c).iter().copied().collect())
-                .collect(),
+            unmixing: ica.unmixing.select_rows(&w.removed),
             means: ica.channel_means.clone(),
         })
     }
 
     /// `x` (the window's channels x any samples) cleaned.
     pub fn clean(&self, x: &Observations) -> Observations {
-        let sources: Vec<Vec<f32>> = (self.unmixing.iter())
-            .map(|w| {
-                let mut s = vec![0.0f64; x.cols];
-                for ((&wi, mi), i) in w.iter().zip(&self.means).zip(0..x.rows) {
-                    if wi != 0.0 {
-                        for (v, &u) in s.iter_mut().zip(x.row(i)) {
-                            *v += wi * (u as f64 - mi);
-                        }
-                    }
-                }
-                s.into_iter().map(|v| v as f32).collect()
-            })
-            .collect();
+        // The same product the window's sources came from (`Ica::sources_of`).
+        let sources = crate::dsp::ica::rotate_centred(&self.unmixing, x, &self.means);
         let mut y = x.clone();
         for (row, weights) in y.data.chunks_exact_mut(x.cols.max(1)).zip(&self.weights) {
-            for (&a, s) in weights.iter().zip(&sources) {
-                row.iter_mut().zip(s).for_each(|(v, &u)| *v -= a * u);
+            for (c, &a) in weights.iter().enumerate() {
+                row.iter_mut()
+                    .zip(sources.row(c))
+                    .for_each(|(v, &u)| *v -= a * u);
             }
         }
         y

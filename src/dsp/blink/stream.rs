@@ -600,8 +600,8 @@ pub fn lower_thread_priority(nice: i32) {
 /// the last fit (`Everywhere`). Those windows hold minutes (30 n^2 samples), which a hop moves
 /// by a second: refitting every hop took a 64 x 512 Hz stream to 106 ms a hop (9x real time),
 /// mostly passes over the whole window. Measured on the EEGLAB sample played twice, over its
-/// second pass: FPz's blink-locked residual 7.9 % against 8.2 % refitting every hop, O1/Oz/O2
-/// changed by 1.98 % against 1.97 %. While the windows grow from the first 20 s every hop
+/// second pass: FPz's blink-locked residual 7.8 % against 8.2 % refitting every hop, O1/Oz/O2
+/// changed by 1.84 % against 1.97 %. While the windows grow from the first 20 s every hop
 /// refits: a fit of few blinks moves with each new one, and refitting every 1/24 from the start
 /// left 11.2 % of the sample's blink-locked average against 9.6 %.
 pub const EVERYWHERE_REFIT: f64 = 1.0 / 24.0;
