@@ -71,6 +71,13 @@ struct Params {
     // 1: rows whose daughter is narrow enough take fft_pass.wgsl's `pass_direct`
     // (`pass_direct_len`); M >= TILE
     direct: u32,
+    // 1: the rows are decimated (`pass_input`, `decimated_sums`): the inverse FFTs are of P
+    // points from bin k_lo, W at every D = M / P-th sample, band power from `kappa`
+    decimated: u32,
+    k_lo: u32,
+    p: u32,
+    // `decimated_sums`' chunks of a row (its partial sums a row and block)
+    chunks: u32,
     pad1: u32,
     pad2: u32,
     pad3: u32,
@@ -94,6 +101,7 @@ struct Params {
 @group(0) @binding(15) var<storage, read> qmax_in: array<u32>;
 @group(0) @binding(16) var<storage, read_write> power: array<f32>;
 @group(0) @binding(17) var<storage, read_write> partials: array<f32>;
+@group(0) @binding(18) var<storage, read> kappa: array<f32>;
 @group(0) @binding(24) var<storage, read_write> w2_out: array<f32>;
 
 fn row_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
@@ -150,8 +158,18 @@ fn pass_direct_len(row: u32) -> u32 {
 }
 
 // X_k psi_hat(s w_k) / M of tile row `row`: the inverse FFT's input, computed where it is
-// read (fft_pass.wgsl's pass 1, or `multiply` for rows too long for it).
-fn pass_input(row: u32, k: u32) -> vec2<f32> {
+// read (fft_pass.wgsl's pass 1, or `multiply` for rows too long for it). Decimated rows take
+// input q of their P-point inverse FFT from the one bin k = q mod P of k_lo .. k_lo + P, which
+// holds the daughter's whole band (gpu/cwt.rs `Decimation`): W(n D) = sum_q Y_q w_P^(-q n).
+fn pass_input(row: u32, q: u32) -> vec2<f32> {
+    if params.decimated == 1u {
+        let mask = params.p - 1u;
+        return daughter_input(row, params.k_lo + ((q - params.k_lo) & mask));
+    }
+    return daughter_input(row, q);
+}
+
+fn daughter_input(row: u32, k: u32) -> vec2<f32> {
     var v = vec2<f32>(0.0, 0.0);
     // H(w): k = 0 and the negative frequencies above M/2 are zero.
     if k > 0u && k < params.half {
@@ -437,7 +455,7 @@ fn block_power(
 }
 
 // The mean |W|^2 of each block from pass 2's partial sums (`pass2_tile`): the M / TILE
-// workgroups of the row, read in runs along the blocks.
+// workgroups of the row, read in runs along the blocks; or from `decimated_sums`' chunks.
 @compute @workgroup_size(256)
 fn block_sums(
     @builtin(global_invocation_id) gid: vec3<u32>,
@@ -449,11 +467,84 @@ fn block_sums(
     if row >= params.rows || k >= params.blocks {
         return;
     }
-    let per_row = params.m / TILE;
+    var per_row = params.m / TILE;
+    if params.decimated == 1u {
+        per_row = params.chunks;
+    }
     var sum = 0.0;
     for (var w = 0u; w < per_row; w++) {
         sum += partials[(row * per_row + w) * params.blocks + k];
     }
     let span = block_span(k);
     power[row * params.blocks + k] = sum / f32(span.y - span.x);
+}
+
+// Band power of decimated rows: |W|^2 at every D-th sample (w2, [rows][P], pass 2's
+// `pass_output`) gives each block's sum as sum_n w2[n] kappa[(a - n D) mod M], a the block's
+// first sample (src/dsp/cwt/decimated.rs; `kappa` holds the table for whole blocks, then the
+// one for a shorter last block). A product of the tile's rows by a matrix of blocks gathered
+// from the table: each workgroup 32 rows x 32 blocks over a chunk of P / chunks samples,
+// 2 x 2 a thread, into partials[row][chunk][block] that `block_sums` adds up.
+// Dispatch (ceil(blocks / 32), ceil(rows / 32), chunks) of 256 threads.
+const DS: u32 = 32u;
+// Rows padded to 33 words: the stores along k and the loads along rows or blocks meet
+// different banks.
+var<workgroup> ds_w2: array<array<f32, 33>, 32>;
+var<workgroup> ds_kappa: array<array<f32, 33>, 32>;
+
+@compute @workgroup_size(256)
+fn decimated_sums(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) li: u32,
+) {
+    let b0 = wid.x * DS;
+    let r0 = wid.y * DS;
+    let chunk = params.p / params.chunks;
+    let n0 = wid.z * chunk;
+    let d = params.m / params.p;
+    let short_last = params.count % params.block != 0u;
+    let tx = li % 16u;
+    let ty = li / 16u;
+    var acc = vec4<f32>(0.0);
+    for (var nn = n0; nn < n0 + chunk; nn += DS) {
+        for (var q = 0u; q < 4u; q++) {
+            // Adjacent threads take adjacent samples: runs of 32 in memory.
+            let e = li + q * 256u;
+            let i = e / DS;
+            let k = e % DS;
+            let n = nn + k;
+            var v = 0.0;
+            if r0 + i < params.rows {
+                v = w2[(r0 + i) * params.p + n];
+            }
+            ds_w2[i][k] = v;
+            let b = b0 + i;
+            var c = 0.0;
+            if b < params.blocks {
+                let a = params.first + b * params.block;
+                // n D < M: one wrap at most.
+                let tau = (a + params.m - n * d) & (params.m - 1u);
+                let table = select(0u, params.m, short_last && b + 1u == params.blocks);
+                c = kappa[table + tau];
+            }
+            ds_kappa[i][k] = c;
+        }
+        workgroupBarrier();
+        for (var t = 0u; t < DS; t++) {
+            let g0 = ds_w2[2u * ty][t];
+            let g1 = ds_w2[2u * ty + 1u][t];
+            let k0 = ds_kappa[2u * tx][t];
+            let k1 = ds_kappa[2u * tx + 1u][t];
+            acc = fma(vec4<f32>(g0, g0, g1, g1), vec4<f32>(k0, k1, k0, k1), acc);
+        }
+        workgroupBarrier();
+    }
+    let sums = array<f32, 4>(acc.x, acc.y, acc.z, acc.w);
+    for (var q = 0u; q < 4u; q++) {
+        let row = r0 + 2u * ty + q / 2u;
+        let b = b0 + 2u * tx + q % 2u;
+        if row < params.rows && b < params.blocks {
+            partials[(row * params.chunks + wid.z) * params.blocks + b] = sums[q];
+        }
+    }
 }

@@ -76,7 +76,7 @@ impl TwoPass {
     /// whose buffers `input` binds, and writes `inter`; pass 2 writes the values `keep` of each
     /// row of `out` (what is read next: the rest is not worth its bandwidth), and `hook` binds
     /// the buffers of its `pass2_tile` and `pass_direct_len` (none for a module whose hooks use
-    /// none). With `pass_direct` (`with_direct`), the rows it takes are its alone.
+    /// none). With `pass_direct` (`with_direct`) and `direct`, the rows it takes are its alone.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn encode(
         &self,
@@ -88,6 +88,7 @@ impl TwoPass {
         inverse: bool,
         keep: std::ops::Range<usize>,
         hook: &[(u32, &wgpu::Buffer)],
+        with_direct: bool,
     ) {
         assert!(
             Self::fits(m),
@@ -119,7 +120,7 @@ impl TwoPass {
             (&self.pass1, &first[..], "fft pass 1"),
             (&self.pass2, &second[..], "fft pass 2"),
         ];
-        if let Some(pipeline) = &self.direct {
+        if let Some(pipeline) = self.direct.as_ref().filter(|_| with_direct) {
             passes.push((pipeline, &direct[..], "fft direct pass"));
         }
         for (pipeline, buffers, label) in passes {
@@ -224,7 +225,18 @@ impl FftKernels {
         if self.two_passes(m) {
             let (buffers, shape) = ((b, a), (m, rows));
             let input = [(1, a)];
-            (self.two_pass).encode(&self.ctx, enc, &input, buffers, shape, inverse, 0..m, &[]);
+            let two_pass = &self.two_pass;
+            two_pass.encode(
+                &self.ctx,
+                enc,
+                &input,
+                buffers,
+                shape,
+                inverse,
+                0..m,
+                &[],
+                false,
+            );
             return false;
         }
         let levels = m.trailing_zeros();

@@ -24,7 +24,7 @@ use crate::dsp::cwt::{
     pixel_values,
 };
 use crate::gpu::GpuContext;
-use crate::gpu::cwt::{CwtKernels, fused_block_workgroups};
+use crate::gpu::cwt::{CwtKernels, DECIMATED_CHUNK, fused_block_workgroups, transform_lengths};
 use crate::recording::demo::{SplitMix, pink_noise};
 use crate::recording::{OpenOptions, Recording};
 
@@ -88,7 +88,12 @@ struct Batch {
     segment_samples: usize,
     margin_samples: usize,
     segments: usize,
+    /// The median of `gpu_runs_s`.
     gpu_s: Option<f64>,
+    /// The batch's timed runs, alternated with `gpu_full_rate_runs_s`.
+    gpu_runs_s: Vec<f64>,
+    /// The same with every scale's |W|^2 at every sample (the path before the decimated rows).
+    gpu_full_rate_runs_s: Vec<f64>,
     cpu_s: Option<f64>,
     /// Reading and decoding every segment alone, as the batch does (the host's share; the
     /// batch overlaps it with the GPU's work).
@@ -267,7 +272,9 @@ fn batch(args: &CwtBenchArgs, kernels: Option<&mut CwtKernels>) -> anyhow::Resul
     let n = rec.signals[0].samples;
     let seg = Segmentation::new(n, fs, scales[scales.len() - 1] * fs as f64, 0)?;
     let segments = n.div_ceil(seg.core);
-    let (modelled_bytes, modelled_flops) = model(&seg, n, channels, scales.len());
+    let m = padded_len(seg.core + 2 * seg.margin);
+    let lengths = transform_lengths(m, 1.0 / fs as f64, &scales, 6.0);
+    let (modelled_bytes, modelled_flops) = model(&seg, n, channels, &lengths);
     let run = |k: Option<&mut CwtKernels>| -> anyhow::Result<f64> {
         let t = Instant::now();
         let mut checksum = 0f64;
@@ -285,14 +292,23 @@ fn batch(args: &CwtBenchArgs, kernels: Option<&mut CwtKernels>) -> anyhow::Resul
         std::hint::black_box(checksum);
         Ok(t.elapsed().as_secs_f64())
     };
-    let mut gpu_s = None;
+    let (mut gpu_runs_s, mut gpu_full_rate_runs_s) = (Vec::new(), Vec::new());
     if let Some(k) = kernels {
-        // Once to warm the file cache and the pipelines, then timed.
-        run(Some(&mut *k))?;
-        let s = run(Some(k))?;
-        eprintln!("batch on the GPU: {s:.3} s");
-        gpu_s = Some(s);
+        // Once each to warm the file cache, the pipelines and the tables, then alternated.
+        for decimate in [true, false] {
+            k.decimate_block_power = decimate;
+            run(Some(&mut *k))?;
+        }
+        for _ in 0..3 {
+            for (decimate, runs) in [(true, &mut gpu_runs_s), (false, &mut gpu_full_rate_runs_s)] {
+                k.decimate_block_power = decimate;
+                runs.push(run(Some(&mut *k))?);
+            }
+        }
+        k.decimate_block_power = true;
+        eprintln!("batch on the GPU: {gpu_runs_s:.3?} s, every sample: {gpu_full_rate_runs_s:.3?} s");
     }
+    let gpu_s = (!gpu_runs_s.is_empty()).then(|| Stats::of(gpu_runs_s.clone()).median);
     let t = Instant::now();
     cwt_job::band_power_reads(&rec, &job)?;
     let read_s = t.elapsed().as_secs_f64();
@@ -316,6 +332,8 @@ fn batch(args: &CwtBenchArgs, kernels: Option<&mut CwtKernels>) -> anyhow::Resul
         margin_samples: seg.margin,
         segments,
         gpu_s,
+        gpu_runs_s,
+        gpu_full_rate_runs_s,
         cpu_s,
         read_s,
         modelled_bytes,
@@ -325,38 +343,51 @@ fn batch(args: &CwtBenchArgs, kernels: Option<&mut CwtKernels>) -> anyhow::Resul
     })
 }
 
-/// What the batch's kernels must move and compute, segment by segment (gpu::cwt): (bytes,
-/// flops of the FFTs, 5 M log2 M each).
+/// What the batch's kernels must move and compute, segment by segment (gpu::cwt), for scales
+/// whose inverse FFTs are `lengths` long (`transform_lengths`: M, or P where decimated):
+/// (bytes, flops of the FFTs, 5 L log2 L each, and of the decimated rows' block sums).
 ///
 /// Per channel, `load` reads the samples and writes the padded signal, the forward FFT's two
 /// passes read and write every complex value, and the inverse FFTs' first passes read its
 /// half spectrum, from memory once: a channel's scales are neighbouring rows, between which
 /// the spectrum stays in the cache. Per row (channel x scale), pass 1 writes the complex
-/// intermediate and pass 2 reads it; pass 2 then writes its partial block sums, which
-/// `block_sums` reads before writing the means, or, for a shape that does not allow those
-/// (`fused_block_workgroups`), |W|^2 of the core, which `block_power` reads. The last segment's
-/// core is shorter.
-fn model(seg: &Segmentation, n: usize, channels: usize, scales: usize) -> (f64, f64) {
+/// intermediate of its L values and pass 2 reads it. A decimated row's pass 2 writes |W|^2 of
+/// its P values, which `decimated_sums` reads (2 P flops a block; its table of weights stays
+/// in the cache) before writing a partial sum per chunk and block. A full-rate row's pass 2
+/// writes its partial block sums, or, for a shape that does not allow those
+/// (`fused_block_workgroups`), |W|^2 of the core, which `block_power` reads. `block_sums`
+/// reads the partial sums and writes the means. The last segment's core is shorter.
+fn model(seg: &Segmentation, n: usize, channels: usize, lengths: &[usize]) -> (f64, f64) {
     // Samples a segment holds per channel, and the length they are padded to.
     let len = seg.core + 2 * seg.margin;
     let m = padded_len(len);
     let mf = m as f64;
-    let (channels, rows) = (channels as f64, (channels * scales) as f64);
+    let channels = channels as f64;
     let forward = 4.0 * len as f64 + 8.0 * mf + 2.0 * 16.0 * mf;
     let spectrum = 8.0 * mf / 2.0;
-    let inverse = 16.0 * mf;
-    let fft_flops = 5.0 * mf * mf.log2();
+    let fft_flops = |l: f64| 5.0 * l * l.log2();
     let (mut bytes, mut flops) = (0.0, 0.0);
     for start in (0..n).step_by(seg.core) {
         let count = seg.core.min(n - start);
         let blocks = count.div_ceil(seg.block);
-        let sums = match fused_block_workgroups(m, count, seg.block) {
-            Some(per_row) => 8 * per_row * blocks,
-            None => 8 * count,
-        };
-        let means = 4 * blocks;
-        bytes += channels * (forward + spectrum) + rows * (inverse + (sums + means) as f64);
-        flops += (channels + rows) * fft_flops;
+        bytes += channels * (forward + spectrum);
+        flops += channels * fft_flops(mf);
+        for &l in lengths {
+            let lf = l as f64;
+            let (row_bytes, sums_flops) = if l < m {
+                let chunks = l.div_ceil(DECIMATED_CHUNK);
+                let b = 16.0 * lf + 8.0 * lf + (8 * chunks * blocks) as f64;
+                (b, 2.0 * lf * blocks as f64)
+            } else {
+                let sums = match fused_block_workgroups(m, count, seg.block) {
+                    Some(per_row) => 8 * per_row * blocks,
+                    None => 8 * count,
+                };
+                (16.0 * mf + sums as f64, 0.0)
+            };
+            bytes += channels * (row_bytes + (4 * blocks) as f64);
+            flops += channels * (fft_flops(lf) + sums_flops);
+        }
     }
     (bytes, flops)
 }

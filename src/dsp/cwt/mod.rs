@@ -15,6 +15,7 @@
 //! `fast` is the CPU path (rustfft planned once, rayon across scales); the GPU path is
 //! `gpu::cwt`. All report |W| (or W) row by row, one row per scale, smallest scale first.
 
+pub mod decimated;
 pub mod fast;
 pub mod reference;
 

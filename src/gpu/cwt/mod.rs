@@ -4,6 +4,11 @@
 //! device only where asked: |W| or block power for the CLI and tests, or a colour-mapped
 //! texture that egui draws straight from the device, with single values read back on hover.
 
+mod decimated;
+
+pub use decimated::{CHUNK as DECIMATED_CHUNK, transform_lengths};
+
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use eframe::wgpu;
@@ -119,6 +124,12 @@ struct Params {
     sum_blocks: u32,
     /// 1 where rows of narrow daughters take the one-pass inverse FFT (`run_tiles`).
     direct: u32,
+    /// 1 for rows computed at every `m / p`-th sample from bin `k_lo` (`decimated`).
+    decimated: u32,
+    k_lo: u32,
+    p: u32,
+    /// `decimated_sums`' chunks a row.
+    chunks: u32,
     pad: [u32; 3],
 }
 
@@ -188,6 +199,18 @@ struct Wavelet {
     omega0: f64,
 }
 
+impl Wavelet {
+    /// shaders/cwt.wgsl's `wavelet` for rows of `m` values: (s dw, the daughter's norm / M) a
+    /// scale.
+    fn daughters(&self, m: usize) -> Vec<[f32; 2]> {
+        let dw = 2.0 * std::f64::consts::PI / (m as f64 * self.dt);
+        let norm = |sc| cwt::daughter_norm(sc, self.dt) / m as f64;
+        (self.scales.iter())
+            .map(|&sc| [(sc * dw) as f32, norm(sc) as f32])
+            .collect()
+    }
+}
+
 /// The buffers reused from call to call (`CwtKernels::reused`).
 #[derive(Clone, Copy)]
 enum Slot {
@@ -230,6 +253,9 @@ pub struct CwtKernels {
     paint: wgpu::ComputePipeline,
     block_power: wgpu::ComputePipeline,
     block_sums: wgpu::ComputePipeline,
+    decimated_sums: wgpu::ComputePipeline,
+    /// `decimated`'s tables of block weights, by (M, P, block, last block).
+    kappas: HashMap<(usize, usize, usize, usize), wgpu::Buffer>,
     /// Buffers kept for the next call while big enough, by `Slot`.
     buffers: [Option<wgpu::Buffer>; 6],
     /// Textures and values of painted images, reused (`canvas`).
@@ -243,6 +269,9 @@ pub struct CwtKernels {
     /// Whether rows whose daughter's band fits a workgroup take the one-pass inverse FFT
     /// (fft_pass.wgsl's `pass_direct`); tests turn it off to compare.
     pub direct_rows: bool,
+    /// Whether band power of scales whose band is narrow enough is computed from |W|^2 at
+    /// every D-th sample (`decimated`); tests turn it off to compare.
+    pub decimate_block_power: bool,
 }
 
 impl CwtKernels {
@@ -257,7 +286,7 @@ impl CwtKernels {
         let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("cwt"),
             source: wgpu::ShaderSource::Wgsl(
-                with_two_pass(include_str!("../../shaders/cwt.wgsl")).into(),
+                with_two_pass(include_str!("../../../shaders/cwt.wgsl")).into(),
             ),
         });
         let pipeline = |entry_point| compute_pipeline(ctx, &module, entry_point);
@@ -274,6 +303,8 @@ impl CwtKernels {
             paint: pipeline("paint"),
             block_power: pipeline("block_power"),
             block_sums: pipeline("block_sums"),
+            decimated_sums: pipeline("decimated_sums"),
+            kappas: HashMap::new(),
             buffers: Default::default(),
             canvases: Vec::new(),
             max_buffer_bytes: limits
@@ -281,6 +312,7 @@ impl CwtKernels {
                 .min(limits.max_buffer_size),
             fuse_block_sums: true,
             direct_rows: true,
+            decimate_block_power: true,
         };
         ctx.save_pipelines();
         kernels
@@ -314,6 +346,7 @@ impl CwtKernels {
             })
     }
 
+    /// One dispatch of `pipeline` over `(threads, rows)` (`grid`).
     fn dispatch(
         &self,
         enc: &mut wgpu::CommandEncoder,
@@ -322,6 +355,19 @@ impl CwtKernels {
         buffers: &[(u32, &wgpu::Buffer)],
         texture: Option<&wgpu::TextureView>,
         (threads, rows): (usize, usize),
+    ) {
+        let groups = grid(threads, rows);
+        self.dispatch_groups(enc, pipeline, params, buffers, texture, groups);
+    }
+
+    fn dispatch_groups(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        pipeline: &wgpu::ComputePipeline,
+        params: &Params,
+        buffers: &[(u32, &wgpu::Buffer)],
+        texture: Option<&wgpu::TextureView>,
+        (x, y, z): (u32, u32, u32),
     ) {
         let uniform = self.init(
             "cwt params",
@@ -347,7 +393,6 @@ impl CwtKernels {
         let mut pass = self.ctx.pass(enc, "cwt");
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &bind, &[]);
-        let (x, y, z) = grid(threads, rows);
         pass.dispatch_workgroups(x, y, z);
     }
 
@@ -456,8 +501,15 @@ impl CwtKernels {
         self.ctx.kept_buffer(kept, slot.label(), bytes, usage)
     }
 
-    /// Tiles of rows that fit one buffer: whole channels when a channel's scales fit.
-    fn tiles(&self, channels: usize, scales: usize, m: usize) -> Result<Vec<Tile>, GpuCwtError> {
+    /// Tiles of rows of scales `range` that fit one buffer: whole channels when a channel's
+    /// scales fit.
+    fn tiles(
+        &self,
+        channels: usize,
+        range: std::ops::Range<usize>,
+        m: usize,
+    ) -> Result<Vec<Tile>, GpuCwtError> {
+        let (first, scales) = (range.start, range.len());
         let row_bytes = (m * 8) as u64;
         let max_rows = (self.max_buffer_bytes / row_bytes) as usize;
         if max_rows == 0 {
@@ -472,7 +524,7 @@ impl CwtKernels {
                 tiles.push(Tile {
                     c0,
                     channels: per.min(channels - c0),
-                    j0: 0,
+                    j0: first,
                     sj: scales,
                 });
             }
@@ -482,7 +534,7 @@ impl CwtKernels {
                     tiles.push(Tile {
                         c0,
                         channels: 1,
-                        j0,
+                        j0: first + j0,
                         sj: max_rows.min(scales - j0),
                     });
                 }
@@ -519,34 +571,24 @@ impl CwtKernels {
     /// uses read), of which only the samples of `blocks` (all without) are sure to be written.
     /// With `blocks`, the params carry them, and where pass 2 sums them itself
     /// (`params.sum_blocks` is 1) `rows` holds its partial sums (`[rows][M / TILE][blocks]`
-    /// f32) instead: no |W|^2 row is written.
+    /// f32) instead: no |W|^2 row is written. Only the rows of scales `range` are computed.
     fn run_tiles(
         &mut self,
         enc: &mut wgpu::CommandEncoder,
         sp: &Spectra,
         w: &Wavelet,
+        range: std::ops::Range<usize>,
         blocks: Option<Blocks>,
         mut each: impl FnMut(&Self, &mut wgpu::CommandEncoder, Tile, &wgpu::Buffer, Params),
     ) -> Result<(), GpuCwtError> {
         let (m, s) = (sp.m, w.scales.len());
         let half = m / 2 + 1;
-        let dw = 2.0 * std::f64::consts::PI / (m as f64 * w.dt);
-        let wavelet: Vec<[f32; 2]> = w
-            .scales
-            .iter()
-            .map(|&sc| {
-                [
-                    (sc * dw) as f32,
-                    (cwt::daughter_norm(sc, w.dt) / m as f64) as f32,
-                ]
-            })
-            .collect();
         let wavelet = self.init(
             "cwt wavelet",
-            bytemuck::cast_slice(&wavelet),
+            bytemuck::cast_slice(&w.daughters(m)),
             wgpu::BufferUsages::STORAGE,
         );
-        let tiles = self.tiles(sp.channels, s, m)?;
+        let tiles = self.tiles(sp.channels, range, m)?;
         let most = tiles.iter().map(Tile::rows).max().unwrap_or(0);
         let bytes = (most * m * 8) as u64;
         let a = self.reused(Slot::CoefficientsA, bytes, wgpu::BufferUsages::empty());
@@ -595,7 +637,10 @@ impl CwtKernels {
                 };
                 let shape = (m, tile.rows());
                 let two_pass = &self.two_pass;
-                two_pass.encode(&self.ctx, enc, &input, (&b, &a), shape, true, keep, &hook);
+                let buffers = (&b, &a);
+                two_pass.encode(
+                    &self.ctx, enc, &input, buffers, shape, true, keep, &hook, true,
+                );
                 if per_row.is_some() { &partials } else { &a }
             } else {
                 self.dispatch(
@@ -697,16 +742,27 @@ impl CwtKernels {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        // Scales 0..full at every sample, the rest decimated.
+        let plan = match blocks {
+            Some(_) if self.decimate_block_power => decimated::plan(sp.m, w),
+            _ => decimated::Plan::full(s),
+        };
         let submission = ctx.guarded(|| -> Result<_, GpuCwtError> {
             let mut enc = ctx.device.create_command_encoder(&Default::default());
-            self.run_tiles(&mut enc, sp, w, blocks, |k, enc, tile, rows, params| {
+            let mut each = |k: &Self,
+                            enc: &mut wgpu::CommandEncoder,
+                            tile: Tile,
+                            rows: &wgpu::Buffer,
+                            params: Params| {
                 let part = k.storage(
                     "cwt rows tile",
                     tile.rows() as u64 * row_bytes,
                     wgpu::BufferUsages::COPY_SRC,
                 );
-                // From |W|^2 (binding 7), or from pass 2's partial block sums (17).
-                let (pipeline, input, binding) = match (output, params.sum_blocks) {
+                // From |W|^2 (binding 7), or from partial block sums (17): pass 2's or
+                // `decimated_sums`'.
+                let partial = params.sum_blocks | params.decimated;
+                let (pipeline, input, binding) = match (output, partial) {
                     (RowOutput::Magnitude, _) => (&k.magnitude, 7, 8),
                     (RowOutput::BlockPower(_), 0) => (&k.block_power, 7, 16),
                     (RowOutput::BlockPower(_), _) => (&k.block_sums, 17, 16),
@@ -720,7 +776,15 @@ impl CwtKernels {
                     let len = tile.sj as u64 * row_bytes;
                     enc.copy_buffer_to_buffer(&part, from, &staging, to, len);
                 }
-            })?;
+            };
+            if plan.full > 0 {
+                self.run_tiles(&mut enc, sp, w, 0..plan.full, blocks, &mut each)?;
+            }
+            if let Some(spec) = blocks {
+                for group in &plan.groups {
+                    self.run_decimated(&mut enc, sp, w, group, spec, &mut each)?;
+                }
+            }
             Ok(ctx.queue.submit([enc.finish()]))
         })??;
         Ok(PendingRows {
@@ -804,7 +868,8 @@ impl CwtKernels {
             };
             let mut enc = ctx.device.create_command_encoder(&Default::default());
             let mut last = Params::default();
-            self.run_tiles(&mut enc, sp, &w, None, |k, enc, tile, w2, params| {
+            let all = 0..w.scales.len();
+            self.run_tiles(&mut enc, sp, &w, all, None, |k, enc, tile, w2, params| {
                 let params = look(params);
                 k.dispatch(
                     enc,

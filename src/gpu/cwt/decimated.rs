@@ -1,0 +1,258 @@
+//! Band power of the narrow scales from |W|^2 at every D-th sample. A scale whose daughter's
+//! band holds L bins has |W|^2 within |k| < L: its inverse FFT of P >= 2 L points (the band
+//! folded into P bins, shaders/cwt.wgsl's `pass_input`) gives W at every D = M / P-th sample,
+//! and each block's sum follows from those samples exactly through a table of weights
+//! (dsp::cwt::decimated, `decimated_sums`). For the batch's 40 scales from 100 Hz at 1600 Hz
+//! and M = 2^17 the inverse FFTs shrink from 40 x 2^17 to about 0.72 x 2^20 values.
+
+use std::ops::Range;
+
+use eframe::wgpu;
+
+use super::{Blocks, CwtKernels, GpuCwtError, Params, Slot, Spectra, Tile, Wavelet};
+use crate::dsp::cwt::decimated::block_kernels;
+
+/// shaders/cwt.wgsl's `DAUGHTER_E2`: past it the daughter is zero on the GPU.
+const DAUGHTER_E2: f64 = 200.0;
+/// The shortest decimated transform.
+const SMALLEST_P: usize = 64;
+/// `decimated_sums`' samples a workgroup (a chunk of a row); shorter rows take one chunk.
+pub const CHUNK: usize = 1024;
+/// Tables kept at most (each 8 M bytes); past it they are made anew.
+const MOST_TABLES: usize = 64;
+
+/// Scales `range` share inverse FFTs of `p` points whose input q is bin k = q mod p of
+/// `k_lo .. k_lo + p`: each scale's band lies there and is at most p / 2 wide.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Group {
+    pub range: Range<usize>,
+    pub k_lo: usize,
+    pub p: usize,
+    /// The end of the widest band of the group (its first scale's).
+    k_hi: usize,
+}
+
+/// Scales 0..full at every sample, then the groups.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Plan {
+    pub full: usize,
+    pub groups: Vec<Group>,
+}
+
+impl Plan {
+    /// Every scale at every sample.
+    pub fn full(scales: usize) -> Self {
+        Plan {
+            full: scales,
+            groups: Vec::new(),
+        }
+    }
+}
+
+/// The bins of 1 .. M / 2 where the shader's daughter of `x` = s dw (as f32, as the shader
+/// holds it) can be non-zero (e^2 < DAUGHTER_E2 for e = x k - omega0), two bins wider on
+/// either side for the f32 rounding.
+fn band(x: f32, omega0: f64, m: usize) -> Range<usize> {
+    let (x, r) = (x as f64, DAUGHTER_E2.sqrt());
+    let half = (m / 2 + 1) as f64;
+    let lo = ((omega0 - r) / x - 2.0).floor().clamp(1.0, half) as usize;
+    let hi = ((omega0 + r) / x + 3.0).floor().clamp(1.0, half) as usize;
+    lo..hi.max(lo)
+}
+
+/// Which scales of `w` (smallest first) are decimated for rows of `m` values: those whose P is
+/// at most M / 2, in groups of one P. Scales after a full-rate one stay at full rate too.
+pub(super) fn plan(m: usize, w: &Wavelet) -> Plan {
+    let mut plan = Plan::full(0);
+    for (j, [x, _]) in w.daughters(m).into_iter().enumerate() {
+        let b = band(x, w.omega0, m);
+        let p = (2 * b.len()).next_power_of_two().max(SMALLEST_P);
+        if p > m / 2 {
+            if plan.groups.is_empty() {
+                plan.full = j + 1;
+                continue;
+            }
+            return Plan::full(w.scales.len());
+        }
+        match plan.groups.last_mut() {
+            // The group's bins must still hold every band of it.
+            Some(g) if g.p == p && g.k_hi.max(b.end) - g.k_lo.min(b.start) <= p => {
+                g.range.end = j + 1;
+                g.k_lo = g.k_lo.min(b.start);
+                g.k_hi = g.k_hi.max(b.end);
+            }
+            _ => plan.groups.push(Group {
+                range: j..j + 1,
+                k_lo: b.start,
+                p,
+                k_hi: b.end,
+            }),
+        }
+    }
+    plan
+}
+
+/// Each scale's inverse FFT length for band power over rows of `m` values sampled every `dt`
+/// seconds: P where decimated, M where not (for models of the work, `ede bench cwt`).
+pub fn transform_lengths(m: usize, dt: f64, scales: &[f64], omega0: f64) -> Vec<usize> {
+    let w = Wavelet {
+        dt,
+        scales: scales.to_vec(),
+        omega0,
+    };
+    let plan = plan(m, &w);
+    let mut lengths = vec![m; plan.full];
+    for g in &plan.groups {
+        lengths.extend(std::iter::repeat_n(g.p, g.range.len()));
+    }
+    lengths
+}
+
+impl CwtKernels {
+    /// As `run_tiles` for the scales of `group`, decimated: the inverse FFTs of P points,
+    /// |W|^2 at every D-th sample, and `decimated_sums`' partial block sums, which `each`
+    /// gets (`[rows][chunks][blocks]`, `params.decimated` 1).
+    pub(super) fn run_decimated(
+        &mut self,
+        enc: &mut wgpu::CommandEncoder,
+        sp: &Spectra,
+        w: &Wavelet,
+        group: &Group,
+        blocks: Blocks,
+        mut each: impl FnMut(&Self, &mut wgpu::CommandEncoder, Tile, &wgpu::Buffer, Params),
+    ) -> Result<(), GpuCwtError> {
+        let (m, p) = (sp.m, group.p);
+        let last = blocks.count - (blocks.blocks() - 1) * blocks.block;
+        let kappa = self.kappa(m, p, blocks.block, last);
+        let wavelet = self.init(
+            "cwt wavelet",
+            bytemuck::cast_slice(&w.daughters(m)),
+            wgpu::BufferUsages::STORAGE,
+        );
+        let tiles = self.tiles(sp.channels, group.range.clone(), p)?;
+        let most = tiles.iter().map(Tile::rows).max().unwrap_or(0);
+        let chunks = p / CHUNK.min(p);
+        let bytes = (most * p * 8) as u64;
+        let a = self.reused(Slot::CoefficientsA, bytes, wgpu::BufferUsages::empty());
+        let b = self.reused(Slot::CoefficientsB, bytes, wgpu::BufferUsages::empty());
+        let partial_bytes = (most * chunks * blocks.blocks() * 4) as u64;
+        let partials = self.reused(Slot::Partials, partial_bytes, wgpu::BufferUsages::empty());
+        for tile in tiles {
+            let mut params = Params {
+                n: sp.n as u32,
+                m: m as u32,
+                scales: w.scales.len() as u32,
+                half: (m / 2 + 1) as u32,
+                c0: tile.c0 as u32,
+                j0: tile.j0 as u32,
+                sj: tile.sj as u32,
+                rows: tile.rows() as u32,
+                omega0: w.omega0 as f32,
+                decimated: 1,
+                k_lo: group.k_lo as u32,
+                p: p as u32,
+                chunks: chunks as u32,
+                ..Default::default()
+            };
+            blocks.set(&mut params);
+            let uniform = self.init(
+                "cwt params",
+                bytemuck::bytes_of(&params),
+                wgpu::BufferUsages::UNIFORM,
+            );
+            let input = [(0, &uniform), (4, &sp.buffer), (5, &wavelet)];
+            let hook = [(0, &uniform), (5, &wavelet), (17, &partials)];
+            let shape = (p, tile.rows());
+            let two_pass = &self.two_pass;
+            two_pass.encode(
+                &self.ctx,
+                enc,
+                &input,
+                (&b, &a),
+                shape,
+                true,
+                0..p,
+                &hook,
+                false,
+            );
+            let groups = (
+                blocks.blocks().div_ceil(32) as u32,
+                tile.rows().div_ceil(32) as u32,
+                chunks as u32,
+            );
+            let buffers = [(7, &a), (17, &partials), (18, &kappa)];
+            self.dispatch_groups(enc, &self.decimated_sums, &params, &buffers, None, groups);
+            each(self, enc, tile, &partials, params);
+        }
+        Ok(())
+    }
+
+    /// The tables of block weights for rows of `m` values decimated to `p` (dsp::cwt::
+    /// decimated): blocks of `block` samples, then the last one's `last`, `[2][M]` f32; made
+    /// once.
+    fn kappa(&mut self, m: usize, p: usize, block: usize, last: usize) -> wgpu::Buffer {
+        let key = (m, p, block, last);
+        if let Some(b) = self.kappas.get(&key) {
+            return b.clone();
+        }
+        if self.kappas.len() >= MOST_TABLES {
+            self.kappas.clear();
+        }
+        let tables: Vec<f32> = block_kernels(m, p, &[block, last])
+            .into_iter()
+            .flatten()
+            .map(|v| v as f32)
+            .collect();
+        let buffer = self.init(
+            "cwt block weights",
+            bytemuck::cast_slice(&tables),
+            wgpu::BufferUsages::STORAGE,
+        );
+        self.kappas.insert(key, buffer.clone());
+        buffer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsp::cwt::{CwtParams, ScaleSpec, fourier_factor};
+
+    /// The batch benchmark's 40 scales (100 Hz down by sixths of an octave at 1600 Hz, M =
+    /// 2^17): none at full rate, P from 2^16 down, every band within its group's bins.
+    #[test]
+    fn the_batch_scales_are_all_decimated() {
+        let params = CwtParams {
+            omega0: 6.0,
+            scales: ScaleSpec::Octaves {
+                s0: 1.0 / (100.0 * fourier_factor(6.0)),
+                dj: 1.0 / 6.0,
+                j: 39,
+            },
+        };
+        let dt = 1.0 / 1600.0;
+        let w = Wavelet {
+            dt,
+            scales: params.scales(dt).unwrap(),
+            omega0: 6.0,
+        };
+        let m = 1 << 17;
+        let plan = plan(m, &w);
+        assert_eq!(plan.full, 0);
+        assert_eq!(plan.groups[0].p, 1 << 16);
+        let values: usize = (plan.groups.iter()).map(|g| g.p * g.range.len()).sum();
+        assert!(values < 800_000, "{values} values a channel");
+        let mut next = 0;
+        for g in &plan.groups {
+            assert_eq!(g.range.start, next);
+            next = g.range.end;
+            for (j, [x, _]) in w.daughters(m).into_iter().enumerate().take(g.range.end) {
+                if g.range.contains(&j) {
+                    let b = band(x, 6.0, m);
+                    assert!(2 * b.len() <= g.p && b.start >= g.k_lo && b.end <= g.k_lo + g.p);
+                }
+            }
+        }
+        assert_eq!(next, 40);
+    }
+}
