@@ -23,7 +23,8 @@
 //   lut        u32 [256]           colour map, RGBA8 packed (r in the low byte)
 //   tex        rgba8unorm [width x C*S]  the image egui draws (gamma-encoded bytes, as egui's
 //                                  own textures)
-//   power      f32 [rows][blocks]  mean |W|^2 per block of samples (band power)
+//   power      f32 [C][S][blocks]  mean |W|^2 per block of samples (band power), every tile's
+//                                  rows in their places
 //   partials   f32 [rows][M / TILE][blocks]  pass 2's sums of |W|^2 per workgroup and block
 //                                  (`pass2_tile`), which `block_sums` adds up into `power`
 //
@@ -435,6 +436,11 @@ fn paint(
     textureStore(tex, vec2<i32>(i32(x), i32(row)), colour);
 }
 
+// Where tile row `row` goes among all rows of the output, [channel][scale].
+fn out_row(row: u32) -> u32 {
+    return channel_of(row) * params.scales + scale_of(row);
+}
+
 @compute @workgroup_size(256)
 fn block_power(
     @builtin(global_invocation_id) gid: vec3<u32>,
@@ -451,7 +457,7 @@ fn block_power(
     for (var i = span.x; i < span.y; i++) {
         sum += w2[row * params.m + i];
     }
-    power[row * params.blocks + k] = sum / f32(span.y - span.x);
+    power[out_row(row) * params.blocks + k] = sum / f32(span.y - span.x);
 }
 
 // The mean |W|^2 of each block from pass 2's partial sums (`pass2_tile`): the M / TILE
@@ -476,7 +482,7 @@ fn block_sums(
         sum += partials[(row * per_row + w) * params.blocks + k];
     }
     let span = block_span(k);
-    power[row * params.blocks + k] = sum / f32(span.y - span.x);
+    power[out_row(row) * params.blocks + k] = sum / f32(span.y - span.x);
 }
 
 // Band power of decimated rows: |W|^2 at every D-th sample (w2, [rows][P], pass 2's

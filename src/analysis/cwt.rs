@@ -354,22 +354,20 @@ impl<'a> SegmentReader<'a> {
         Ok((reader, axes))
     }
 
-    /// The segment whose core starts at `core_start`.
-    fn read(&self, core_start: usize) -> Result<Vec<f32>, ReadError> {
+    /// The segment whose core starts at `core_start`, into `flat` (every value written).
+    fn read(&self, core_start: usize, flat: &mut [f32]) -> Result<(), ReadError> {
         let (n, len, margin) = (self.n, self.len, self.seg.margin);
         let core_len = self.seg.core.min(n - core_start);
         let from = core_start.saturating_sub(margin);
         let to = (core_start + core_len + margin).min(n);
         let offset = from + margin - core_start;
-        let mut flat = vec![0f32; self.channels.len() * len];
         (flat.par_chunks_mut(len).zip(self.channels).zip(&self.means)).try_for_each(
             |((x, &c), &mu)| {
                 x[..offset].fill(mu as f32);
                 x[offset + (to - from)..].fill(mu as f32);
                 self.rec.read(c, from, &mut x[offset..offset + (to - from)])
             },
-        )?;
-        Ok(flat)
+        )
     }
 
     /// Calls `each(core start, segment)` for every segment in order, the next one read on
@@ -381,17 +379,24 @@ impl<'a> SegmentReader<'a> {
     ) -> Result<(), CwtJobError> {
         std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            // Segments' buffers come back to be read into again: fresh pages cost their faults
+            // (the batch scalogram's 55 segments of 33 MB).
+            let (give_back, given) = std::sync::mpsc::channel::<Vec<f32>>();
+            let size = self.channels.len() * self.len;
             let reader = scope.spawn(move || {
                 for core_start in (0..self.n).step_by(self.seg.core) {
-                    if cancel.load(Ordering::Relaxed)
-                        || tx.send((core_start, self.read(core_start))).is_err()
-                    {
+                    let mut flat = given.try_recv().unwrap_or_else(|_| vec![0f32; size]);
+                    let read = self.read(core_start, &mut flat).map(|()| flat);
+                    if cancel.load(Ordering::Relaxed) || tx.send((core_start, read)).is_err() {
                         break;
                     }
                 }
             });
             for (core_start, flat) in rx.iter() {
-                each(core_start, &flat?)?;
+                let flat = flat?;
+                each(core_start, &flat)?;
+                // The reader may have finished: then the buffer is not needed.
+                let _ = give_back.send(flat);
             }
             reader.join().map_err(|_| {
                 CwtJobError::Selection("the reading thread stopped unexpectedly".into())

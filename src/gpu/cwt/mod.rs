@@ -444,8 +444,7 @@ impl CwtKernels {
             let means: Vec<f32> = means.iter().map(|&v| v as f32).collect();
             let upload = wgpu::BufferUsages::COPY_DST;
             let samples = self.reused(Slot::Upload, (flat.len() * 4) as u64, upload);
-            ctx.queue
-                .write_buffer(&samples, 0, bytemuck::cast_slice(flat));
+            ctx.write_in_parallel(&samples, bytemuck::cast_slice(flat));
             let means = self.init(
                 "cwt means",
                 bytemuck::cast_slice(&means),
@@ -749,26 +748,34 @@ impl CwtKernels {
         };
         let submission = ctx.guarded(|| -> Result<_, GpuCwtError> {
             let mut enc = ctx.device.create_command_encoder(&Default::default());
+            // Block power goes straight to its place among all rows (`out_row` in
+            // shaders/cwt.wgsl), copied back at once: copying each tile's channels one by one
+            // cost the batch scalogram 1.5 ms of recording a segment (64 copies a group of
+            // scales). |W| goes through a buffer a tile.
+            let rows_out = |k: &Self, bytes| k.storage("cwt rows", bytes, wgpu::BufferUsages::COPY_SRC);
+            let whole = blocks.map(|_| rows_out(self, bytes));
             let mut each = |k: &Self,
                             enc: &mut wgpu::CommandEncoder,
                             tile: Tile,
                             rows: &wgpu::Buffer,
                             params: Params| {
-                let part = k.storage(
-                    "cwt rows tile",
-                    tile.rows() as u64 * row_bytes,
-                    wgpu::BufferUsages::COPY_SRC,
-                );
                 // From |W|^2 (binding 7), or from partial block sums (17): pass 2's or
                 // `decimated_sums`'.
                 let partial = params.sum_blocks | params.decimated;
-                let (pipeline, input, binding) = match (output, partial) {
-                    (RowOutput::Magnitude, _) => (&k.magnitude, 7, 8),
-                    (RowOutput::BlockPower(_), 0) => (&k.block_power, 7, 16),
-                    (RowOutput::BlockPower(_), _) => (&k.block_sums, 17, 16),
+                let (pipeline, input) = match (output, partial) {
+                    (RowOutput::Magnitude, _) => (&k.magnitude, 7),
+                    (RowOutput::BlockPower(_), 0) => (&k.block_power, 7),
+                    (RowOutput::BlockPower(_), _) => (&k.block_sums, 17),
                 };
-                let buffers = [(input, rows), (binding, &part)];
-                k.dispatch(enc, pipeline, &params, &buffers, None, (width, tile.rows()));
+                let (threads, rows_here) = (width, tile.rows());
+                if let Some(whole) = &whole {
+                    let buffers = [(input, rows), (16, whole)];
+                    k.dispatch(enc, pipeline, &params, &buffers, None, (threads, rows_here));
+                    return;
+                }
+                let part = rows_out(k, tile.rows() as u64 * row_bytes);
+                let buffers = [(input, rows), (8, &part)];
+                k.dispatch(enc, pipeline, &params, &buffers, None, (threads, rows_here));
                 // Rows of one channel are contiguous in the output for either tile shape.
                 for c in 0..tile.channels {
                     let from = (c * tile.sj) as u64 * row_bytes;
@@ -784,6 +791,9 @@ impl CwtKernels {
                 for group in &plan.groups {
                     self.run_decimated(&mut enc, sp, w, group, spec, &mut each)?;
                 }
+            }
+            if let Some(whole) = &whole {
+                enc.copy_buffer_to_buffer(whole, 0, &staging, 0, bytes);
             }
             Ok(ctx.queue.submit([enc.finish()]))
         })??;
