@@ -498,3 +498,33 @@ fn wfdb_header_with_absurd_signal_count_is_an_error() {
         .to_string();
     assert!(e.contains("declares 144444444444 signals"), "{e}");
 }
+
+/// `Recording::sum` (EDF and BDF add up their stored integers) equals the values `read` gives
+/// added up, over whole signals and stretches across records, with samples outside the digital
+/// range clamped as `read` clamps them.
+#[test]
+fn sums_equal_the_decoded_values_added_up() {
+    let dir = tempfile::tempdir().unwrap();
+    for bdf in [false, true] {
+        let path = dir.path().join(if bdf { "sum.bdf" } else { "sum.edf" });
+        let mut signals = two_signals(5, bdf);
+        // The ramp runs from -10000 to 9999: a narrower range clamps part of it.
+        signals[0].digital_min = -5000;
+        signals[0].digital_max = 6000;
+        write_edf(&path, bdf, None, 1.0, &signals, None, &[]);
+        let rec = open(&path);
+        for i in 0..signals.len() {
+            let v = rec.read_all(i).unwrap();
+            for (start, len) in [(0, v.len()), (37, 250), (100, 100), (499, 1), (3, 0)] {
+                let want: f64 = v[start..start + len].iter().map(|&x| x as f64).sum();
+                let scale: f64 = v[start..start + len].iter().map(|&x| x.abs() as f64).sum();
+                let got = rec.sum(i, start, len).unwrap();
+                assert!(
+                    (got - want).abs() <= 1e-6 * scale + 1e-9,
+                    "bdf {bdf}, signal {i}, {start}+{len}: {got} against {want}"
+                );
+            }
+        }
+        assert!(rec.sum(0, 400, 101).is_err(), "past the end");
+    }
+}

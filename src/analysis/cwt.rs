@@ -330,16 +330,7 @@ impl<'a> SegmentReader<'a> {
         let channels = &job.channels;
         let means = channels
             .par_iter()
-            .map(|&c| {
-                let mut sum = 0f64;
-                let mut buf = vec![0f32; 1 << 20];
-                for start in (0..n).step_by(buf.len()) {
-                    let len = buf.len().min(n - start);
-                    rec.read(c, start, &mut buf[..len])?;
-                    sum += buf[..len].iter().map(|&v| v as f64).sum::<f64>();
-                }
-                Ok(sum / n as f64)
-            })
+            .map(|&c| Ok(rec.sum(c, 0, n)? / n as f64))
             .collect::<Result<_, ReadError>>()?;
         let reader = SegmentReader {
             rec,

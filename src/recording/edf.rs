@@ -88,6 +88,41 @@ impl SampleSource for EdfSource {
         Ok(())
     }
 
+    /// The stored integers, clamped as `read` clamps them, added up exactly: a tenth of the
+    /// time of decoding them (a batch scalogram's means of 64 x 5.76 M samples took 55 ms on 16
+    /// threads). A digital range that is not whole numbers is left to `read`.
+    fn sum(&self, signal: usize, start: usize, len: usize) -> Result<f64, ReadError> {
+        let l = self.layout[signal];
+        let (lo, hi) = l.digital_range;
+        if lo.fract() != 0.0 || hi.fract() != 0.0 || lo.abs() > 1e9 || hi.abs() > 1e9 {
+            return super::sum_by_reading(self, signal, start, len);
+        }
+        let (lo, hi) = (lo as i32, hi as i32);
+        let bps = self.bytes_per_sample;
+        let mut total: i64 = 0;
+        let mut k = start;
+        while k < start + len {
+            let record = k / l.samples_per_record;
+            let within = k % l.samples_per_record;
+            let n = (l.samples_per_record - within).min(start + len - k);
+            let at = self.data_start + record * self.record_size + l.offset + within * bps;
+            let bytes = &self.map[at..at + n * bps];
+            total += if bps == 2 {
+                (bytes.chunks_exact(2))
+                    .map(|c| i16::from_le_bytes([c[0], c[1]]) as i32)
+                    .map(|d| d.clamp(lo, hi) as i64)
+                    .sum::<i64>()
+            } else {
+                (bytes.chunks_exact(3))
+                    .map(|c| i32::from_le_bytes([0, c[0], c[1], c[2]]) >> 8)
+                    .map(|d| d.clamp(lo, hi) as i64)
+                    .sum::<i64>()
+            };
+            k += n;
+        }
+        Ok(total as f64 * l.gain + len as f64 * l.bias)
+    }
+
     fn release_pages(&self) {
         super::release_mapped_pages(&self.map);
     }

@@ -408,9 +408,33 @@ pub struct Segment {
 pub trait SampleSource: Send + Sync {
     fn read(&self, signal: usize, start: usize, out: &mut [f32]) -> Result<(), ReadError>;
 
+    /// The sum of the physical values of samples `start..start + len` (in bounds), in f64:
+    /// read in pieces here; a format may add them up faster from its stored integers.
+    fn sum(&self, signal: usize, start: usize, len: usize) -> Result<f64, ReadError> {
+        sum_by_reading(self, signal, start, len)
+    }
+
     /// Hands the file pages read so far back to the system (the file stays readable: pages
     /// come back from it when read again). Sources in memory have nothing to hand back.
     fn release_pages(&self) {}
+}
+
+/// `SampleSource::sum` by decoding the samples in pieces.
+pub(crate) fn sum_by_reading<S: SampleSource + ?Sized>(
+    source: &S,
+    signal: usize,
+    start: usize,
+    len: usize,
+) -> Result<f64, ReadError> {
+    const PIECE: usize = 1 << 16;
+    let mut buf = vec![0f32; len.min(PIECE)];
+    let mut sum = 0.0;
+    for from in (start..start + len).step_by(PIECE) {
+        let piece = &mut buf[..(start + len - from).min(PIECE)];
+        source.read(signal, from, piece)?;
+        sum += piece.iter().map(|&v| v as f64).sum::<f64>();
+    }
+    Ok(sum)
 }
 
 /// Drops the resident pages of a read-only file mapping: after a pass over a whole file (the
@@ -646,6 +670,26 @@ impl Recording {
             return Ok(());
         }
         self.source.read(signal, start, out)
+    }
+
+    /// The sum of the physical values of samples `start..start + len` of signal `signal`, in
+    /// f64 (what `read` gives, added up; some formats add up their stored integers).
+    pub fn sum(&self, signal: usize, start: usize, len: usize) -> Result<f64, ReadError> {
+        let info = self.signals.get(signal).ok_or_else(|| {
+            ReadError::invalid(self.path_for_errors(), format!("no signal {signal}"))
+        })?;
+        if start.checked_add(len).is_none_or(|end| end > info.samples) {
+            return Err(ReadError::invalid(
+                self.path_for_errors(),
+                format!(
+                    "samples {start}..{} of {} are past its end ({} samples)",
+                    start.saturating_add(len),
+                    info.label,
+                    info.samples
+                ),
+            ));
+        }
+        self.source.sum(signal, start, len)
     }
 
     /// Reads a whole signal (for small recordings, tests and analyses of a bounded window).

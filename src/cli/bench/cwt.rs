@@ -306,7 +306,9 @@ fn batch(args: &CwtBenchArgs, kernels: Option<&mut CwtKernels>) -> anyhow::Resul
             }
         }
         k.decimate_block_power = true;
-        eprintln!("batch on the GPU: {gpu_runs_s:.3?} s, every sample: {gpu_full_rate_runs_s:.3?} s");
+        eprintln!(
+            "batch on the GPU: {gpu_runs_s:.3?} s, every sample: {gpu_full_rate_runs_s:.3?} s"
+        );
     }
     let gpu_s = (!gpu_runs_s.is_empty()).then(|| Stats::of(gpu_runs_s.clone()).median);
     let t = Instant::now();
