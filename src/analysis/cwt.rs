@@ -394,6 +394,47 @@ impl<'a> SegmentReader<'a> {
             })
         })
     }
+
+    /// As `each`, with each segment passed through `stage` on a thread of its own first (the
+    /// GPU's upload into mapped memory), so that `each(core start, staged)` finds it ready;
+    /// `stage` gets a flag that is set when `each` stops, and gives `None` when it cannot go
+    /// on.
+    fn each_staged<T: Send>(
+        &self,
+        cancel: &AtomicBool,
+        stage: impl Fn(&[f32], &AtomicBool) -> Option<T> + Sync,
+        mut each: impl FnMut(usize, T) -> Result<(), CwtJobError>,
+    ) -> Result<(), CwtJobError> {
+        let stop = AtomicBool::new(false);
+        let (stop, stage) = (&stop, &stage);
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel(0);
+            let stager = scope.spawn(move || {
+                self.each(cancel, |core_start, flat| {
+                    let staged = stage(flat, stop).ok_or_else(|| {
+                        CwtJobError::Selection("the GPU could not take the next segment".into())
+                    })?;
+                    tx.send((core_start, staged)).map_err(|_| {
+                        CwtJobError::Selection("the segments' consumer stopped".into())
+                    })
+                })
+            });
+            let mut done = Ok(());
+            for (core_start, staged) in rx.iter() {
+                done = each(core_start, staged);
+                if done.is_err() {
+                    break;
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+            drop(rx);
+            let staged = stager.join().map_err(|_| {
+                CwtJobError::Selection("the staging thread stopped unexpectedly".into())
+            })?;
+            // A stage stopped by an error here has nothing more to say.
+            done.and(staged)
+        })
+    }
 }
 
 /// Reads every segment `band_power` would read and computes nothing: the host's share of a
@@ -414,7 +455,7 @@ pub fn band_power_reads(rec: &Recording, job: &BandPowerJob) -> Result<usize, Cw
 pub fn band_power(
     rec: &Recording,
     job: &BandPowerJob,
-    mut gpu: Option<&mut CwtKernels>,
+    gpu: Option<&mut CwtKernels>,
     cancel: &AtomicBool,
     mut progress: impl FnMut(usize, usize),
     mut emit: impl FnMut(usize, &[f64]) -> Result<(), CwtJobError>,
@@ -445,33 +486,43 @@ pub fn band_power(
         Ok::<_, CwtJobError>(())
     };
     let means = &reader.means;
-    // On the GPU one segment computes while the host uploads the next and reads back the last.
-    let mut pending: Option<(usize, PendingRows)> = None;
-    reader.each(cancel, |core_start, flat| {
-        let core = seg.margin..seg.margin + seg.core.min(n - core_start);
-        match (gpu.as_deref_mut(), &plan) {
-            (Some(kernels), _) => {
-                let sp = kernels.spectra_rows(flat, reader.len, means)?;
-                ran_on = (Backend::Gpu, kernels.context().describe());
-                let omega0 = job.params.omega0;
-                let rows = kernels.block_power_start(&sp, dt, &axes.scales, omega0, core, block);
+    let omega0 = job.params.omega0;
+    let core = |core_start: usize| seg.margin..seg.margin + seg.core.min(n - core_start);
+    match (gpu, &plan) {
+        (Some(kernels), _) => {
+            // One segment computes on the GPU while the next is copied into mapped memory (on
+            // a thread of its own), the one after it read, and the last read back.
+            ran_on = (Backend::Gpu, kernels.context().describe());
+            let ring = kernels.upload_ring(job.channels.len(), reader.len);
+            let mut pending: Option<(usize, PendingRows)> = None;
+            let stage = |flat: &[f32], stop: &AtomicBool| ring.fill(flat, stop);
+            reader.each_staged(cancel, stage, |core_start, j| {
+                let sp = kernels.spectra_from_ring(&ring, j, reader.len, means)?;
+                let rows = kernels.block_power_start(
+                    &sp,
+                    dt,
+                    &axes.scales,
+                    omega0,
+                    core(core_start),
+                    block,
+                );
                 kernels.recycle(sp);
                 if let Some((start, last)) = pending.replace((core_start, rows?)) {
                     emit_segment(start, &widen(kernels.finish(last)?))?;
                 }
+                Ok(())
+            })?;
+            if let Some((start, last)) = pending {
+                emit_segment(start, &widen(kernels.finish(last)?))?;
             }
-            (None, Some(plan)) => {
-                let power: Vec<f64> = (flat.chunks(reader.len).zip(means))
-                    .flat_map(|(x, &mu)| plan.block_power(x, mu, core.clone(), block))
-                    .collect();
-                emit_segment(core_start, &power)?;
-            }
-            (None, None) => unreachable!("a CPU plan is made when there is no GPU"),
         }
-        Ok(())
-    })?;
-    if let (Some(kernels), Some((start, last))) = (gpu, pending) {
-        emit_segment(start, &widen(kernels.finish(last)?))?;
+        (None, Some(plan)) => reader.each(cancel, |core_start, flat| {
+            let power: Vec<f64> = (flat.chunks(reader.len).zip(means))
+                .flat_map(|(x, &mu)| plan.block_power(x, mu, core(core_start), block))
+                .collect();
+            emit_segment(core_start, &power)
+        })?,
+        (None, None) => unreachable!("a CPU plan is made when there is no GPU"),
     }
     Ok((axes, ran_on))
 }

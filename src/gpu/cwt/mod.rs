@@ -5,8 +5,10 @@
 //! texture that egui draws straight from the device, with single values read back on hover.
 
 mod decimated;
+mod upload;
 
 pub use decimated::{CHUNK as DECIMATED_CHUNK, transform_lengths};
+pub use upload::UploadRing;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use std::sync::Arc;
 use eframe::wgpu;
 use eframe::wgpu::util::DeviceExt;
 
-use super::context::{compute_pipeline, copy_in_parallel, entry};
+use super::context::{compute_pipeline, entry};
 use super::fft::{FftKernels, TwoPass, grid, with_two_pass};
 use super::{GpuContext, GpuError};
 use crate::dsp::cwt::{self, CwtError, PaintSpec, Quantity};
@@ -259,6 +261,8 @@ pub struct CwtKernels {
     decimated_sums: wgpu::ComputePipeline,
     /// Mapped buffers the signals are uploaded through, reused.
     belt: wgpu::util::StagingBelt,
+    /// The last `upload_ring`.
+    ring: Option<Arc<UploadRing>>,
     /// `decimated`'s tables of block weights, by (M, P, block, last block).
     kappas: HashMap<(usize, usize, usize, usize), wgpu::Buffer>,
     /// Buffers kept for the next call while big enough, by `Slot`.
@@ -311,6 +315,7 @@ impl CwtKernels {
             decimated_sums: pipeline("decimated_sums"),
             kappas: HashMap::new(),
             belt: wgpu::util::StagingBelt::new(dev.clone(), UPLOAD_CHUNK),
+            ring: None,
             buffers: Default::default(),
             canvases: Vec::new(),
             max_buffer_bytes: limits
@@ -400,111 +405,6 @@ impl CwtKernels {
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &bind, &[]);
         pass.dispatch_workgroups(x, y, z);
-    }
-
-    /// Uploads `signals` (all of one length) and computes their spectra, after removing each
-    /// one's mean or the given `means` (a whole recording's, for a piece of it).
-    pub fn spectra(
-        &mut self,
-        signals: &[&[f32]],
-        means: Option<&[f64]>,
-    ) -> Result<Spectra, GpuCwtError> {
-        let n = signals.first().map_or(0, |s| s.len());
-        assert!(
-            signals.iter().all(|s| s.len() == n),
-            "signals of one length"
-        );
-        let means: Vec<f64> = match means {
-            Some(m) => m.to_vec(),
-            None => signals.iter().map(|s| cwt::mean(s)).collect(),
-        };
-        self.spectra_rows(&signals.concat(), n, &means)
-    }
-
-    /// As `spectra`, for signals of `n` samples held one after another in `flat`, one mean
-    /// each: a stream of pieces uploads them without gathering them first. The device buffers
-    /// are reused: the upload's and the FFT's scratch from call to call, the spectra's from
-    /// those given back with `recycle`.
-    pub fn spectra_rows(
-        &mut self,
-        flat: &[f32],
-        n: usize,
-        means: &[f64],
-    ) -> Result<Spectra, GpuCwtError> {
-        let channels = means.len();
-        assert_eq!(flat.len(), channels * n, "channels x n samples");
-        if n < cwt::MIN_SAMPLES {
-            return Err(CwtError::TooShort { n }.into());
-        }
-        let m = cwt::padded_len(n);
-        let bytes = (channels * m * 8) as u64;
-        if bytes > self.max_buffer_bytes {
-            return Err(GpuCwtError::TooLarge(format!(
-                "{channels} channels x {m} padded samples need {bytes} bytes in one GPU buffer; \
-                 this device allows {}: transform fewer channels or a shorter stretch at once",
-                self.max_buffer_bytes
-            )));
-        }
-        let ctx = self.ctx.clone();
-        let buffer = ctx.guarded(|| {
-            let means: Vec<f32> = means.iter().map(|&v| v as f32).collect();
-            let upload = wgpu::BufferUsages::COPY_DST;
-            let samples = self.reused(Slot::Upload, (flat.len() * 4) as u64, upload);
-            let mut enc = ctx.device.create_command_encoder(&Default::default());
-            // Through the belt's mapped buffers, reused: `Queue::write_buffer` makes a new
-            // staging allocation each time (3 ms a batch segment of 33 MB on the H100's host).
-            let data: &[u8] = bytemuck::cast_slice(flat);
-            if let Some(size) = wgpu::BufferSize::new(data.len() as u64) {
-                let mut view = self.belt.write_buffer(&mut enc, &samples, 0, size);
-                copy_in_parallel(view.slice(..), data);
-            }
-            self.belt.finish();
-            let means = self.init(
-                "cwt means",
-                bytemuck::cast_slice(&means),
-                wgpu::BufferUsages::STORAGE,
-            );
-            let a = self.reused(Slot::Spectra, bytes, wgpu::BufferUsages::empty());
-            let b = self.reused(Slot::Scratch, bytes, wgpu::BufferUsages::empty());
-            // A recycled buffer serves one spectra only.
-            self.buffers[Slot::Spectra as usize] = None;
-            let params = Params {
-                n: n as u32,
-                m: m as u32,
-                rows: channels as u32,
-                ..Default::default()
-            };
-            self.dispatch(
-                &mut enc,
-                &self.load,
-                &params,
-                &[(1, &samples), (2, &means), (3, &a)],
-                None,
-                (m, channels),
-            );
-            let in_b = self.fft.encode(&mut enc, &a, &b, m, channels, false);
-            ctx.queue.submit([enc.finish()]);
-            self.belt.recall();
-            if in_b {
-                // The stage kernels left the spectra in the scratch buffer: swap the roles.
-                self.buffers[Slot::Scratch as usize] = Some(a);
-                b
-            } else {
-                a
-            }
-        })?;
-        Ok(Spectra {
-            channels,
-            n,
-            m,
-            buffer,
-        })
-    }
-
-    /// Gives spectra no longer needed back, for the next `spectra_rows` to fill (the GPU's
-    /// queue order keeps work already submitted on them right).
-    pub fn recycle(&mut self, sp: Spectra) {
-        self.buffers[Slot::Spectra as usize] = Some(sp.buffer);
     }
 
     /// The storage buffer kept in `slot`, with `usage` besides (`GpuContext::kept_buffer`).
