@@ -489,13 +489,15 @@ fn block_sums(
 // `pass_output`) gives each block's sum as sum_n w2[n] kappa[(a - n D) mod M], a the block's
 // first sample (src/dsp/cwt/decimated.rs; `kappa` holds the table for whole blocks, then the
 // one for a shorter last block). A product of the tile's rows by a matrix of blocks gathered
-// from the table: each workgroup 32 rows x 32 blocks over a chunk of P / chunks samples,
-// 2 x 2 a thread, into partials[row][chunk][block] that `block_sums` adds up.
-// Dispatch (ceil(blocks / 32), ceil(rows / 32), chunks) of 256 threads.
-const DS: u32 = 32u;
-// Rows padded to 33 words: the stores along k and the loads along rows or blocks meet
-// different banks.
-var<workgroup> ds_w2: array<array<f32, 33>, 32>;
+// from the table: each workgroup 64 rows x 32 blocks over a chunk of P / chunks samples, 4 x 2
+// a thread (one vec4 and two scalar loads from workgroup memory for 8 FMAs), into
+// partials[row][chunk][block] that `block_sums` adds up.
+// Dispatch (ceil(blocks / 32), ceil(rows / 64), chunks) of 256 threads.
+const DS_ROWS: u32 = 64u;
+const DS_BLOCKS: u32 = 32u;
+const DS_K: u32 = 32u;
+// [k][row / 4] and [k][block], padded so that the stores along k fall in fewer banks.
+var<workgroup> ds_w2: array<array<vec4<f32>, 17>, 32>;
 var<workgroup> ds_kappa: array<array<f32, 33>, 32>;
 
 @compute @workgroup_size(256)
@@ -503,28 +505,31 @@ fn decimated_sums(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_index) li: u32,
 ) {
-    let b0 = wid.x * DS;
-    let r0 = wid.y * DS;
+    let b0 = wid.x * DS_BLOCKS;
+    let r0 = wid.y * DS_ROWS;
     let chunk = params.p / params.chunks;
     let n0 = wid.z * chunk;
     let d = params.m / params.p;
     let short_last = params.count % params.block != 0u;
-    let tx = li % 16u;
-    let ty = li / 16u;
-    var acc = vec4<f32>(0.0);
-    for (var nn = n0; nn < n0 + chunk; nn += DS) {
-        for (var q = 0u; q < 4u; q++) {
-            // Adjacent threads take adjacent samples: runs of 32 in memory.
-            let e = li + q * 256u;
-            let i = e / DS;
-            let k = e % DS;
-            let n = nn + k;
+    let tb = li % 16u;
+    let tr = li / 16u;
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    for (var nn = n0; nn < n0 + chunk; nn += DS_K) {
+        // Adjacent threads take adjacent samples: runs of 32 in memory.
+        let k = li % DS_K;
+        let n = nn + k;
+        for (var q = 0u; q < 8u; q++) {
+            let i = li / DS_K + q * 8u;
             var v = 0.0;
             if r0 + i < params.rows {
                 v = w2[(r0 + i) * params.p + n];
             }
-            ds_w2[i][k] = v;
-            let b = b0 + i;
+            ds_w2[k][i / 4u][i % 4u] = v;
+        }
+        for (var q = 0u; q < 4u; q++) {
+            let j = li / DS_K + q * 8u;
+            let b = b0 + j;
             var c = 0.0;
             if b < params.blocks {
                 let a = params.first + b * params.block;
@@ -533,24 +538,27 @@ fn decimated_sums(
                 let table = select(0u, params.m, short_last && b + 1u == params.blocks);
                 c = kappa[table + tau];
             }
-            ds_kappa[i][k] = c;
+            ds_kappa[k][j] = c;
         }
         workgroupBarrier();
-        for (var t = 0u; t < DS; t++) {
-            let g0 = ds_w2[2u * ty][t];
-            let g1 = ds_w2[2u * ty + 1u][t];
-            let k0 = ds_kappa[2u * tx][t];
-            let k1 = ds_kappa[2u * tx + 1u][t];
-            acc = fma(vec4<f32>(g0, g0, g1, g1), vec4<f32>(k0, k1, k0, k1), acc);
+        for (var t = 0u; t < DS_K; t++) {
+            let g = ds_w2[t][tr];
+            acc0 = fma(g, vec4<f32>(ds_kappa[t][2u * tb]), acc0);
+            acc1 = fma(g, vec4<f32>(ds_kappa[t][2u * tb + 1u]), acc1);
         }
         workgroupBarrier();
     }
-    let sums = array<f32, 4>(acc.x, acc.y, acc.z, acc.w);
+    let b = b0 + 2u * tb;
     for (var q = 0u; q < 4u; q++) {
-        let row = r0 + 2u * ty + q / 2u;
-        let b = b0 + 2u * tx + q % 2u;
-        if row < params.rows && b < params.blocks {
-            partials[(row * params.chunks + wid.z) * params.blocks + b] = sums[q];
+        let row = r0 + 4u * tr + q;
+        if row < params.rows {
+            let at = (row * params.chunks + wid.z) * params.blocks;
+            if b < params.blocks {
+                partials[at + b] = acc0[q];
+            }
+            if b + 1u < params.blocks {
+                partials[at + b + 1u] = acc1[q];
+            }
         }
     }
 }

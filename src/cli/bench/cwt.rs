@@ -306,6 +306,17 @@ fn batch(args: &CwtBenchArgs, kernels: Option<&mut CwtKernels>) -> anyhow::Resul
             }
         }
         k.decimate_block_power = true;
+        // With EDE_GPU_PROFILE: the passes of one segment.
+        let ctx = k.context().clone();
+        super::profile_one(&ctx, || {
+            let len = seg.core + 2 * seg.margin;
+            let mut rng = SplitMix(7);
+            let flat: Vec<f32> = (0..channels * len).map(|_| rng.gauss() as f32).collect();
+            let sp = k.spectra_rows(&flat, len, &vec![0.5; channels])?;
+            let core = seg.margin..seg.margin + seg.core;
+            drop(k.block_power(&sp, 1.0 / fs as f64, &scales, 6.0, core, fs)?);
+            Ok("Morlet batch, one segment".into())
+        })?;
         eprintln!(
             "batch on the GPU: {gpu_runs_s:.3?} s, every sample: {gpu_full_rate_runs_s:.3?} s"
         );

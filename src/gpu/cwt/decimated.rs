@@ -177,7 +177,7 @@ impl CwtKernels {
             );
             let groups = (
                 blocks.blocks().div_ceil(32) as u32,
-                tile.rows().div_ceil(32) as u32,
+                tile.rows().div_ceil(64) as u32,
                 chunks as u32,
             );
             let buffers = [(7, &a), (17, &partials), (18, &kappa)];

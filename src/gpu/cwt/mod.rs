@@ -401,7 +401,13 @@ impl CwtKernels {
                 layout: &pipeline.get_bind_group_layout(0),
                 entries: &entries,
             });
-        let mut pass = self.ctx.pass(enc, "cwt");
+        // Timed passes (`EDE_GPU_PROFILE`) are told apart by their label.
+        let label = if std::ptr::eq(pipeline, &self.decimated_sums) {
+            "cwt decimated sums"
+        } else {
+            "cwt"
+        };
+        let mut pass = self.ctx.pass(enc, label);
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &bind, &[]);
         pass.dispatch_workgroups(x, y, z);
