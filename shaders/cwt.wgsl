@@ -26,14 +26,18 @@
 //   power      f32 [C][S][blocks]  mean |W|^2 per block of samples (band power), every tile's
 //                                  rows in their places
 //   partials   f32 [rows][M / TILE][blocks]  pass 2's sums of |W|^2 per workgroup and block
-//                                  (`pass2_tile`), which `block_sums` adds up into `power`
+//                                  (`pass2_tile`), which `block_sums` adds up into `power`;
+//                                  or [rows][chunks][blocks], `decimated_sums`' per chunk
+//   kappa      f32 [2][M]          block weights of decimated rows (whole blocks, the last)
 //
 // fft_pass.wgsl is appended to this module: its pass 1 takes the multiply's values from
 // `pass_input` and its pass 2 stores |W|^2 through `pass_output`, so rows of up to 2^22 values
 // go from the spectra to |W|^2 in two passes over memory. For band power pass 2 may instead
 // sum |W|^2 over the blocks itself (`pass2_tile`, where gpu/cwt.rs finds the shape allows it),
 // so that no |W|^2 row goes to memory. `multiply`, gpu::fft's stage kernels and `to_power`
-// serve longer rows.
+// serve longer rows. Band power of the narrow scales is decimated (gpu/cwt/decimated.rs): their
+// inverse FFTs are of P points (`pass_input`), pass 2 writes |W|^2 at every M / P-th sample, and
+// `decimated_sums` turns those into block sums through the table `kappa`.
 //
 // Entry points (x = threads along a row; row = y + z * 65535, see gpu::fft::grid):
 //   load         x over M,      rows = tile channels
@@ -43,6 +47,7 @@
 //   columns      x over width,  rows = tile rows
 //   paint        x over width,  rows = C * S (after every tile's columns)
 //   block_power  x over blocks, rows = tile rows (from w2)
+//   decimated_sums  its own grid (see there), from w2 at every D-th sample
 //   block_sums   x over blocks, rows = tile rows (from partials)
 
 struct Params {
