@@ -141,42 +141,15 @@ impl CwtKernels {
         let partials = self.reused(Slot::Partials, partial_bytes, wgpu::BufferUsages::empty());
         for tile in tiles {
             let mut params = Params {
-                n: sp.n as u32,
-                m: m as u32,
-                scales: w.scales.len() as u32,
-                half: (m / 2 + 1) as u32,
-                c0: tile.c0 as u32,
-                j0: tile.j0 as u32,
-                sj: tile.sj as u32,
-                rows: tile.rows() as u32,
-                omega0: w.omega0 as f32,
                 decimated: 1,
                 k_lo: group.k_lo as u32,
                 p: p as u32,
                 chunks: chunks as u32,
-                ..Default::default()
+                ..tile.params(sp, w)
             };
             blocks.set(&mut params);
-            let uniform = self.init(
-                "cwt params",
-                bytemuck::bytes_of(&params),
-                wgpu::BufferUsages::UNIFORM,
-            );
-            let input = [(0, &uniform), (4, &sp.buffer), (5, &wavelet)];
-            let hook = [(0, &uniform), (5, &wavelet), (17, &partials)];
-            let shape = (p, tile.rows());
-            let two_pass = &self.two_pass;
-            two_pass.encode(
-                &self.ctx,
-                enc,
-                &input,
-                (&b, &a),
-                shape,
-                true,
-                0..p,
-                &hook,
-                false,
-            );
+            let buffers = [&sp.buffer, &wavelet, &partials, &b, &a];
+            self.two_passes(enc, &params, buffers, (p, tile.rows()), 0..p, false);
             let groups = (
                 blocks.blocks().div_ceil(32) as u32,
                 tile.rows().div_ceil(64) as u32,

@@ -151,6 +151,22 @@ impl Tile {
     fn rows(&self) -> usize {
         self.channels * self.sj
     }
+
+    /// The params every kernel of this tile of `w` over `sp` reads.
+    fn params(&self, sp: &Spectra, w: &Wavelet) -> Params {
+        Params {
+            n: sp.n as u32,
+            m: sp.m as u32,
+            scales: w.scales.len() as u32,
+            half: (sp.m / 2 + 1) as u32,
+            c0: self.c0 as u32,
+            j0: self.j0 as u32,
+            sj: self.sj as u32,
+            rows: self.rows() as u32,
+            omega0: w.omega0 as f32,
+            ..Default::default()
+        }
+    }
 }
 
 /// Samples `first..first + count` of each row in blocks of `block` (the last may be shorter).
@@ -485,6 +501,40 @@ impl CwtKernels {
         fused_block_workgroups(m, spec.count, spec.block)
     }
 
+    /// Records the multiply and the inverse FFTs of `shape` (length, rows) in two passes
+    /// (fft_pass.wgsl) with `params`, from the spectra through the daughters into pass 2's
+    /// output, `[spectra, daughters, partials, intermediate, output]`; pass 2 writes the
+    /// values `keep` of each row, and `pass_direct` takes the narrow rows where `with_direct`.
+    fn two_passes(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        params: &Params,
+        [spectra, daughters, partials, inter, out]: [&wgpu::Buffer; 5],
+        shape: (usize, usize),
+        keep: std::ops::Range<usize>,
+        with_direct: bool,
+    ) {
+        let uniform = self.init(
+            "cwt params",
+            bytemuck::bytes_of(params),
+            wgpu::BufferUsages::UNIFORM,
+        );
+        let input = [(0, &uniform), (4, spectra), (5, daughters)];
+        let hook = [(0, &uniform), (5, daughters), (17, partials)];
+        let (ctx, buffers) = (&self.ctx, (inter, out));
+        (self.two_pass).encode(
+            ctx,
+            enc,
+            &input,
+            buffers,
+            shape,
+            true,
+            keep,
+            &hook,
+            with_direct,
+        );
+    }
+
     /// Records, for every tile, the multiply and inverse FFTs, then `each(encoder, tile, rows,
     /// base params)` to use the coefficients' squared magnitudes (`[rows][M]` f32, all their
     /// uses read), of which only the samples of `blocks` (all without) are sure to be written.
@@ -500,8 +550,7 @@ impl CwtKernels {
         blocks: Option<Blocks>,
         mut each: impl FnMut(&Self, &mut wgpu::CommandEncoder, Tile, &wgpu::Buffer, Params),
     ) -> Result<(), GpuCwtError> {
-        let (m, s) = (sp.m, w.scales.len());
-        let half = m / 2 + 1;
+        let m = sp.m;
         let wavelet = self.init(
             "cwt wavelet",
             bytemuck::cast_slice(&w.daughters(m)),
@@ -522,18 +571,9 @@ impl CwtKernels {
         let partials = self.reused(Slot::Partials, partial_bytes, wgpu::BufferUsages::empty());
         for tile in tiles {
             let mut params = Params {
-                n: sp.n as u32,
-                m: m as u32,
-                scales: s as u32,
-                half: half as u32,
-                c0: tile.c0 as u32,
-                j0: tile.j0 as u32,
-                sj: tile.sj as u32,
-                rows: tile.rows() as u32,
-                omega0: w.omega0 as f32,
                 sum_blocks: per_row.is_some() as u32,
                 direct: (self.direct_rows && TwoPass::row_workgroups(m).is_some()) as u32,
-                ..Default::default()
+                ..tile.params(sp, w)
             };
             if let Some(spec) = blocks {
                 spec.set(&mut params);
@@ -541,25 +581,14 @@ impl CwtKernels {
             // The multiply and inverse FFT: two passes, or a pass each, one per stage and
             // one for |W|^2.
             let rows = if self.fft.two_passes(m) {
-                let uniform = self.init(
-                    "cwt params",
-                    bytemuck::bytes_of(&params),
-                    wgpu::BufferUsages::UNIFORM,
-                );
-                let input = [(0, &uniform), (4, &sp.buffer), (5, &wavelet)];
-                let hook = [(0, &uniform), (5, &wavelet), (17, &partials)];
                 // Pass 2 writes |W|^2 of the samples read next; summing blocks, none.
                 let keep = match (per_row, blocks) {
                     (Some(_), _) => 0..0,
                     (None, Some(spec)) => spec.samples(),
                     (None, None) => 0..sp.n,
                 };
-                let shape = (m, tile.rows());
-                let two_pass = &self.two_pass;
-                let buffers = (&b, &a);
-                two_pass.encode(
-                    &self.ctx, enc, &input, buffers, shape, true, keep, &hook, true,
-                );
+                let buffers = [&sp.buffer, &wavelet, &partials, &b, &a];
+                self.two_passes(enc, &params, buffers, (m, tile.rows()), keep, true);
                 if per_row.is_some() { &partials } else { &a }
             } else {
                 self.dispatch(
