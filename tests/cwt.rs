@@ -393,6 +393,55 @@ fn streamed_band_power_equals_the_whole_transform() {
     }
 }
 
+/// A stream stopped midway (its output failing at a segment, again and again) leaves the GPU's
+/// upload buffers whole: the next job on the same kernels runs to its end with the same band
+/// power as the first.
+#[test]
+fn band_power_streams_stopped_midway_leave_the_next_one_whole() {
+    let Some(mut k) = gpu() else { return };
+    let fs = 128.0;
+    let mut rng = Rng(9);
+    let xs: Vec<Vec<f32>> = (0..2)
+        .map(|_| (0..6000).map(|_| rng.gauss() as f32).collect())
+        .collect();
+    let rec = recording_of(xs, fs);
+    let job = BandPowerJob {
+        channels: vec![0, 1],
+        params: CwtParams::default(),
+        block_s: 1.0,
+        segment: 4096,
+    };
+    let mut run = |k: &mut CwtKernels, stop_at: Option<usize>| {
+        let mut got = Vec::new();
+        let result = band_power(
+            &rec,
+            &job,
+            Some(k),
+            &AtomicBool::new(false),
+            |_, _| {},
+            |_, power| {
+                if stop_at == Some(got.len()) {
+                    return Err(std::io::Error::other("disk full").into());
+                }
+                got.push(power.to_vec());
+                Ok(())
+            },
+        );
+        (result.map(|_| ()), got)
+    };
+    let (first, whole) = run(&mut k, None);
+    first.unwrap();
+    assert!(whole.len() > 2, "several segments");
+    // More stops than the upload ring has buffers.
+    for stop_at in [0, 1, 0, 1, 0] {
+        let (stopped, _) = run(&mut k, Some(stop_at));
+        assert!(stopped.is_err(), "the output's error comes back");
+    }
+    let (again, got) = run(&mut k, None);
+    again.unwrap();
+    assert_eq!(got, whole);
+}
+
 /// The texture painted on the device shows what the CPU twin paints, pixel for pixel within
 /// one step of the colour map (f32 sums in another order), and hover values agree.
 #[test]

@@ -496,8 +496,8 @@ pub fn band_power(
             let ring = kernels.upload_ring(job.channels.len(), reader.len);
             let mut pending: Option<(usize, PendingRows)> = None;
             let stage = |flat: &[f32], stop: &AtomicBool| ring.fill(flat, stop);
-            reader.each_staged(cancel, stage, |core_start, j| {
-                let sp = kernels.spectra_from_ring(&ring, j, reader.len, means)?;
+            reader.each_staged(cancel, stage, |core_start, filled| {
+                let sp = kernels.spectra_from_ring(filled, reader.len, means)?;
                 let rows = kernels.block_power_start(
                     &sp,
                     dt,

@@ -8,7 +8,7 @@ mod decimated;
 mod upload;
 
 pub use decimated::{CHUNK as DECIMATED_CHUNK, transform_lengths};
-pub use upload::UploadRing;
+pub use upload::{Filled, UploadRing};
 
 use std::collections::HashMap;
 use std::sync::Arc;

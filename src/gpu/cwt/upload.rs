@@ -55,10 +55,10 @@ impl UploadRing {
         self.buffers[0].size()
     }
 
-    /// Writes `data` into a free buffer, waiting for one, and gives its index; `None` once
-    /// `stop` is set or when the device could not map it. Safe to call from another thread than
-    /// the one recording.
-    pub fn fill(&self, data: &[f32], stop: &AtomicBool) -> Option<usize> {
+    /// Writes `data` into a free buffer, waiting for one, and gives it; `None` once `stop` is
+    /// set or when the device could not map it. Safe to call from another thread than the one
+    /// recording.
+    pub fn fill(self: &Arc<Self>, data: &[f32], stop: &AtomicBool) -> Option<Filled> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
         assert!(
             bytes.len() as u64 <= self.bytes(),
@@ -79,16 +79,48 @@ impl UploadRing {
             }
         };
         let buffer = &self.buffers[j];
-        if !bytes.is_empty() {
-            // Free buffers are mapped (`spectra_from_ring` frees them only then).
-            let mut view = buffer
-                .slice(..bytes.len() as u64)
-                .get_mapped_range_mut()
-                .ok()?;
-            copy_in_parallel(view.slice(..), bytes);
-        }
+        // Free buffers are mapped (a `Filled` frees its buffer only then).
+        let view = buffer.slice(..).get_mapped_range_mut();
+        let mut filled = Filled {
+            ring: self.clone(),
+            j,
+            bytes: bytes.len() as u64,
+            unmapped: false,
+        };
+        let mut view = view.ok()?;
+        copy_in_parallel(view.slice(..bytes.len()), bytes);
+        drop(view);
         buffer.unmap();
-        Some(j)
+        filled.unmapped = true;
+        Some(filled)
+    }
+}
+
+/// A buffer of the ring that `fill` wrote. Dropped (after `CwtKernels::spectra_from_ring` has
+/// submitted its copy, or unused, as when a stream stops midway) it is mapped again and goes
+/// back to the ring once the GPU is done with it: none is lost.
+pub struct Filled {
+    ring: Arc<UploadRing>,
+    j: usize,
+    bytes: u64,
+    /// Written and unmapped (else its mapping could not be had, and it stays as it was).
+    unmapped: bool,
+}
+
+impl Drop for Filled {
+    fn drop(&mut self) {
+        let (freed, j) = (self.ring.freed.clone(), self.j);
+        if !self.unmapped {
+            let _ = freed.send(j);
+            return;
+        }
+        self.ring.buffers[j]
+            .slice(..)
+            .map_async(wgpu::MapMode::Write, move |mapped| {
+                if mapped.is_ok() {
+                    let _ = freed.send(j);
+                }
+            });
     }
 }
 
@@ -149,29 +181,20 @@ impl CwtKernels {
         }
     }
 
-    /// As `spectra_rows`, for a piece that `ring.fill` wrote into buffer `j`; the buffer is
-    /// mapped again for the next piece once the GPU has copied it.
+    /// As `spectra_rows`, for a piece that `UploadRing::fill` wrote; its buffer goes back to
+    /// the ring once the GPU has copied it.
     pub fn spectra_from_ring(
         &mut self,
-        ring: &UploadRing,
-        j: usize,
+        filled: Filled,
         n: usize,
         means: &[f64],
     ) -> Result<Spectra, GpuCwtError> {
         let bytes = (means.len() * n * 4) as u64;
-        let buffer = &ring.buffers[j];
-        let sp = self.spectra_of(n, means, |_, enc, samples| {
+        assert_eq!(bytes, filled.bytes, "the piece as filled");
+        let buffer = &filled.ring.buffers[filled.j];
+        self.spectra_of(n, means, |_, enc, samples| {
             enc.copy_buffer_to_buffer(buffer, 0, samples, 0, bytes);
-        });
-        let freed = ring.freed.clone();
-        buffer
-            .slice(..)
-            .map_async(wgpu::MapMode::Write, move |mapped| {
-                if mapped.is_ok() {
-                    let _ = freed.send(j);
-                }
-            });
-        sp
+        })
     }
 
     /// Spectra of `means.len()` signals of `n` samples that `upload(kernels, encoder,
