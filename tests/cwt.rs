@@ -411,7 +411,7 @@ fn band_power_streams_stopped_midway_leave_the_next_one_whole() {
         block_s: 1.0,
         segment: 4096,
     };
-    let mut run = |k: &mut CwtKernels, stop_at: Option<usize>| {
+    let run = |k: &mut CwtKernels, stop_at: Option<usize>| {
         let mut got = Vec::new();
         let result = band_power(
             &rec,
