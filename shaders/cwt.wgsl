@@ -1,4 +1,4 @@
-// The Morlet wavelet transform's steps around the FFT (src/gpu/cwt.rs drives it; the CPU twin
+// The Morlet wavelet transform's steps around the FFT (src/gpu/cwt/ drives it; the CPU twin
 // is src/dsp/cwt/fast.rs and the definition src/dsp/cwt/mod.rs). C channels of N samples,
 // padded to M = 2^L; S scales; a tile is channels c0.. x scales j0..j0+sj, rows r = ch * sj + j.
 //
@@ -33,8 +33,8 @@
 // fft_pass.wgsl is appended to this module: its pass 1 takes the multiply's values from
 // `pass_input` and its pass 2 stores |W|^2 through `pass_output`, so rows of up to 2^22 values
 // go from the spectra to |W|^2 in two passes over memory. For band power pass 2 may instead
-// sum |W|^2 over the blocks itself (`pass2_tile`, where gpu/cwt.rs finds the shape allows it),
-// so that no |W|^2 row goes to memory. `multiply`, gpu::fft's stage kernels and `to_power`
+// sum |W|^2 over the blocks itself (`pass2_tile`, where gpu/cwt/mod.rs finds the shape allows
+// it), so that no |W|^2 row goes to memory. `multiply`, gpu::fft's stage kernels and `to_power`
 // serve longer rows. Band power of the narrow scales is decimated (gpu/cwt/decimated.rs): their
 // inverse FFTs are of P points (`pass_input`), pass 2 writes |W|^2 at every M / P-th sample, and
 // `decimated_sums` turns those into block sums through the table `kappa`.
@@ -166,7 +166,7 @@ fn pass_direct_len(row: u32) -> u32 {
 // X_k psi_hat(s w_k) / M of tile row `row`: the inverse FFT's input, computed where it is
 // read (fft_pass.wgsl's pass 1, or `multiply` for rows too long for it). Decimated rows take
 // input q of their P-point inverse FFT from the one bin k = q mod P of k_lo .. k_lo + P, which
-// holds the daughter's whole band (gpu/cwt.rs `Decimation`): W(n D) = sum_q Y_q w_P^(-q n).
+// holds the daughter's whole band (gpu/cwt/decimated.rs `plan`): W(n D) = sum_q Y_q w_P^(-q n).
 fn pass_input(row: u32, q: u32) -> vec2<f32> {
     if params.decimated == 1u {
         let mask = params.p - 1u;
@@ -225,8 +225,8 @@ fn pass_output(row: u32, j: u32, v: vec2<f32>) {
     w2_out[row * split.m + j] = dot(v, v);
 }
 
-// fft_pass.wgsl's pass 2 hook. With params.sum_blocks (gpu/cwt.rs sets it where M >= TILE, so
-// that a workgroup's values are of one row), the workgroup sums |W|^2 of its values over each
+// fft_pass.wgsl's pass 2 hook. With params.sum_blocks (gpu/cwt/mod.rs sets it where M >= TILE,
+// so that a workgroup's values are of one row), the workgroup sums |W|^2 of its values over each
 // block b of samples first + b block .. (the last block shorter) into partials[workgroup][b],
 // and `block_sums` adds up a row's M / TILE workgroups (each writes every block's partial sum,
 // 0 where it holds none of the block). A workgroup holds j = j1_0 + s + N1 j2 for s < per =
