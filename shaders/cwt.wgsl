@@ -84,9 +84,10 @@ struct Params {
     p: u32,
     // `decimated_sums`' chunks of a row (its partial sums a row and block)
     chunks: u32,
+    // `windowed_sums`: the weights' reach (samples either side of a block) and samples a block
+    reach: u32,
+    taps: u32,
     pad1: u32,
-    pad2: u32,
-    pad3: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -565,5 +566,51 @@ fn decimated_sums(
                 partials[at + b + 1u] = acc1[q];
             }
         }
+    }
+}
+
+// Band power of decimated rows from weights smooth across the empty bins (src/dsp/cwt/
+// decimated.rs `smooth_block_kernels`): a block's sum needs only the `taps` samples n D from
+// a - reach on, a its first sample. One workgroup a block and 64 rows; four threads a row, each
+// every fourth sample (a run of its own row), their sums added through workgroup memory; the
+// block's weights in workgroup memory. Writes partials[row][block] (one chunk).
+// Dispatch (blocks, ceil(rows / 64)).
+const WS_TAPS: u32 = 3584u;
+var<workgroup> ws_kappa: array<f32, 3584>;
+var<workgroup> ws_part: array<f32, 256>;
+
+@compute @workgroup_size(256)
+fn windowed_sums(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) li: u32,
+) {
+    let b = wid.x;
+    let r = li % 64u;
+    let quarter = li / 64u;
+    let row = wid.y * 64u + r;
+    let d = params.m / params.p;
+    let a = params.first + b * params.block;
+    // floor((a - reach) / D) mod P: reach < M.
+    let first = (a + params.m - params.reach) / d;
+    let short_last = params.count % params.block != 0u;
+    let table = select(0u, params.m, short_last && b + 1u == params.blocks);
+    for (var i = li; i < params.taps; i += 256u) {
+        let n = (first + i) & (params.p - 1u);
+        ws_kappa[i] = kappa[table + ((a + params.m - n * d) & (params.m - 1u))];
+    }
+    workgroupBarrier();
+    let here = row < params.rows && b < params.blocks;
+    var acc = 0.0;
+    if here {
+        let base = row * params.p;
+        for (var i = quarter; i < params.taps; i += 4u) {
+            acc = fma(w2[base + ((first + i) & (params.p - 1u))], ws_kappa[i], acc);
+        }
+    }
+    ws_part[li] = acc;
+    workgroupBarrier();
+    if here && quarter == 0u {
+        let sum = ws_part[r] + ws_part[r + 64u] + ws_part[r + 128u] + ws_part[r + 192u];
+        partials[row * params.blocks + b] = sum;
     }
 }

@@ -320,20 +320,22 @@ fn streamed_band_power_equals_the_whole_transform() {
                 "segments of {m} samples, {count} in blocks of {block}, must sum blocks in pass 2"
             );
         }
-        // (GPU, narrow scales decimated, block sums in pass 2, rows up to this long take the two
-        // passes)
+        // (GPU, narrow scales decimated, their blocks from nearby samples, block sums in pass
+        // 2, rows up to this long take the two passes)
         let variants = [
-            (false, false, true, usize::MAX),
-            (true, true, true, usize::MAX),
-            (true, false, true, usize::MAX),
-            (true, false, false, usize::MAX),
-            (true, false, true, 0),
+            (false, false, false, true, usize::MAX),
+            (true, true, true, true, usize::MAX),
+            (true, true, false, true, usize::MAX),
+            (true, false, false, true, usize::MAX),
+            (true, false, false, false, usize::MAX),
+            (true, false, false, true, 0),
         ];
-        for (use_gpu, decimated, fused, up_to) in variants {
+        for (use_gpu, decimated, windowed, fused, up_to) in variants {
             let kernels = match (use_gpu, gpu.as_mut()) {
                 (false, _) => None,
                 (true, Some(k)) => {
                     k.decimate_block_power = decimated;
+                    k.window_block_sums = windowed;
                     k.fuse_block_sums = fused;
                     k.fft().two_pass_up_to = up_to;
                     Some(k)
@@ -383,8 +385,9 @@ fn streamed_band_power_equals_the_whole_transform() {
                         let e = (got[c][j * blocks + b] - row[b]).abs() / top;
                         assert!(
                             e <= tol,
-                            "gpu {use_gpu} (decimated {decimated}, fused {fused}, two passes up to \
-                             {up_to}), blocks of {block}, channel {c}, scale {j}, block {b}: {e}"
+                            "gpu {use_gpu} (decimated {decimated}, windowed {windowed}, fused {fused}, \
+                             two passes up to {up_to}), blocks of {block}, channel {c}, scale {j}, \
+                             block {b}: {e}"
                         );
                     }
                 }

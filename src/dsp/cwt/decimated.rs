@@ -59,6 +59,73 @@ pub fn block_kernels(m: usize, p: usize, lens: &[usize]) -> Vec<Vec<f64>> {
     lens.iter().map(|&len| table(len)).collect()
 }
 
+/// Weights below this share of the largest are left out of `smooth_block_kernels`' windows.
+const SMOOTH_CUT: f64 = 1e-13;
+
+/// As `block_kernels`, for rows whose |W|^2 lies within |k| < `l` (l <= P / 2): the bins
+/// l..P/2 hold nothing, so the weights' spectrum may take any values there, and one that falls
+/// from 1 to 0 across them as an erfc does (instead of the step at P/2) gives weights that decay
+/// like a Gaussian away from the block, not like 1/distance. The sums stay exact; only weights
+/// below 1e-13 of the largest are left out. Returns the tables and their reach X: a block of
+/// samples a..a + len needs only n D in a - X ..= a + len + X.
+pub fn smooth_block_kernels(
+    m: usize,
+    p: usize,
+    l: usize,
+    lens: &[usize],
+) -> (Vec<Vec<f64>>, usize) {
+    use rustfft::FftPlanner;
+    use rustfft::num_complex::Complex64;
+    assert!(
+        p.is_power_of_two() && m.is_power_of_two() && p <= m && 0 < l && l <= p / 2,
+        "P and M powers of two, P <= M, 0 < l <= P / 2"
+    );
+    // T(q) = erfc((|q| - c) / s) / 2 from about 1 at q = l - 1 to about 0 at q = P / 2.
+    let (lo, hi) = ((l - 1) as f64, (p / 2) as f64);
+    let c = (lo + hi) / 2.0;
+    let s = ((hi - lo) / 2.0 / 5.3).max(1e-9);
+    let taper = |q: usize| 0.5 * libm::erfc((q as f64 - c) / s);
+    let mut spectrum = vec![Complex64::new(0.0, 0.0); m];
+    for q in 0..p / 2 {
+        let v = if q < l { 1.0 } else { taper(q) } / p as f64;
+        spectrum[q] = Complex64::new(v, 0.0);
+        if q > 0 {
+            spectrum[m - q] = Complex64::new(v, 0.0);
+        }
+    }
+    FftPlanner::new().plan_fft_inverse(m).process(&mut spectrum);
+    let t: Vec<f64> = spectrum.iter().map(|v| v.re).collect();
+    let top = t.iter().fold(0f64, |a, &v| a.max(v.abs()));
+    // t is even: its reach is the last x <= M / 2 where it is not negligible.
+    let reach = (0..=m / 2)
+        .rev()
+        .find(|&x| t[x].abs() > SMOOTH_CUT * top)
+        .unwrap_or(0);
+    let mut prefix = Vec::with_capacity(m + 1);
+    let mut sum = 0.0;
+    prefix.push(0.0);
+    for &v in &t {
+        sum += v;
+        prefix.push(sum);
+    }
+    let tables = lens
+        .iter()
+        .map(|&len| {
+            (0..m)
+                .map(|tau| {
+                    let end = tau + len;
+                    if end <= m {
+                        prefix[end] - prefix[tau]
+                    } else {
+                        prefix[m] - prefix[tau] + prefix[end - m]
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    (tables, reach)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +168,41 @@ mod tests {
                 for a in [0, 3, 101, 480] {
                     let want: f64 = (a..a + len).map(|t| v[t % m]).sum();
                     let got: f64 = (0..p).map(|n| v[n * d] * kappa[(a + m - n * d) % m]).sum();
+                    let scale = v.iter().sum::<f64>() / m as f64 * len as f64;
+                    assert!(
+                        (got - want).abs() <= 1e-9 * scale,
+                        "band {band:?}, P {p}, len {len}, a {a}: {got} against {want}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn smooth_weights_over_their_reach_give_the_same_sums() {
+        // Bands of 30 bins (|W|^2 within 30): P = 64 leaves no room above 2 L (the weights
+        // reach the whole row), P = 512 much.
+        for (m, band, p) in [(1024, 7..37, 64), (4096, 1..31, 512), (4096, 200..230, 128)] {
+            let l = band.len();
+            let v = power_row(m, band.clone(), band.start as u64 + 3);
+            let d = m / p;
+            let lens = [1, 7, 64, 100, 333];
+            let (tables, reach) = smooth_block_kernels(m, p, l, &lens);
+            if p == 512 {
+                assert!(reach < m / 8, "P {p}: reach {reach}");
+            }
+            for (len, kappa) in lens.into_iter().zip(&tables) {
+                for a in [0, 3, 101, 1000] {
+                    let want: f64 = (a..a + len).map(|t| v[t % m]).sum();
+                    // Only the samples within reach.
+                    let first = (a as i64 - reach as i64).div_euclid(d as i64);
+                    let last = ((a + len + reach) as i64 / d as i64).min(first + p as i64 - 1);
+                    let got: f64 = (first..=last)
+                        .map(|n| {
+                            let n = n.rem_euclid(p as i64) as usize;
+                            v[n * d] * kappa[(a + m - n * d) % m]
+                        })
+                        .sum();
                     let scale = v.iter().sum::<f64>() / m as f64 * len as f64;
                     assert!(
                         (got - want).abs() <= 1e-9 * scale,

@@ -5,12 +5,13 @@
 //! (dsp::cwt::decimated, `decimated_sums`). For the batch's 40 scales from 100 Hz at 1600 Hz
 //! and M = 2^17 the inverse FFTs shrink from 40 x 2^17 to about 0.72 x 2^20 values.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use eframe::wgpu;
 
 use super::{Blocks, CwtKernels, GpuCwtError, Params, Slot, Spectra, Tile, Wavelet};
-use crate::dsp::cwt::decimated::block_kernels;
+use crate::dsp::cwt::decimated::{block_kernels, smooth_block_kernels};
 
 /// shaders/cwt.wgsl's `DAUGHTER_E2`: past it the daughter is zero on the GPU.
 const DAUGHTER_E2: f64 = 200.0;
@@ -20,6 +21,11 @@ const SMALLEST_P: usize = 64;
 /// workgroups pay (H100, one batch segment's sums: chunks of 1024 1.80 ms, 512 1.36, 256 1.22,
 /// 128 1.20) until their partial sums cost more than they save.
 pub const CHUNK: usize = 256;
+/// `windowed_sums`' most samples a block (shaders/cwt.wgsl's `WS_TAPS`).
+const WINDOW_TAPS: usize = 3584;
+/// Tables of block weights and their reach, by (M, P, band, block, last block); band 0 for
+/// the tables over all P samples.
+pub(super) type Tables = HashMap<(usize, usize, usize, usize, usize), (wgpu::Buffer, usize)>;
 /// Tables kept at most (each 8 M bytes); past it they are made anew.
 const MOST_TABLES: usize = 64;
 
@@ -32,6 +38,8 @@ pub(super) struct Group {
     pub p: usize,
     /// The end of the widest band of the group (its first scale's).
     k_hi: usize,
+    /// The widest band's bins: |W|^2 of every scale lies within |k| < widest.
+    widest: usize,
 }
 
 /// Scales 0..full at every sample, then the groups.
@@ -82,12 +90,14 @@ pub(super) fn plan(m: usize, w: &Wavelet) -> Plan {
                 g.range.end = j + 1;
                 g.k_lo = g.k_lo.min(b.start);
                 g.k_hi = g.k_hi.max(b.end);
+                g.widest = g.widest.max(b.len());
             }
             _ => plan.groups.push(Group {
                 range: j..j + 1,
                 k_lo: b.start,
                 p,
                 k_hi: b.end,
+                widest: b.len(),
             }),
         }
     }
@@ -125,7 +135,17 @@ impl CwtKernels {
     ) -> Result<(), GpuCwtError> {
         let (m, p) = (sp.m, group.p);
         let last = blocks.count - (blocks.blocks() - 1) * blocks.block;
-        let kappa = self.kappa(m, p, blocks.block, last);
+        // Smooth weights where their window is short enough, else weights over all P samples.
+        let windowed = self.window_block_sums.then(|| {
+            let (kappa, reach) = self.kappa(m, p, group.widest.max(1), blocks.block, last);
+            let taps = (blocks.block + 2 * reach).div_ceil(m / p) + 2;
+            (kappa, reach, taps)
+        });
+        let windowed = windowed.filter(|&(_, _, taps)| taps <= p.min(WINDOW_TAPS));
+        let kappa = match &windowed {
+            Some((kappa, _, _)) => kappa.clone(),
+            None => self.kappa(m, p, 0, blocks.block, last).0,
+        };
         let wavelet = self.init(
             "cwt wavelet",
             bytemuck::cast_slice(&w.daughters(m)),
@@ -133,7 +153,11 @@ impl CwtKernels {
         );
         let tiles = self.tiles(sp.channels, group.range.clone(), p)?;
         let most = tiles.iter().map(Tile::rows).max().unwrap_or(0);
-        let chunks = p / CHUNK.min(p);
+        let chunks = if windowed.is_some() {
+            1
+        } else {
+            p / CHUNK.min(p)
+        };
         let bytes = (most * p * 8) as u64;
         let a = self.reused(Slot::CoefficientsA, bytes, wgpu::BufferUsages::empty());
         let b = self.reused(Slot::CoefficientsB, bytes, wgpu::BufferUsages::empty());
@@ -145,18 +169,29 @@ impl CwtKernels {
                 k_lo: group.k_lo as u32,
                 p: p as u32,
                 chunks: chunks as u32,
+                reach: windowed.as_ref().map_or(0, |w| w.1) as u32,
+                taps: windowed.as_ref().map_or(0, |w| w.2) as u32,
                 ..tile.params(sp, w)
             };
             blocks.set(&mut params);
             let buffers = [&sp.buffer, &wavelet, &partials, &b, &a];
             self.two_passes(enc, &params, buffers, (p, tile.rows()), 0..p, false);
-            let groups = (
-                blocks.blocks().div_ceil(32) as u32,
-                tile.rows().div_ceil(64) as u32,
-                chunks as u32,
-            );
             let buffers = [(7, &a), (17, &partials), (18, &kappa)];
-            self.dispatch_groups(enc, &self.decimated_sums, &params, &buffers, None, groups);
+            let (pipeline, groups) = match windowed {
+                Some(_) => (
+                    &self.windowed_sums,
+                    (blocks.blocks() as u32, tile.rows().div_ceil(64) as u32, 1),
+                ),
+                None => (
+                    &self.decimated_sums,
+                    (
+                        blocks.blocks().div_ceil(32) as u32,
+                        tile.rows().div_ceil(64) as u32,
+                        chunks as u32,
+                    ),
+                ),
+            };
+            self.dispatch_groups(enc, pipeline, &params, &buffers, None, groups);
             each(self, enc, tile, &partials, params);
         }
         Ok(())
@@ -165,26 +200,33 @@ impl CwtKernels {
     /// The tables of block weights for rows of `m` values decimated to `p` (dsp::cwt::
     /// decimated): blocks of `block` samples, then the last one's `last`, `[2][M]` f32; made
     /// once.
-    fn kappa(&mut self, m: usize, p: usize, block: usize, last: usize) -> wgpu::Buffer {
-        let key = (m, p, block, last);
-        if let Some(b) = self.kappas.get(&key) {
-            return b.clone();
+    fn kappa(
+        &mut self,
+        m: usize,
+        p: usize,
+        band: usize,
+        block: usize,
+        last: usize,
+    ) -> (wgpu::Buffer, usize) {
+        let key = (m, p, band, block, last);
+        if let Some(kept) = self.kappas.get(&key) {
+            return kept.clone();
         }
         if self.kappas.len() >= MOST_TABLES {
             self.kappas.clear();
         }
-        let tables: Vec<f32> = block_kernels(m, p, &[block, last])
-            .into_iter()
-            .flatten()
-            .map(|v| v as f32)
-            .collect();
+        let (tables, reach) = match band {
+            0 => (block_kernels(m, p, &[block, last]), m),
+            _ => smooth_block_kernels(m, p, band, &[block, last]),
+        };
+        let tables: Vec<f32> = tables.into_iter().flatten().map(|v| v as f32).collect();
         let buffer = self.init(
             "cwt block weights",
             bytemuck::cast_slice(&tables),
             wgpu::BufferUsages::STORAGE,
         );
-        self.kappas.insert(key, buffer.clone());
-        buffer
+        self.kappas.insert(key, (buffer.clone(), reach));
+        (buffer, reach)
     }
 }
 

@@ -135,7 +135,10 @@ struct Params {
     p: u32,
     /// `decimated_sums`' chunks a row.
     chunks: u32,
-    pad: [u32; 3],
+    /// `windowed_sums`' reach (samples) and samples a block.
+    reach: u32,
+    taps: u32,
+    pad: u32,
 }
 
 /// A block of rows computed together: channels `c0..c0 + channels`, scales `j0..j0 + sj`.
@@ -275,12 +278,13 @@ pub struct CwtKernels {
     block_power: wgpu::ComputePipeline,
     block_sums: wgpu::ComputePipeline,
     decimated_sums: wgpu::ComputePipeline,
+    windowed_sums: wgpu::ComputePipeline,
     /// Mapped buffers the signals are uploaded through, reused.
     belt: wgpu::util::StagingBelt,
     /// The last `upload_ring`.
     ring: Option<Arc<UploadRing>>,
-    /// `decimated`'s tables of block weights, by (M, P, block, last block).
-    kappas: HashMap<(usize, usize, usize, usize), wgpu::Buffer>,
+    /// `decimated`'s tables of block weights.
+    kappas: decimated::Tables,
     /// Buffers kept for the next call while big enough, by `Slot`.
     buffers: [Option<wgpu::Buffer>; 6],
     /// Textures and values of painted images, reused (`canvas`).
@@ -297,6 +301,9 @@ pub struct CwtKernels {
     /// Whether band power of scales whose band is narrow enough is computed from |W|^2 at
     /// every D-th sample (`decimated`); tests turn it off to compare.
     pub decimate_block_power: bool,
+    /// Whether decimated rows' blocks take only the samples near them, through weights smooth
+    /// across the bins where |W|^2 is zero (`windowed_sums`); tests turn it off to compare.
+    pub window_block_sums: bool,
 }
 
 impl CwtKernels {
@@ -329,6 +336,7 @@ impl CwtKernels {
             block_power: pipeline("block_power"),
             block_sums: pipeline("block_sums"),
             decimated_sums: pipeline("decimated_sums"),
+            windowed_sums: pipeline("windowed_sums"),
             kappas: HashMap::new(),
             belt: wgpu::util::StagingBelt::new(dev.clone(), UPLOAD_CHUNK),
             ring: None,
@@ -340,6 +348,7 @@ impl CwtKernels {
             fuse_block_sums: true,
             direct_rows: true,
             decimate_block_power: true,
+            window_block_sums: true,
         };
         ctx.save_pipelines();
         kernels
@@ -420,6 +429,8 @@ impl CwtKernels {
         // Timed passes (`EDE_GPU_PROFILE`) are told apart by their label.
         let label = if std::ptr::eq(pipeline, &self.decimated_sums) {
             "cwt decimated sums"
+        } else if std::ptr::eq(pipeline, &self.windowed_sums) {
+            "cwt windowed sums"
         } else {
             "cwt"
         };
