@@ -29,30 +29,32 @@ pub fn block_kernels(m: usize, p: usize, lens: &[usize]) -> Vec<Vec<f64>> {
         .into_par_iter()
         .map(|x| {
             if x == 0 {
-                return pf - 1.0;
+                return (pf - 1.0) / pf;
             }
             let a = std::f64::consts::PI * x as f64 / mf;
-            ((pf - 1.0) * a).sin() / a.sin()
+            ((pf - 1.0) * a).sin() / a.sin() / pf
         })
         .collect();
-    // prefix[x] = sum of dir[y] for y < x; a block wraps around the row's end.
+    block_sums_of(&dir, lens)
+}
+
+/// For each of `lens`, the sums of `len` consecutive values of the periodic `t` from every
+/// offset tau: sum_{u < len} t((tau + u) mod M), from its prefix sums.
+fn block_sums_of(t: &[f64], lens: &[usize]) -> Vec<Vec<f64>> {
+    let m = t.len();
+    // prefix[x] = sum of t[y] for y < x; a block wraps around the row's end.
     let mut prefix = Vec::with_capacity(m + 1);
     let mut sum = 0.0;
     prefix.push(0.0);
-    for &d in &dir {
-        sum += d;
+    for &v in t {
+        sum += v;
         prefix.push(sum);
     }
     let table = |len: usize| {
         (0..m)
-            .map(|tau| {
-                let end = tau + len;
-                let s = if end <= m {
-                    prefix[end] - prefix[tau]
-                } else {
-                    prefix[m] - prefix[tau] + prefix[end - m]
-                };
-                s / pf
+            .map(|tau| match tau + len {
+                end if end <= m => prefix[end] - prefix[tau],
+                end => prefix[m] - prefix[tau] + prefix[end - m],
             })
             .collect()
     };
@@ -101,28 +103,7 @@ pub fn smooth_block_kernels(
         .rev()
         .find(|&x| t[x].abs() > SMOOTH_CUT * top)
         .unwrap_or(0);
-    let mut prefix = Vec::with_capacity(m + 1);
-    let mut sum = 0.0;
-    prefix.push(0.0);
-    for &v in &t {
-        sum += v;
-        prefix.push(sum);
-    }
-    let tables = lens
-        .iter()
-        .map(|&len| {
-            (0..m)
-                .map(|tau| {
-                    let end = tau + len;
-                    if end <= m {
-                        prefix[end] - prefix[tau]
-                    } else {
-                        prefix[m] - prefix[tau] + prefix[end - m]
-                    }
-                })
-                .collect()
-        })
-        .collect();
+    let tables = block_sums_of(&t, lens);
     (tables, reach)
 }
 
