@@ -366,7 +366,8 @@ fn batch(args: &CwtBenchArgs, kernels: Option<&mut CwtKernels>) -> anyhow::Resul
 /// the spectrum stays in the cache. Per row (channel x scale), pass 1 writes the complex
 /// intermediate of its L values and pass 2 reads it. A decimated row's pass 2 writes |W|^2 of
 /// its P values, which `decimated_sums` reads (2 P flops a block; its table of weights stays
-/// in the cache) before writing a partial sum per chunk and block. A full-rate row's pass 2
+/// in the cache) before writing a partial sum per chunk and block: an upper bound where
+/// `windowed_sums` takes the group instead (fewer flops, one partial sum a block). A full-rate row's pass 2
 /// writes its partial block sums, or, for a shape that does not allow those
 /// (`fused_block_workgroups`), |W|^2 of the core, which `block_power` reads. `block_sums`
 /// reads the partial sums and writes the means. The last segment's core is shorter.

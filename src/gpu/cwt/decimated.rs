@@ -122,8 +122,9 @@ pub fn transform_lengths(m: usize, dt: f64, scales: &[f64], omega0: f64) -> Vec<
 
 impl CwtKernels {
     /// As `run_tiles` for the scales of `group`, decimated: the inverse FFTs of P points,
-    /// |W|^2 at every D-th sample, and `decimated_sums`' partial block sums, which `each`
-    /// gets (`[rows][chunks][blocks]`, `params.decimated` 1).
+    /// |W|^2 at every D-th sample, and the block sums, which `each` gets as partial sums
+    /// (`[rows][chunks][blocks]`, `params.decimated` 1): `windowed_sums`' (one chunk) where the
+    /// group's weights reach few samples, else `decimated_sums`'.
     pub(super) fn run_decimated(
         &mut self,
         enc: &mut wgpu::CommandEncoder,
@@ -141,7 +142,9 @@ impl CwtKernels {
             let taps = (blocks.block + 2 * reach).div_ceil(m / p) + 2;
             (kappa, reach, taps)
         });
-        let windowed = windowed.filter(|&(_, _, taps)| taps <= p.min(WINDOW_TAPS));
+        // A workgroup a block: at most 65,535 of them along x.
+        let windowed = windowed
+            .filter(|&(_, _, taps)| taps <= p.min(WINDOW_TAPS) && blocks.blocks() <= 65_535);
         let kappa = match &windowed {
             Some((kappa, _, _)) => kappa.clone(),
             None => self.kappa(m, p, 0, blocks.block, last).0,
@@ -169,8 +172,8 @@ impl CwtKernels {
                 k_lo: group.k_lo as u32,
                 p: p as u32,
                 chunks: chunks as u32,
-                reach: windowed.as_ref().map_or(0, |w| w.1) as u32,
-                taps: windowed.as_ref().map_or(0, |w| w.2) as u32,
+                reach: windowed.as_ref().map_or(0, |&(_, reach, _)| reach) as u32,
+                taps: windowed.as_ref().map_or(0, |&(_, _, taps)| taps) as u32,
                 ..tile.params(sp, w)
             };
             blocks.set(&mut params);
