@@ -173,12 +173,26 @@ fn gpu_fastica_agrees_with_the_cpu_up_to_sign_and_order() {
         }
         Err(e) => panic!("CI must have a (software) adapter: {e}"),
     };
-    let gpu = ede::gpu::ica::GpuFastIca::new(&ctx);
-    for (contrast, seed) in [
+    let mut gpu = ede::gpu::ica::GpuFastIca::new(&ctx);
+    // The whitening and the sources on the device (where it has f64 in shaders) and on the CPU.
+    let whitenings = if gpu.gpu_whitening {
+        vec![true, false]
+    } else {
+        eprintln!(
+            "note: no f64 in shaders on {}: the CPU whitens",
+            ctx.describe()
+        );
+        vec![false]
+    };
+    for ((contrast, seed), on_gpu) in [
         (Contrast::Tanh, 3),
         (Contrast::Cube, 11),
         (Contrast::Gauss, 5),
-    ] {
+    ]
+    .into_iter()
+    .flat_map(|case| whitenings.iter().map(move |&w| (case, w)))
+    {
+        gpu.gpu_whitening = on_gpu;
         // 3000 samples: more than one chunk of the split product (1024).
         let (x, a) = mixture(3000, seed);
         let p = FastIcaParams {

@@ -117,7 +117,8 @@ impl GpuContext {
             label: Some("ede headless"),
             required_limits: limits,
             required_features: super::profile::PassProfiler::feature(&adapter, profile)
-                | pipeline_cache::feature(&adapter),
+                | pipeline_cache::feature(&adapter)
+                | f64_feature(&adapter),
             ..Default::default()
         }))
         .map_err(|e| GpuError::Device(e.to_string()))?;
@@ -161,13 +162,15 @@ impl GpuContext {
         )
     }
 
-    /// The device eframe opens for the window: its own defaults, with the pipeline cache where
-    /// the adapter has one.
+    /// The device eframe opens for the window: its own defaults, with the pipeline cache and f64
+    /// in shaders where the adapter has them.
     pub fn device_descriptor(adapter: &wgpu::Adapter) -> wgpu::DeviceDescriptor<'static> {
         let defaults = eframe::egui_wgpu::WgpuSetupCreateNew::without_display_handle();
         let descriptor = (defaults.device_descriptor)(adapter);
         wgpu::DeviceDescriptor {
-            required_features: descriptor.required_features | pipeline_cache::feature(adapter),
+            required_features: descriptor.required_features
+                | pipeline_cache::feature(adapter)
+                | f64_feature(adapter),
             ..descriptor
         }
     }
@@ -432,6 +435,11 @@ pub(crate) fn compute_pipeline(
     entry_point: &str,
 ) -> wgpu::ComputePipeline {
     ctx.pipeline(module, entry_point, None, &[])
+}
+
+/// f64 in shaders where the adapter has it: FastICA's whitening (gpu/whiten.rs).
+fn f64_feature(adapter: &wgpu::Adapter) -> wgpu::Features {
+    adapter.features() & wgpu::Features::SHADER_F64
 }
 
 /// `EDE_ADAPTER` as an index; an error for anything else but unset or empty.

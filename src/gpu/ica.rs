@@ -14,10 +14,11 @@ use eframe::wgpu::util::DeviceExt;
 use nalgebra::DMatrix;
 
 use super::context::{compute_pipeline, entry};
+use super::whiten::{GpuWhitening, WhiteningPipelines};
 use super::{GpuContext, GpuError};
 use crate::dsp::ica::{
     self, Approach, Contrast, FastIcaParams, Ica, IcaError, Observations, Whitening,
-    random_rotation,
+    finish_ordered, means_under, order_components, random_rotation, rotation_from,
 };
 
 /// Iterations recorded per submission.
@@ -77,6 +78,8 @@ pub struct FastIcaPipelines {
     row_sums: wgpu::ComputePipeline,
     scale: wgpu::ComputePipeline,
     change: wgpu::ComputePipeline,
+    /// The whitening in f64, where the device has f64 in shaders.
+    whitening: Option<WhiteningPipelines>,
 }
 
 /// One dispatch of an iteration: (label, pipeline, bind group, workgroups).
@@ -99,6 +102,9 @@ impl Dispatch<'_> {
 pub struct GpuFastIca<'a> {
     ctx: &'a GpuContext,
     pipelines: FastIcaPipelines,
+    /// Whitening, sources and all on the device where it has f64 in shaders (else the CPU
+    /// whitens and computes the sources).
+    pub gpu_whitening: bool,
 }
 
 impl FastIcaPipelines {
@@ -117,6 +123,7 @@ impl FastIcaPipelines {
             row_sums: compute_pipeline(ctx, &module, "row_sums"),
             scale: compute_pipeline(ctx, &module, "scale"),
             change: compute_pipeline(ctx, &module, "change"),
+            whitening: WhiteningPipelines::compile(ctx),
         };
         ctx.save_pipelines();
         pipelines
@@ -126,11 +133,13 @@ impl FastIcaPipelines {
 impl<'a> GpuFastIca<'a> {
     /// FastICA with the pipelines `prepare` compiled ahead, else compiled now.
     pub fn new(ctx: &'a GpuContext) -> Self {
+        let pipelines: FastIcaPipelines = ctx
+            .take_prepared()
+            .unwrap_or_else(|| FastIcaPipelines::compile(ctx));
         GpuFastIca {
             ctx,
-            pipelines: ctx
-                .take_prepared()
-                .unwrap_or_else(|| FastIcaPipelines::compile(ctx)),
+            gpu_whitening: pipelines.whitening.is_some(),
+            pipelines,
         }
     }
 
@@ -138,7 +147,8 @@ impl<'a> GpuFastIca<'a> {
         self.ctx
     }
 
-    /// As `dsp::ica::fastica`: whitening on the CPU, the iterations here.
+    /// As `dsp::ica::fastica`: the iterations here, and the whitening and the sources too where
+    /// the device has f64 in shaders (`gpu_whitening`), else on the CPU.
     pub fn fastica(
         &self,
         x: &Observations,
@@ -149,6 +159,25 @@ impl<'a> GpuFastIca<'a> {
             return ica::fastica(x, p, warm);
         }
         p.validate()?;
+        let gpu = |e: GpuError| IcaError::Gpu(e.to_string());
+        if let Some(pipelines) = (self.pipelines.whitening.as_ref()).filter(|_| self.gpu_whitening)
+        {
+            let wh = pipelines.whiten(self.ctx, x, p.components)?;
+            let r = wh.k.nrows();
+            let w0 = warm
+                .and_then(|w| rotation_from(&wh.k_inv, w))
+                .unwrap_or_else(|| random_rotation(r, p.seed));
+            let (w, iterations, converged) = self
+                .symmetric_on(&wh.z, (r, wh.samples), p, &w0)
+                .map_err(gpu)?;
+            let w = order_components(&wh.k_inv, &w);
+            let sources = self.sources(&wh, &w).map_err(gpu)?;
+            let state = (iterations, converged);
+            return Ok(finish_ordered((&wh.k, &wh.k_inv), &w, state, |unmixing| {
+                let source_means = means_under(unmixing, &wh.means);
+                (wh.means.clone(), sources, source_means)
+            }));
+        }
         let wh = Whitening::of(x, p.components)?;
         let w0 = warm
             .and_then(|w| wh.rotation_from(w))
@@ -166,8 +195,26 @@ impl<'a> GpuFastIca<'a> {
         p: &FastIcaParams,
         w0: &DMatrix<f64>,
     ) -> Result<(DMatrix<f64>, usize, bool), GpuError> {
+        let zb = self
+            .ctx
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("z"),
+                contents: bytemuck::cast_slice(&z.data),
+                usage: wgpu::BufferUsages::STORAGE,
+            });
+        self.symmetric_on(&zb, (z.rows, z.cols), p, w0)
+    }
+
+    /// `symmetric` of the `r` x `t` whitened data in `zb` (f32, row-major) on the device.
+    fn symmetric_on(
+        &self,
+        zb: &wgpu::Buffer,
+        (r, t): (usize, usize),
+        p: &FastIcaParams,
+        w0: &DMatrix<f64>,
+    ) -> Result<(DMatrix<f64>, usize, bool), GpuError> {
         let dev = &self.ctx.device;
-        let (r, t) = (z.rows, z.cols);
         let chunks = t.div_ceil(K_CHUNK);
         let storage = wgpu::BufferUsages::STORAGE
             | wgpu::BufferUsages::COPY_SRC
@@ -188,7 +235,6 @@ impl<'a> GpuFastIca<'a> {
                 usage: storage,
             })
         };
-        let zb = init("z", &z.data);
         // W ping-pongs between two buffers: iteration i reads w[i % 2] and writes w[1 - i % 2].
         let w = [init("w 0", &w_rows), zeros("w 1", r * r)];
         // g(W Z), and the sums of g'(W Z) over each block of 64 samples (per row).
@@ -299,7 +345,7 @@ impl<'a> GpuFastIca<'a> {
                 &[
                     entry(0, &p_wz),
                     entry(1, wc),
-                    entry(2, &zb),
+                    entry(2, zb),
                     entry(3, &y),
                     entry(4, &gp),
                 ],
@@ -317,7 +363,7 @@ impl<'a> GpuFastIca<'a> {
         let mut gz_entries = vec![
             entry(0, &p_gz),
             entry(1, &y),
-            entry(2, &zb),
+            entry(2, zb),
             entry(3, &partial),
         ];
         if gz_wide {
@@ -462,37 +508,146 @@ impl<'a> GpuFastIca<'a> {
             list.push(Dispatch("change", &pl.change, g_change.clone(), (1, 1, 1)));
             list
         });
-        let mut done = 0;
-        while done < p.max_iter {
-            let batch = ITERATIONS_PER_SUBMIT.min(p.max_iter - done);
-            let mut enc = dev.create_command_encoder(&Default::default());
-            let dispatches = (done..done + batch).flat_map(|i| &iteration[i % 2]);
-            if self.ctx.profiling() {
-                // A pass of its own for each dispatch, so each is timed.
-                for d in dispatches {
-                    d.run(&mut self.ctx.pass(&mut enc, d.0));
+        // Each batch is submitted before the host checks the one before it, so that the GPU
+        // does not wait for the check or for the next batch's recording. A batch copies the
+        // convergence measures and the W it ends with into staging buffers of its own slot; the
+        // result is the W after the batch in which the measure first fell below the tolerance.
+        let lims_bytes = ((1 + p.max_iter) * 4) as u64;
+        let w_bytes = (r * r * 4) as u64;
+        let staging = |label: &str, bytes: u64| {
+            dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        };
+        let slots = [0, 1].map(|_| (staging("lims", lims_bytes), staging("w", w_bytes)));
+        let mut in_flight = std::collections::VecDeque::new();
+        let (mut submitted, mut batches) = (0, 0);
+        loop {
+            while submitted < p.max_iter && in_flight.len() < 2 {
+                let batch = ITERATIONS_PER_SUBMIT.min(p.max_iter - submitted);
+                let mut enc = dev.create_command_encoder(&Default::default());
+                let dispatches = (submitted..submitted + batch).flat_map(|i| &iteration[i % 2]);
+                if self.ctx.profiling() {
+                    // A pass of its own for each dispatch, so each is timed.
+                    for d in dispatches {
+                        d.run(&mut self.ctx.pass(&mut enc, d.0));
+                    }
+                } else {
+                    let mut pass = self.ctx.pass(&mut enc, "fastica iterations");
+                    for d in dispatches {
+                        d.run(&mut pass);
+                    }
                 }
-            } else {
-                let mut pass = self.ctx.pass(&mut enc, "fastica iterations");
-                for d in dispatches {
-                    d.run(&mut pass);
-                }
+                submitted += batch;
+                let (slot_lims, slot_w) = &slots[batches % 2];
+                enc.copy_buffer_to_buffer(&lims, 0, slot_lims, 0, lims_bytes);
+                enc.copy_buffer_to_buffer(&w[submitted % 2], 0, slot_w, 0, w_bytes);
+                let submission = self.ctx.queue.submit([enc.finish()]);
+                in_flight.push_back((submitted, batches % 2, submission));
+                batches += 1;
             }
-            self.ctx.queue.submit([enc.finish()]);
-            let read = self.ctx.read_back(&lims, ((1 + p.max_iter) * 4) as u64)?;
-            let values: &[f32] = bytemuck::cast_slice(&read);
-            done += batch;
-            if let Some(k) = (0..done).find(|&k| (values[1 + k] as f64) < p.tol) {
-                return Ok((self.rotation(&w[done % 2], r)?, k + 1, true));
+            let (done, slot, submission) = in_flight.pop_front().expect("a batch in flight");
+            let (slot_lims, slot_w) = &slots[slot];
+            let converged_at =
+                self.ctx
+                    .with_mapped(slot_lims, lims_bytes, Some(submission), |v| {
+                        let values: &[f32] = bytemuck::cast_slice(v);
+                        (0..done).find(|&k| (values[1 + k] as f64) < p.tol)
+                    })?;
+            if converged_at.is_some() || done == p.max_iter {
+                let w = self.ctx.with_mapped(slot_w, w_bytes, None, |v| {
+                    let v: &[f32] = bytemuck::cast_slice(v);
+                    DMatrix::from_fn(r, r, |i, j| v[i * r + j] as f64)
+                })?;
+                return Ok(match converged_at {
+                    Some(k) => (w, k + 1, true),
+                    None => (w, p.max_iter, false),
+                });
             }
         }
-        Ok((self.rotation(&w[done % 2], r)?, p.max_iter, false))
     }
 
-    fn rotation(&self, w: &wgpu::Buffer, r: usize) -> Result<DMatrix<f64>, GpuError> {
-        let bytes = self.ctx.read_back(w, (r * r * 4) as u64)?;
-        let v: &[f32] = bytemuck::cast_slice(&bytes);
-        Ok(DMatrix::from_fn(r, r, |i, j| v[i * r + j] as f64))
+    /// The sources S = w Z of data whitened on the device (f32, as `ica::rotate` on the CPU).
+    fn sources(&self, wh: &GpuWhitening, w: &DMatrix<f64>) -> Result<Observations, GpuError> {
+        let dev = &self.ctx.device;
+        let (r, t) = (w.nrows(), wh.samples);
+        let (r32, t32) = (r as u32, t as u32);
+        let w_rows: Vec<f32> = (0..r * r).map(|q| w[(q / r, q % r)] as f32).collect();
+        let init = |label: &str, contents: &[u8], usage| {
+            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage,
+            })
+        };
+        let params = Params {
+            m: r32,
+            n: t32,
+            k: r32,
+            a_rs: r32,
+            a_cs: 1,
+            b_rs: t32,
+            b_cs: 1,
+            c_rs: t32,
+            k_chunk: r32,
+            alpha: 1.0,
+            ..Default::default()
+        };
+        let params = init(
+            "sources params",
+            bytemuck::bytes_of(&params),
+            wgpu::BufferUsages::UNIFORM,
+        );
+        let wb = init(
+            "w",
+            bytemuck::cast_slice(&w_rows),
+            wgpu::BufferUsages::STORAGE,
+        );
+        let s = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("sources"),
+            size: (r * t * 4) as u64,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        // gemm_wide's binding 4 (g' sums) is written only in mode 1; it is bound, not used.
+        let unused = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("unused"),
+            size: 4,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        let pipeline = &self.pipelines.gemm_wide;
+        let group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("sources"),
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[
+                entry(0, &params),
+                entry(1, &wb),
+                entry(2, &wh.z),
+                entry(3, &s),
+                entry(4, &unused),
+            ],
+        });
+        self.ctx.guarded(|| {
+            let mut enc = dev.create_command_encoder(&Default::default());
+            Dispatch(
+                "sources",
+                pipeline,
+                group,
+                (t.div_ceil(64) as u32, r.div_ceil(64) as u32, 1),
+            )
+            .run(&mut self.ctx.pass(&mut enc, "sources"));
+            self.ctx.queue.submit([enc.finish()]);
+        })?;
+        let bytes = self.ctx.read_back(&s, (r * t * 4) as u64)?;
+        Ok(Observations::new(
+            r,
+            t,
+            bytemuck::cast_slice(&bytes).to_vec(),
+        ))
     }
 }
 

@@ -11,6 +11,7 @@ mod pipeline_cache;
 mod prepared;
 mod profile;
 pub mod saxpy;
+pub mod whiten;
 
 pub use context::{GpuContext, GpuError};
 pub mod xapen;

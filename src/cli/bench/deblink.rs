@@ -78,6 +78,9 @@ struct Crossover {
     /// The worst GPU unmixing row's distance from its best-matching CPU row, 1 - |cos| (both
     /// after the same iterations; unconverged runs may differ in the components not yet found).
     gpu_vs_cpu: Option<f64>,
+    /// Where the device whitens (f64 in shaders, `gpu_s`): the GPU fit with the whitening and
+    /// the sources on the CPU instead, runs alternated with `gpu_s`'s.
+    gpu_cpu_whitening_s: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -214,7 +217,8 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
     };
     let mut gpu_crossover = Vec::new();
     if let Some(ctx) = &gpu {
-        let kernels = GpuFastIca::new(ctx);
+        let mut kernels = GpuFastIca::new(ctx);
+        let on_device = kernels.gpu_whitening;
         // Warm-up: pipelines and the driver's first submission.
         let _ = kernels.fastica(&sub(32, 2000), &FastIcaParams::default(), None);
         let sizes = if args.sizes.is_empty() {
@@ -235,8 +239,28 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
         let mut runs = Vec::new();
         for &(channels, samples) in &sizes {
             let x = mixed(x, channels, samples.min(x.cols));
-            let (gpu_s, dev) = time(args.repeat.min(3), || kernels.fastica(&x, &p, None));
-            let dev = dev?;
+            // Where the device whitens, its runs and those whitening on the CPU alternate.
+            let (mut device, mut host) = (Vec::new(), Vec::new());
+            let mut dev = None;
+            let configs: &[bool] = if on_device { &[true, false] } else { &[false] };
+            for _ in 0..args.repeat.min(3) {
+                for &whiten in configs {
+                    kernels.gpu_whitening = whiten;
+                    let t0 = Instant::now();
+                    let fit = kernels.fastica(&x, &p, None)?;
+                    let times = if whiten == on_device {
+                        &mut device
+                    } else {
+                        &mut host
+                    };
+                    times.push(t0.elapsed().as_secs_f64());
+                    dev.get_or_insert(fit);
+                }
+            }
+            kernels.gpu_whitening = on_device;
+            let gpu_s = Stats::of(device);
+            let gpu_cpu_whitening_s = (!host.is_empty()).then(|| Stats::of(host).median);
+            let dev = dev.expect("at least one run");
             let t0 = Instant::now();
             ica::Whitening::of(&x, None)?;
             let whitening_s = t0.elapsed().as_secs_f64();
@@ -247,12 +271,18 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
             })?;
             eprintln!(
                 "FastICA {channels} x {samples}: GPU {:.3} s ({:.3}-{:.3}, {} it, whitening \
-                 {whitening_s:.3} s)",
-                gpu_s.median, gpu_s.min, gpu_s.max, dev.iterations,
+                 on the CPU {whitening_s:.3} s){}",
+                gpu_s.median,
+                gpu_s.min,
+                gpu_s.max,
+                dev.iterations,
+                gpu_cpu_whitening_s.map_or(String::new(), |s| format!(
+                    "; whitening on the device, against {s:.3} s whitening on the CPU"
+                )),
             );
-            runs.push((x, dev, gpu_s.median, whitening_s));
+            runs.push((x, dev, gpu_s.median, whitening_s, gpu_cpu_whitening_s));
         }
-        for (x, dev, gpu_s, whitening_s) in runs {
+        for (x, dev, gpu_s, whitening_s, gpu_cpu_whitening_s) in runs {
             let cpu = if args.gpu_only {
                 None
             } else {
@@ -290,6 +320,7 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
                 gpu_iterations: Some(dev.iterations),
                 whitening_s,
                 gpu_vs_cpu: mismatch,
+                gpu_cpu_whitening_s,
             });
         }
     }

@@ -315,28 +315,8 @@ impl Whitening {
         }
         let blocks = column_blocks(t, 1024);
         let cov = centred_products(x, &means, &blocks, 1.0 / t as f64);
-        let eig = SymmetricEigen::new(DMatrix::from_row_slice(n, n, &cov));
-        let largest = eig.eigenvalues.max();
-        if largest <= 0.0 || !largest.is_finite() {
-            return Err(IcaError::Flat);
-        }
-        // Largest first, so component order does not depend on the eigen solver's.
-        let mut order: Vec<usize> = (0..n)
-            .filter(|&i| eig.eigenvalues[i] > RANK_TOLERANCE * largest)
-            .collect();
-        order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
-        order.truncate(components.unwrap_or(n).max(2));
-        let r = order.len();
-        let mut k = DMatrix::zeros(r, n);
-        let mut k_inv = DMatrix::zeros(n, r);
-        for (row, &i) in order.iter().enumerate() {
-            let d = eig.eigenvalues[i].sqrt();
-            for c in 0..n {
-                let e = eig.eigenvectors[(c, i)];
-                k[(row, c)] = e / d;
-                k_inv[(c, row)] = e * d;
-            }
-        }
+        let (k, k_inv) = whitening_map(n, &cov, components)?;
+        let r = k.nrows();
         let kf: Vec<f64> = k.transpose().as_slice().to_vec(); // row-major r x n
         let mut z = vec![0.0f32; r * t];
         let out = SendPtr(z.as_mut_ptr());
@@ -394,61 +374,115 @@ impl Whitening {
     pub fn finish_with_sources_of(
         &self,
         w: &DMatrix<f64>,
-        (iterations, converged): (usize, bool),
+        state: (usize, bool),
         data: Option<(&Observations, usize)>,
     ) -> Ica {
-        let a = &self.k_inv * w.transpose();
-        let mut order: Vec<usize> = (0..w.nrows()).collect();
-        order.sort_by(|&i, &j| {
-            a.column(j)
-                .norm_squared()
-                .total_cmp(&a.column(i).norm_squared())
-        });
-        let mut w = w.select_rows(&order);
-        for (row, &i) in order.iter().enumerate() {
-            let col = a.column(i);
-            let biggest = col
-                .iter()
-                .copied()
-                .fold(0.0f64, |m, v| if v.abs() > m.abs() { v } else { m });
-            if biggest < 0.0 {
-                w.row_mut(row).neg_mut();
-            }
-        }
-        let w = &w;
-        let unmixing = w * &self.k;
-        let mixing = &self.k_inv * w.transpose();
-        if let Some((x, rows)) = data {
-            let (channel_means, sources, source_means) = unmix(&unmixing, x, rows);
-            return Ica {
-                sources,
-                source_means,
-                unmixing,
-                mixing,
-                channel_means,
-                iterations,
-                converged,
-            };
-        }
-        Ica {
-            sources: rotate(w, &self.z),
-            source_means: means_under(&unmixing, &self.means),
-            unmixing,
-            mixing,
-            channel_means: self.means.clone(),
-            iterations,
-            converged,
-        }
+        let w = &order_components(&self.k_inv, w);
+        finish_ordered((&self.k, &self.k_inv), w, state, |unmixing| match data {
+            Some((x, rows)) => unmix(unmixing, x, rows),
+            None => (
+                self.means.clone(),
+                rotate(w, &self.z),
+                means_under(unmixing, &self.means),
+            ),
+        })
     }
 
     /// The rotation that a previous unmixing matrix (r x n over the same channels) amounts to
     /// on this whitening, decorrelated: the warm start of a refit. `None` when shapes differ.
     pub fn rotation_from(&self, unmixing: &DMatrix<f64>) -> Option<DMatrix<f64>> {
-        let r = self.k.nrows();
-        if unmixing.shape() != (r, self.k.ncols()) {
-            return None;
+        rotation_from(&self.k_inv, unmixing)
+    }
+}
+
+/// K = D^-1/2 E^T (r x n) and its pseudo-inverse E D^1/2 (n x r) from the eigenpairs of the n x n
+/// covariance `cov` (row-major) whose eigenvalues are at least `RANK_TOLERANCE` of the largest,
+/// largest first, at most `components` of them (`Whitening::of`, and the GPU's whitening,
+/// which computes the covariance there).
+pub fn whitening_map(
+    n: usize,
+    cov: &[f64],
+    components: Option<usize>,
+) -> Result<(DMatrix<f64>, DMatrix<f64>), IcaError> {
+    let eig = SymmetricEigen::new(DMatrix::from_row_slice(n, n, cov));
+    let largest = eig.eigenvalues.max();
+    if largest <= 0.0 || !largest.is_finite() {
+        return Err(IcaError::Flat);
+    }
+    // Largest first, so component order does not depend on the eigen solver's.
+    let mut order: Vec<usize> = (0..n)
+        .filter(|&i| eig.eigenvalues[i] > RANK_TOLERANCE * largest)
+        .collect();
+    order.sort_by(|&a, &b| eig.eigenvalues[b].total_cmp(&eig.eigenvalues[a]));
+    order.truncate(components.unwrap_or(n).max(2));
+    let r = order.len();
+    let mut k = DMatrix::zeros(r, n);
+    let mut k_inv = DMatrix::zeros(n, r);
+    for (row, &i) in order.iter().enumerate() {
+        let d = eig.eigenvalues[i].sqrt();
+        for c in 0..n {
+            let e = eig.eigenvectors[(c, i)];
+            k[(row, c)] = e / d;
+            k_inv[(c, row)] = e * d;
         }
-        symmetric_decorrelation(&(unmixing * &self.k_inv))
+    }
+    Ok((k, k_inv))
+}
+
+/// `Whitening::rotation_from` for the whitening whose K^-1 is `k_inv`.
+pub fn rotation_from(k_inv: &DMatrix<f64>, unmixing: &DMatrix<f64>) -> Option<DMatrix<f64>> {
+    if unmixing.shape() != (k_inv.ncols(), k_inv.nrows()) {
+        return None;
+    }
+    symmetric_decorrelation(&(unmixing * k_inv))
+}
+
+/// The rotation `w` (r x r) of data whitened with K's pseudo-inverse `k_inv`, its components
+/// ordered by the variance they explain in the channels (largest first) and each signed so that
+/// its largest channel weight is positive: ICA itself leaves order and sign open, and a stable
+/// order lets windows and backends be compared.
+pub fn order_components(k_inv: &DMatrix<f64>, w: &DMatrix<f64>) -> DMatrix<f64> {
+    let a = k_inv * w.transpose();
+    let mut order: Vec<usize> = (0..w.nrows()).collect();
+    order.sort_by(|&i, &j| {
+        a.column(j)
+            .norm_squared()
+            .total_cmp(&a.column(i).norm_squared())
+    });
+    let mut w = w.select_rows(&order);
+    for (row, &i) in order.iter().enumerate() {
+        let col = a.column(i);
+        let biggest = col
+            .iter()
+            .copied()
+            .fold(0.0f64, |m, v| if v.abs() > m.abs() { v } else { m });
+        if biggest < 0.0 {
+            w.row_mut(row).neg_mut();
+        }
+    }
+    w
+}
+
+/// The ICA of the rotation `w` (already `order_components`'s) of data whitened by K (r x n) with
+/// pseudo-inverse `k_inv`; `parts(W)`, W = w K, gives the channel means, the sources and the
+/// source means.
+pub fn finish_ordered(
+    (k, k_inv): (&DMatrix<f64>, &DMatrix<f64>),
+    w: &DMatrix<f64>,
+    (iterations, converged): (usize, bool),
+    parts: impl FnOnce(&DMatrix<f64>) -> (Vec<f64>, Observations, Vec<f64>),
+) -> Ica {
+    let unmixing = w * k;
+    let mixing = k_inv * w.transpose();
+    let (channel_means, sources, source_means) = parts(&unmixing);
+    Ica {
+        sources,
+        source_means,
+        unmixing,
+        mixing,
+        channel_means,
+        iterations,
+        converged,
     }
 }
 
@@ -569,7 +603,7 @@ fn unmix(
 }
 
 /// mu_S = W mu_X.
-fn means_under(unmixing: &DMatrix<f64>, channel_means: &[f64]) -> Vec<f64> {
+pub fn means_under(unmixing: &DMatrix<f64>, channel_means: &[f64]) -> Vec<f64> {
     let mu = DMatrix::from_column_slice(channel_means.len(), 1, channel_means);
     (unmixing * mu).as_slice().to_vec()
 }
