@@ -21,8 +21,9 @@
 //   tile's 64 columns to D[i ceil(n / 64) + wg.x] (contrast: 0 tanh, 1 cube, 2 gauss); mode 2
 //   takes beta B(i,j) in place of beta C (square B). gemm_wide (the products with the data):
 //   dispatch (ceil(n/64), ceil(m/64), chunks) of 16 x 16 threads, 4 x 4 outputs each; gemm
-//   (the decorrelation's r x r products): (ceil(n/16), ceil(m/16), chunks) of 256 threads,
-//   2 x 2 outputs each over a quarter of the k range.
+//   (the decorrelation's r x r products) and gemm_direct (those of them whose B is read along
+//   j): (ceil(n/16), ceil(m/16), chunks) of 256 threads, 2 x 2 outputs each over a quarter of
+//   the k range.
 // update: m = r rows, k = T samples, n = chunks; one workgroup of 256 per row.
 // row_sums (c = the r sums), scale (a = M's row sums, c = Wn, d = M): one workgroup per row;
 // change (a = the rows' dot products, d = lims): one workgroup of 256; m = r.
@@ -190,12 +191,21 @@ fn gemm_wide(
 // The same product in 16 x 16 tiles, for the small square products of the decorrelation,
 // whose 64 x 64 tiles would leave most of the GPU idle (r = 64: one workgroup). Each tile's k
 // range is split four ways inside its workgroup: four groups of 64 threads, each 2 x 2 outputs
-// over every fourth run of 16 k, summed through workgroup memory at the end. Per thread, two
-// vec2 loads from workgroup memory feed 4 FMAs, and a 256-long k takes 4 steps of 64.
-const SLAB: u32 = 64u;
-var<workgroup> ta: array<array<vec2<f32>, 8>, 64>;
-var<workgroup> tb: array<array<vec2<f32>, 8>, 64>;
-var<workgroup> parts: array<vec4<f32>, 256>;
+// over every fourth run of 32 k, summed through workgroup memory at the end. Per thread, two
+// vec2 loads from workgroup memory feed 4 FMAs, and a 256-long k takes 2 steps of 128 (16 KB
+// of workgroup memory): each product is latency-bound, and a step is a round of loads and two
+// barriers (H100, 256 x 256 x 256: 4 steps of 64 took 16-17 us, 2 of 128 15-16 us).
+const SLAB: u32 = 128u;
+var<workgroup> ta: array<array<vec2<f32>, 8>, 128>;
+var<workgroup> tb: array<array<vec2<f32>, 8>, 128>;
+
+// Stores a thread's 2 x 2 outputs (rows i, i + 1; columns j, j + 1).
+fn store_quad(z: u32, i: u32, j: u32, sum: vec4<f32>) {
+    _ = store(z, i, j, sum.x);
+    _ = store(z, i, j + 1u, sum.y);
+    _ = store(z, i + 1u, j, sum.z);
+    _ = store(z, i + 1u, j + 1u, sum.w);
+}
 
 @compute @workgroup_size(256)
 fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
@@ -207,37 +217,84 @@ fn gemm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let tx = li % 8u;
     let ty = (li % 64u) / 8u;
     var acc = vec4<f32>(0.0);
+    var acc2 = vec4<f32>(0.0);
     for (var kk = k0; kk < k1; kk += SLAB) {
-        // A's 16 rows x 64 k, read along k (a_cs = 1 here).
-        for (var q = 0u; q < 4u; q++) {
+        // A's 16 rows x 128 k, read along k (a_cs = 1 here).
+        for (var q = 0u; q < 8u; q++) {
             let e = li + q * 256u;
             let row = e / SLAB;
             let kq = e % SLAB;
             ta[kq][row / 2u][row % 2u] = a_at(i0 + row, kk + kq, k1);
         }
-        // B's 64 k x 16 columns, along k when b_rs = 1 (a transposed operand), else along j.
-        for (var q = 0u; q < 4u; q++) {
+        // B's 128 k x 16 columns, along k when b_rs = 1 (a transposed operand), else along j.
+        for (var q = 0u; q < 8u; q++) {
             let at = b_place(li + q * 256u, SLAB, 16u);
             tb[at.x][at.y / 2u][at.y % 2u] = b_at(kk + at.x, j0 + at.y, k1);
         }
         workgroupBarrier();
-        for (var t = g * 16u; t < g * 16u + 16u; t++) {
+        // Two chains of FMAs a thread, so that each waits on the other's loads less.
+        for (var t = g * 32u; t < g * 32u + 32u; t += 2u) {
             let av = ta[t][ty];
             let bv = tb[t][tx];
             acc = fma(vec4<f32>(av.x, av.x, av.y, av.y), vec4<f32>(bv, bv), acc);
+            let av2 = ta[t + 1u][ty];
+            let bv2 = tb[t + 1u][tx];
+            acc2 = fma(vec4<f32>(av2.x, av2.x, av2.y, av2.y), vec4<f32>(bv2, bv2), acc2);
         }
         workgroupBarrier();
     }
-    parts[li] = acc;
+    // The four quarters' sums through ta (its 1024 vec2 hold 256 vec4).
+    let s = acc + acc2;
+    ta[li / 2u][(li % 2u) * 4u] = s.xy;
+    ta[li / 2u][(li % 2u) * 4u + 1u] = s.zw;
+    workgroupBarrier();
+    if (g == 0u) {
+        var sum = vec4<f32>(0.0);
+        for (var q = 0u; q < 4u; q++) {
+            let at = li + q * 64u;
+            sum += vec4<f32>(ta[at / 2u][(at % 2u) * 4u], ta[at / 2u][(at % 2u) * 4u + 1u]);
+        }
+        store_quad(wg.z, i0 + 2u * ty, j0 + 2u * tx, sum);
+    }
+}
+
+// `gemm` without workgroup memory, for a B read along j (b_cs = 1): each thread loads its
+// operands straight from memory (the 256 x 256 operands stay in cache), k interleaved four
+// ways as in `gemm`, no barrier before the final sum. Where B is read along j, neighbouring
+// threads read neighbouring words of one row of B (H100, 256 x 256 x 256: 13 us against
+// `gemm`'s 15-16; with a transposed B, 19 us).
+var<workgroup> parts: array<vec4<f32>, 256>;
+
+@compute @workgroup_size(256)
+fn gemm_direct(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
+    let i0 = wg.y * 16u;
+    let j0 = wg.x * 16u;
+    let k0 = wg.z * p.k_chunk;
+    let k1 = min(p.k, k0 + p.k_chunk);
+    let g = li / 64u;
+    let tx = li % 8u;
+    let ty = (li % 64u) / 8u;
+    let i = i0 + 2u * ty;
+    let j = j0 + 2u * tx;
+    var acc = vec4<f32>(0.0);
+    var acc2 = vec4<f32>(0.0);
+    for (var kk = k0 + g; kk < k1; kk += 8u) {
+        let a0 = a_at(i, kk, k1);
+        let a1 = a_at(i + 1u, kk, k1);
+        let b0 = b_at(kk, j, k1);
+        let b1 = b_at(kk, j + 1u, k1);
+        acc = fma(vec4<f32>(a0, a0, a1, a1), vec4<f32>(b0, b1, b0, b1), acc);
+        let c0 = a_at(i, kk + 4u, k1);
+        let c1 = a_at(i + 1u, kk + 4u, k1);
+        let d0 = b_at(kk + 4u, j, k1);
+        let d1 = b_at(kk + 4u, j + 1u, k1);
+        acc2 = fma(vec4<f32>(c0, c0, c1, c1), vec4<f32>(d0, d1, d0, d1), acc2);
+    }
+    parts[li] = acc + acc2;
     workgroupBarrier();
     if (g == 0u) {
         let sum = parts[li] + parts[li + 64u] + parts[li + 128u] + parts[li + 192u];
-        let i = i0 + 2u * ty;
-        let j = j0 + 2u * tx;
-        _ = store(wg.z, i, j, sum.x);
-        _ = store(wg.z, i, j + 1u, sum.y);
-        _ = store(wg.z, i + 1u, j, sum.z);
-        _ = store(wg.z, i + 1u, j + 1u, sum.w);
+        store_quad(wg.z, i, j, sum);
     }
 }
 

@@ -73,6 +73,7 @@ struct Params {
 /// FastICA's pipelines, compiled once (`GpuContext::prepare` can compile them ahead).
 pub struct FastIcaPipelines {
     gemm: wgpu::ComputePipeline,
+    gemm_direct: wgpu::ComputePipeline,
     gemm_wide: wgpu::ComputePipeline,
     update: wgpu::ComputePipeline,
     row_sums: wgpu::ComputePipeline,
@@ -118,6 +119,7 @@ impl FastIcaPipelines {
             });
         let pipelines = FastIcaPipelines {
             gemm: compute_pipeline(ctx, &module, "gemm"),
+            gemm_direct: compute_pipeline(ctx, &module, "gemm_direct"),
             gemm_wide: compute_pipeline(ctx, &module, "gemm_wide"),
             update: compute_pipeline(ctx, &module, "update"),
             row_sums: compute_pipeline(ctx, &module, "row_sums"),
@@ -420,10 +422,11 @@ impl<'a> GpuFastIca<'a> {
             )
         });
         // Step k's Q = c M M + b M (`g_mm[k]`), and X' = Q X + a X from x[k % 2] into
-        // x[1 - k % 2], the last step into w[next] (`g_last[next]`).
+        // x[1 - k % 2], the last step into w[next] (`g_last[next]`); their B is read along j,
+        // as `gemm_direct` reads it best.
         let poly_x = |k: usize, to: &wgpu::Buffer| {
             group(
-                &pl.gemm,
+                &pl.gemm_direct,
                 &[
                     entry(0, &p_poly[k][1]),
                     entry(1, &q),
@@ -436,7 +439,7 @@ impl<'a> GpuFastIca<'a> {
         let g_mm: Vec<_> = (0..steps)
             .map(|k| {
                 group(
-                    &pl.gemm,
+                    &pl.gemm_direct,
                     &[
                         entry(0, &p_poly[k][0]),
                         entry(1, &m),
@@ -488,7 +491,7 @@ impl<'a> GpuFastIca<'a> {
                 }
                 list.push(Dispatch(
                     "b M + c M^2",
-                    &pl.gemm,
+                    &pl.gemm_direct,
                     g_mm[k].clone(),
                     square_tiles,
                 ));
@@ -497,7 +500,12 @@ impl<'a> GpuFastIca<'a> {
                 } else {
                     &g_inner[k]
                 };
-                list.push(Dispatch("a X + Q X", &pl.gemm, g.clone(), square_tiles));
+                list.push(Dispatch(
+                    "a X + Q X",
+                    &pl.gemm_direct,
+                    g.clone(),
+                    square_tiles,
+                ));
             }
             list.push(Dispatch(
                 "row sums",
