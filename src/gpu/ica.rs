@@ -18,7 +18,7 @@ use super::whiten::{GpuWhitening, WhiteningPipelines};
 use super::{GpuContext, GpuError};
 use crate::dsp::ica::{
     self, Approach, Contrast, FastIcaParams, Ica, IcaError, Observations, Whitening,
-    finish_ordered, means_under, order_components, random_rotation, rotation_from,
+    finish_ordered, means_under, order_components, whiten_beside_start,
 };
 
 /// Iterations recorded per submission.
@@ -164,11 +164,9 @@ impl<'a> GpuFastIca<'a> {
         let gpu = |e: GpuError| IcaError::Gpu(e.to_string());
         if let Some(pipelines) = (self.pipelines.whitening.as_ref()).filter(|_| self.gpu_whitening)
         {
-            let wh = pipelines.whiten(self.ctx, x, p.components)?;
+            let whiten = || pipelines.whiten(self.ctx, x, p.components);
+            let (wh, w0) = whiten_beside_start(x, p, warm, whiten, |wh| &wh.k_inv)?;
             let r = wh.k.nrows();
-            let w0 = warm
-                .and_then(|w| rotation_from(&wh.k_inv, w))
-                .unwrap_or_else(|| random_rotation(r, p.seed));
             let (w, iterations, converged) = self
                 .symmetric_on(&wh.z, (r, wh.samples), p, &w0)
                 .map_err(gpu)?;
@@ -180,13 +178,9 @@ impl<'a> GpuFastIca<'a> {
                 (wh.means.clone(), sources, source_means)
             }));
         }
-        let wh = Whitening::of(x, p.components)?;
-        let w0 = warm
-            .and_then(|w| wh.rotation_from(w))
-            .unwrap_or_else(|| random_rotation(wh.z.rows, p.seed));
-        let (w, iterations, converged) = self
-            .symmetric(&wh.z, p, &w0)
-            .map_err(|e| IcaError::Gpu(e.to_string()))?;
+        let whiten = || Whitening::of(x, p.components);
+        let (wh, w0) = whiten_beside_start(x, p, warm, whiten, |wh| &wh.k_inv)?;
+        let (w, iterations, converged) = self.symmetric(&wh.z, p, &w0).map_err(gpu)?;
         Ok(wh.finish(&w, iterations, converged))
     }
 
@@ -197,14 +191,11 @@ impl<'a> GpuFastIca<'a> {
         p: &FastIcaParams,
         w0: &DMatrix<f64>,
     ) -> Result<(DMatrix<f64>, usize, bool), GpuError> {
-        let zb = self
-            .ctx
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("z"),
-                contents: bytemuck::cast_slice(&z.data),
-                usage: wgpu::BufferUsages::STORAGE,
-            });
+        let zb = (self.ctx).upload(
+            "z",
+            bytemuck::cast_slice(&z.data),
+            wgpu::BufferUsages::STORAGE,
+        )?;
         self.symmetric_on(&zb, (z.rows, z.cols), p, w0)
     }
 
@@ -650,12 +641,7 @@ impl<'a> GpuFastIca<'a> {
             .run(&mut self.ctx.pass(&mut enc, "sources"));
             self.ctx.queue.submit([enc.finish()]);
         })?;
-        let bytes = self.ctx.read_back(&s, (r * t * 4) as u64)?;
-        Ok(Observations::new(
-            r,
-            t,
-            bytemuck::cast_slice(&bytes).to_vec(),
-        ))
+        Ok(Observations::new(r, t, self.ctx.read_back_f32(&s, r * t)?))
     }
 }
 

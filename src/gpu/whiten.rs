@@ -120,7 +120,8 @@ impl WhiteningPipelines {
                 entries,
             })
         };
-        let (xb, mu) = (init("x", bytemuck::cast_slice(&x.data)), empty("mu", n * 8));
+        let xb = (ctx.upload("x", bytemuck::cast_slice(&x.data), storage)).map_err(gpu)?;
+        let mu = empty("mu", n * 8);
         let (part, cov) = (
             empty("partial covariances", chunks * n * n * 8),
             empty("covariance", n * n * 8),

@@ -7,8 +7,8 @@ use nalgebra::DMatrix;
 use rayon::prelude::*;
 
 use super::{
-    Approach, Contrast, FastIcaParams, Ica, IcaError, Observations, Whitening, random_rotation,
-    symmetric_decorrelation,
+    Approach, Contrast, FastIcaParams, Ica, IcaError, Observations, Whitening,
+    symmetric_decorrelation, whiten_beside_start,
 };
 
 thread_local! {
@@ -39,11 +39,8 @@ pub fn fastica_with_sources_of(
     warm: Option<&DMatrix<f64>>,
 ) -> Result<Ica, IcaError> {
     p.validate()?;
-    let wh = Whitening::of(x, p.components)?;
-    let r = wh.z.rows;
-    let w0 = warm
-        .and_then(|w| wh.rotation_from(w))
-        .unwrap_or_else(|| random_rotation(r, p.seed));
+    let whiten = || Whitening::of(x, p.components);
+    let (wh, w0) = whiten_beside_start(x, p, warm, whiten, |wh| &wh.k_inv)?;
     let (w, iterations, converged) = match p.approach {
         Approach::Symmetric => symmetric(&wh.z, p, w0),
         Approach::Deflation => deflation(&wh.z, p, w0),
