@@ -203,6 +203,18 @@ fn gpu_fastica_agrees_with_the_cpu_up_to_sign_and_order() {
         let cpu = ica::fastica(&x, &p, None).unwrap();
         let dev = gpu.fastica(&x, &p, None).unwrap();
         assert!(dev.converged, "{contrast:?}: {} iterations", dev.iterations);
+        // With the sources of other data (here the same) on the CPU, for the leading rows only.
+        let other = gpu
+            .fastica_with_sources_of(&x, Some((&x, 2)), &p, None)
+            .unwrap();
+        assert_eq!(other.unmixing, dev.unmixing, "{contrast:?}");
+        assert_eq!(other.sources.rows, 2);
+        for (a, b) in other.sources.data.iter().zip(&dev.sources.data) {
+            assert!(
+                (a - b).abs() < 1e-4 * (1.0 + b.abs()),
+                "{contrast:?}: {a} against {b}"
+            );
+        }
         assert!(amari_index(&(&dev.unmixing * &a)) < 0.05, "{contrast:?}");
         // Components come out sorted and signed the same way, so the rows match one to one;
         // so do the sources.

@@ -18,7 +18,7 @@ use super::whiten::{GpuWhitening, WhiteningPipelines};
 use super::{GpuContext, GpuError};
 use crate::dsp::ica::{
     self, Approach, Contrast, FastIcaParams, Ica, IcaError, Observations, Whitening,
-    finish_ordered, means_under, order_components, whiten_beside_start,
+    finish_ordered, means_under, order_components, unmix, whiten_beside_start,
 };
 
 /// Iterations recorded per submission.
@@ -157,8 +157,20 @@ impl<'a> GpuFastIca<'a> {
         p: &FastIcaParams,
         warm: Option<&DMatrix<f64>>,
     ) -> Result<Ica, IcaError> {
+        self.fastica_with_sources_of(x, None, p, warm)
+    }
+
+    /// As `dsp::ica::fastica::fastica_with_sources_of`: with `data` (`x` a subsample of its
+    /// samples), the sources of its first rows, on the CPU, instead of `x`'s.
+    pub fn fastica_with_sources_of(
+        &self,
+        x: &Observations,
+        data: Option<(&Observations, usize)>,
+        p: &FastIcaParams,
+        warm: Option<&DMatrix<f64>>,
+    ) -> Result<Ica, IcaError> {
         if p.approach == Approach::Deflation {
-            return ica::fastica(x, p, warm);
+            return ica::fastica::fastica_with_sources_of(x, data, p, warm);
         }
         p.validate()?;
         let gpu = |e: GpuError| IcaError::Gpu(e.to_string());
@@ -171,17 +183,28 @@ impl<'a> GpuFastIca<'a> {
                 .symmetric_on(&wh.z, (r, wh.samples), p, &w0)
                 .map_err(gpu)?;
             let w = order_components(&wh.k_inv, &w);
-            let sources = self.sources(&wh, &w).map_err(gpu)?;
+            let sources = match data {
+                Some(_) => None,
+                None => Some(self.sources(&wh, &w).map_err(gpu)?),
+            };
             let state = (iterations, converged);
-            return Ok(finish_ordered((&wh.k, &wh.k_inv), &w, state, |unmixing| {
-                let source_means = means_under(unmixing, &wh.means);
-                (wh.means.clone(), sources, source_means)
-            }));
+            return Ok(finish_ordered(
+                (&wh.k, &wh.k_inv),
+                &w,
+                state,
+                |unmixing| match (data, sources) {
+                    (Some((data, rows)), _) => unmix(unmixing, data, rows),
+                    (None, sources) => {
+                        let source_means = means_under(unmixing, &wh.means);
+                        (wh.means.clone(), sources.expect("made above"), source_means)
+                    }
+                },
+            ));
         }
         let whiten = || Whitening::of(x, p.components);
         let (wh, w0) = whiten_beside_start(x, p, warm, whiten, |wh| &wh.k_inv)?;
         let (w, iterations, converged) = self.symmetric(&wh.z, p, &w0).map_err(gpu)?;
-        Ok(wh.finish(&w, iterations, converged))
+        Ok(wh.finish_with_sources_of(&w, (iterations, converged), data))
     }
 
     /// Symmetric FastICA of whitened `z` from rotation `w0`: (rotation, iterations, converged).
@@ -507,10 +530,12 @@ impl<'a> GpuFastIca<'a> {
             list.push(Dispatch("change", &pl.change, g_change.clone(), (1, 1, 1)));
             list
         });
-        // Each batch is submitted before the host checks the one before it, so that the GPU
-        // does not wait for the check or for the next batch's recording. A batch copies the
-        // convergence measures and the W it ends with into staging buffers of its own slot; the
-        // result is the W after the batch in which the measure first fell below the tolerance.
+        // Once the first batch has not converged, each batch is submitted before the host checks
+        // the one before it, so that the GPU does not wait for the check or for the next batch's
+        // recording (a fit that converges in its first batch, as warm-started ones do, computes
+        // no batch in vain). A batch copies the convergence measures and the W it ends with into
+        // staging buffers of its own slot; the result is the W after the batch in which the
+        // measure first fell below the tolerance.
         let lims_bytes = ((1 + p.max_iter) * 4) as u64;
         let w_bytes = (r * r * 4) as u64;
         let staging = |label: &str, bytes: u64| {
@@ -525,7 +550,8 @@ impl<'a> GpuFastIca<'a> {
         let mut in_flight = std::collections::VecDeque::new();
         let (mut submitted, mut batches) = (0, 0);
         loop {
-            while submitted < p.max_iter && in_flight.len() < 2 {
+            let ahead = if batches == 0 { 1 } else { 2 };
+            while submitted < p.max_iter && in_flight.len() < ahead {
                 let batch = ITERATIONS_PER_SUBMIT.min(p.max_iter - submitted);
                 let mut enc = dev.create_command_encoder(&Default::default());
                 let dispatches = (submitted..submitted + batch).flat_map(|i| &iteration[i % 2]);

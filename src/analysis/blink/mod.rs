@@ -290,8 +290,12 @@ impl<'a> Deblinker<'a> {
         let rows = opts.source_rows.unwrap_or(x.rows);
         let ica = match (opts.algorithm, self.gpu_for(opts, x.rows)) {
             (Algorithm::Jade, _) => ica::jade(fit, opts.fastica.components),
+            // FastICA unmixes the whole window as it finishes (the GPU's without computing the
+            // subsample's sources).
+            (Algorithm::Fastica, Some(g)) if stride > 1 => {
+                return g.fastica_with_sources_of(fit, Some((x, rows)), &opts.fastica, warm);
+            }
             (Algorithm::Fastica, Some(g)) => g.fastica(fit, &opts.fastica, warm),
-            // The CPU's FastICA unmixes the whole window as it finishes.
             (Algorithm::Fastica, None) if stride > 1 => {
                 let data = Some((x, rows));
                 return ica::fastica::fastica_with_sources_of(fit, data, &opts.fastica, warm);

@@ -615,7 +615,7 @@ pub(crate) fn column_blocks(t: usize, size: usize) -> Vec<(usize, usize)> {
 
 /// `x`'s channel means mu_X, the sources W (X - mu_X) of the first `rows` components and the
 /// means W mu_X of all under `unmixing`.
-fn unmix(
+pub fn unmix(
     unmixing: &DMatrix<f64>,
     x: &Observations,
     rows: usize,
