@@ -21,6 +21,11 @@ use crate::dsp::ica::{
     finish_ordered, means_under, order_components, unmix, whiten_beside_start,
 };
 
+/// Channels from which the device whitens (where it has f64 in shaders): below, its two
+/// read-backs cost more than the CPU's products (H100, 32 x 20000: 0.014-0.015 s against
+/// 0.012-0.013 s whitening on the CPU; 64 x 20000: 0.061-0.062 against 0.062-0.066 s).
+pub const DEVICE_WHITENING_CHANNELS: usize = 64;
+
 /// Iterations recorded per submission.
 pub const ITERATIONS_PER_SUBMIT: usize = 10;
 /// The symmetric decorrelation's steps X' = a X + b (X X^T) X + c (X X^T)^2 X: each applies
@@ -103,9 +108,9 @@ impl Dispatch<'_> {
 pub struct GpuFastIca<'a> {
     ctx: &'a GpuContext,
     pipelines: FastIcaPipelines,
-    /// Whitening, sources and all on the device where it has f64 in shaders (else the CPU
-    /// whitens and computes the sources).
-    pub gpu_whitening: bool,
+    /// Channels from which the whitening and the sources run on the device, where it has f64
+    /// in shaders (`DEVICE_WHITENING_CHANNELS`; none: always on the CPU).
+    pub whitening_from: Option<usize>,
 }
 
 impl FastIcaPipelines {
@@ -140,7 +145,7 @@ impl<'a> GpuFastIca<'a> {
             .unwrap_or_else(|| FastIcaPipelines::compile(ctx));
         GpuFastIca {
             ctx,
-            gpu_whitening: pipelines.whitening.is_some(),
+            whitening_from: (pipelines.whitening.as_ref()).map(|_| DEVICE_WHITENING_CHANNELS),
             pipelines,
         }
     }
@@ -149,8 +154,13 @@ impl<'a> GpuFastIca<'a> {
         self.ctx
     }
 
+    /// Whether a fit of `channels` channels is whitened on the device (`whitening_from`).
+    pub fn whitens_on_device(&self, channels: usize) -> bool {
+        self.pipelines.whitening.is_some() && self.whitening_from.is_some_and(|k| channels >= k)
+    }
+
     /// As `dsp::ica::fastica`: the iterations here, and the whitening and the sources too where
-    /// the device has f64 in shaders (`gpu_whitening`), else on the CPU.
+    /// the device has f64 in shaders (`whitening_from`), else on the CPU.
     pub fn fastica(
         &self,
         x: &Observations,
@@ -174,7 +184,8 @@ impl<'a> GpuFastIca<'a> {
         }
         p.validate()?;
         let gpu = |e: GpuError| IcaError::Gpu(e.to_string());
-        if let Some(pipelines) = (self.pipelines.whitening.as_ref()).filter(|_| self.gpu_whitening)
+        if let Some(pipelines) =
+            (self.pipelines.whitening.as_ref()).filter(|_| self.whitens_on_device(x.rows))
         {
             let whiten = || pipelines.whiten(self.ctx, x, p.components);
             let (wh, w0) = whiten_beside_start(x, p, warm, whiten, |wh| &wh.k_inv)?;

@@ -218,7 +218,7 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
     let mut gpu_crossover = Vec::new();
     if let Some(ctx) = &gpu {
         let mut kernels = GpuFastIca::new(ctx);
-        let on_device = kernels.gpu_whitening;
+        let whitening = kernels.whitening_from;
         // Warm-up: pipelines and the driver's first submission.
         let _ = kernels.fastica(&sub(32, 2000), &FastIcaParams::default(), None);
         let sizes = if args.sizes.is_empty() {
@@ -240,12 +240,14 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
         for &(channels, samples) in &sizes {
             let x = mixed(x, channels, samples.min(x.cols));
             // Where the device whitens, its runs and those whitening on the CPU alternate.
+            let on_device = kernels.whitens_on_device(channels);
             let (mut device, mut host) = (Vec::new(), Vec::new());
             let mut dev = None;
             let configs: &[bool] = if on_device { &[true, false] } else { &[false] };
+            let device_rule = whitening;
             for _ in 0..args.repeat.min(3) {
                 for &whiten in configs {
-                    kernels.gpu_whitening = whiten;
+                    kernels.whitening_from = if whiten { device_rule } else { None };
                     let t0 = Instant::now();
                     let fit = kernels.fastica(&x, &p, None)?;
                     let times = if whiten == on_device {
@@ -257,7 +259,7 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
                     dev.get_or_insert(fit);
                 }
             }
-            kernels.gpu_whitening = on_device;
+            kernels.whitening_from = whitening;
             let gpu_s = Stats::of(device);
             let gpu_cpu_whitening_s = (!host.is_empty()).then(|| Stats::of(host).median);
             let dev = dev.expect("at least one run");
