@@ -75,6 +75,25 @@ struct Params {
     pad: [u32; 2],
 }
 
+impl Params {
+    /// W Z for an r x r W and r x t Z, both row-major (`gemm_wide`, mode 0).
+    fn rotation(r: u32, t: u32) -> Params {
+        Params {
+            m: r,
+            n: t,
+            k: r,
+            a_rs: r,
+            a_cs: 1,
+            b_rs: t,
+            b_cs: 1,
+            c_rs: t,
+            k_chunk: r,
+            alpha: 1.0,
+            ..Default::default()
+        }
+    }
+}
+
 /// FastICA's pipelines, compiled once (`GpuContext::prepare` can compile them ahead).
 pub struct FastIcaPipelines {
     gemm: wgpu::ComputePipeline,
@@ -306,19 +325,9 @@ impl<'a> GpuFastIca<'a> {
             ..Default::default()
         };
         let p_wz = uniform(Params {
-            m: r32,
-            n: t32,
-            k: r32,
             contrast,
-            a_rs: r32,
-            a_cs: 1,
-            b_rs: t32,
-            b_cs: 1,
-            c_rs: t32,
-            k_chunk: r32,
             mode: 1,
-            alpha: 1.0,
-            ..Default::default()
+            ..Params::rotation(r32, t32)
         });
         let p_gz = uniform(Params {
             m: r32,
@@ -589,15 +598,18 @@ impl<'a> GpuFastIca<'a> {
             let (slot_lims, slot_w) = &slots[slot];
             let converged_at =
                 self.ctx
-                    .with_mapped(slot_lims, lims_bytes, Some(submission), |v| {
+                    .with_mapped(slot_lims, lims_bytes, Some(submission.clone()), |v| {
                         let values: &[f32] = bytemuck::cast_slice(v);
                         (0..done).find(|&k| (values[1 + k] as f64) < p.tol)
                     })?;
             if converged_at.is_some() || done == p.max_iter {
-                let w = self.ctx.with_mapped(slot_w, w_bytes, None, |v| {
-                    let v: &[f32] = bytemuck::cast_slice(v);
-                    DMatrix::from_fn(r, r, |i, j| v[i * r + j] as f64)
-                })?;
+                // Mapped once this batch is done, not the one after it.
+                let w = self
+                    .ctx
+                    .with_mapped(slot_w, w_bytes, Some(submission), |v| {
+                        let v: &[f32] = bytemuck::cast_slice(v);
+                        DMatrix::from_fn(r, r, |i, j| v[i * r + j] as f64)
+                    })?;
                 return Ok(match converged_at {
                     Some(k) => (w, k + 1, true),
                     None => (w, p.max_iter, false),
@@ -619,19 +631,7 @@ impl<'a> GpuFastIca<'a> {
                 usage,
             })
         };
-        let params = Params {
-            m: r32,
-            n: t32,
-            k: r32,
-            a_rs: r32,
-            a_cs: 1,
-            b_rs: t32,
-            b_cs: 1,
-            c_rs: t32,
-            k_chunk: r32,
-            alpha: 1.0,
-            ..Default::default()
-        };
+        let params = Params::rotation(r32, t32);
         let params = init(
             "sources params",
             bytemuck::bytes_of(&params),
