@@ -128,40 +128,52 @@ impl WhiteningPipelines {
         );
         let p0 = params(0);
         let tiles = n.div_ceil(TILE) as u32;
-        ctx.guarded(|| {
-            let mut enc = dev.create_command_encoder(&Default::default());
-            {
-                let mut pass = ctx.pass(&mut enc, "whitening: means, covariance");
-                let g = group(&self.means, &[entry(0, &p0), entry(1, &xb), entry(2, &mu)]);
-                pass.set_pipeline(&self.means);
-                pass.set_bind_group(0, &g, &[]);
-                pass.dispatch_workgroups(n as u32, 1, 1);
-                let g = group(
-                    &self.covariance,
-                    &[entry(0, &p0), entry(1, &xb), entry(2, &mu), entry(3, &part)],
-                );
-                pass.set_pipeline(&self.covariance);
-                pass.set_bind_group(0, &g, &[]);
-                pass.dispatch_workgroups(tiles, tiles, chunks as u32);
-                let g = group(
-                    &self.sum_chunks,
-                    &[entry(0, &p0), entry(3, &part), entry(4, &cov)],
-                );
-                pass.set_pipeline(&self.sum_chunks);
-                pass.set_bind_group(0, &g, &[]);
-                pass.dispatch_workgroups((n * n).div_ceil(256) as u32, 1, 1);
-            }
-            ctx.queue.submit([enc.finish()]);
-        })
-        .map_err(gpu)?;
-        let means: Vec<f64> =
-            bytemuck::cast_slice(&ctx.read_back(&mu, (n * 8) as u64).map_err(gpu)?).to_vec();
+        // The means and the covariance come back in one read-back.
+        let back = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("means and covariance"),
+            size: ((n + n * n) * 8) as u64,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let submission = ctx
+            .guarded(|| {
+                let mut enc = dev.create_command_encoder(&Default::default());
+                {
+                    let mut pass = ctx.pass(&mut enc, "whitening: means, covariance");
+                    let g = group(&self.means, &[entry(0, &p0), entry(1, &xb), entry(2, &mu)]);
+                    pass.set_pipeline(&self.means);
+                    pass.set_bind_group(0, &g, &[]);
+                    pass.dispatch_workgroups(n as u32, 1, 1);
+                    let g = group(
+                        &self.covariance,
+                        &[entry(0, &p0), entry(1, &xb), entry(2, &mu), entry(3, &part)],
+                    );
+                    pass.set_pipeline(&self.covariance);
+                    pass.set_bind_group(0, &g, &[]);
+                    pass.dispatch_workgroups(tiles, tiles, chunks as u32);
+                    let g = group(
+                        &self.sum_chunks,
+                        &[entry(0, &p0), entry(3, &part), entry(4, &cov)],
+                    );
+                    pass.set_pipeline(&self.sum_chunks);
+                    pass.set_bind_group(0, &g, &[]);
+                    pass.dispatch_workgroups((n * n).div_ceil(256) as u32, 1, 1);
+                }
+                enc.copy_buffer_to_buffer(&mu, 0, &back, 0, (n * 8) as u64);
+                enc.copy_buffer_to_buffer(&cov, 0, &back, (n * 8) as u64, (n * n * 8) as u64);
+                ctx.queue.submit([enc.finish()])
+            })
+            .map_err(gpu)?;
+        let (means, mut c) = ctx
+            .with_mapped(&back, back.size(), Some(submission), |bytes| {
+                let all: Vec<f64> = bytemuck::pod_collect_to_vec(bytes);
+                (all[..n].to_vec(), all[n..].to_vec())
+            })
+            .map_err(gpu)?;
         // A value that is not finite makes its channel's sum not finite.
         if means.iter().any(|m| !m.is_finite()) {
             return Err(IcaError::NotFinite);
         }
-        let mut c: Vec<f64> =
-            bytemuck::cast_slice(&ctx.read_back(&cov, (n * n * 8) as u64).map_err(gpu)?).to_vec();
         // Only the tiles on and above the diagonal were summed.
         for i in 0..n {
             for j in 0..i {
@@ -254,10 +266,7 @@ mod tests {
         let (a, b) = (kk(&gpu.k), kk(&cpu.k));
         let worst = (&a - &b).abs().max() / b.abs().max();
         assert!(worst < 1e-9, "K^T K differs by {worst:e}");
-        let z = ctx
-            .read_back(&gpu.z, (cpu.z.data.len() * 4) as u64)
-            .unwrap();
-        let z: &[f32] = bytemuck::cast_slice(&z);
+        let z = ctx.read_back_f32(&gpu.z, cpu.z.data.len()).unwrap();
         let r = cpu.k.nrows();
         for i in 0..r {
             // Rows may differ in sign where the solvers' eigenvectors do.
