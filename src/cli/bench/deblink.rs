@@ -239,29 +239,28 @@ pub fn run(args: &DeblinkBenchArgs) -> anyhow::Result<()> {
         let mut runs = Vec::new();
         for &(channels, samples) in &sizes {
             let x = mixed(x, channels, samples.min(x.cols));
-            // Where the device whitens, its runs and those whitening on the CPU alternate.
-            let on_device = kernels.whitens_on_device(channels);
-            let (mut device, mut host) = (Vec::new(), Vec::new());
+            // Where the device whitens, its runs and those of the same fit whitened on the CPU
+            // alternate.
+            let rules = if kernels.whitens_on_device(channels) {
+                vec![whitening, None]
+            } else {
+                vec![whitening]
+            };
+            let mut times = vec![Vec::new(); rules.len()];
             let mut dev = None;
-            let configs: &[bool] = if on_device { &[true, false] } else { &[false] };
-            let device_rule = whitening;
             for _ in 0..args.repeat.min(3) {
-                for &whiten in configs {
-                    kernels.whitening_from = if whiten { device_rule } else { None };
+                for (&rule, times) in rules.iter().zip(&mut times) {
+                    kernels.whitening_from = rule;
                     let t0 = Instant::now();
                     let fit = kernels.fastica(&x, &p, None)?;
-                    let times = if whiten == on_device {
-                        &mut device
-                    } else {
-                        &mut host
-                    };
                     times.push(t0.elapsed().as_secs_f64());
                     dev.get_or_insert(fit);
                 }
             }
             kernels.whitening_from = whitening;
-            let gpu_s = Stats::of(device);
-            let gpu_cpu_whitening_s = (!host.is_empty()).then(|| Stats::of(host).median);
+            let mut times = times.into_iter().map(Stats::of);
+            let gpu_s = times.next().expect("the default's runs");
+            let gpu_cpu_whitening_s = times.next().map(|s| s.median);
             let dev = dev.expect("at least one run");
             let t0 = Instant::now();
             ica::Whitening::of(&x, None)?;
