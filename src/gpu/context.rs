@@ -434,15 +434,7 @@ impl GpuContext {
         use rayon::prelude::*;
         const PIECE: usize = 1 << 18;
         let bytes = (len * 4) as u64;
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("read back"),
-            size: bytes.max(4),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut enc = self.device.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
-        let submission = self.queue.submit([enc.finish()]);
+        let (staging, submission) = self.copied_back(src, 0, bytes);
         self.with_mapped(&staging, bytes, Some(submission), |data| {
             let mut out = vec![0.0f32; len];
             (out.par_chunks_mut(PIECE))
@@ -459,16 +451,27 @@ impl GpuContext {
         offset: u64,
         bytes: u64,
     ) -> Result<Vec<u8>, GpuError> {
+        let (staging, submission) = self.copied_back(src, offset, bytes);
+        self.read_mapped(&staging, bytes, Some(submission))
+    }
+
+    /// A staging buffer (MAP_READ) that `bytes` from `offset` of `src` are being copied into,
+    /// and the copy's submission.
+    fn copied_back(
+        &self,
+        src: &wgpu::Buffer,
+        offset: u64,
+        bytes: u64,
+    ) -> (wgpu::Buffer, wgpu::SubmissionIndex) {
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("read back"),
-            size: bytes,
+            size: bytes.max(4),
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         let mut enc = self.device.create_command_encoder(&Default::default());
         enc.copy_buffer_to_buffer(src, offset, &staging, 0, bytes);
-        self.queue.submit([enc.finish()]);
-        self.read_mapped(&staging, bytes, None)
+        (staging, self.queue.submit([enc.finish()]))
     }
 }
 

@@ -21,8 +21,9 @@ use crate::dsp::ica::{
     finish_ordered, means_under, order_components, unmix, whiten_beside_start,
 };
 
-/// Channels from which the device whitens (where it has f64 in shaders): below, its two
-/// read-backs cost more than the CPU's products (H100, 32 x 20000: 0.014-0.015 s against
+/// Channels from which the device whitens (where it has f64 in shaders): below, its passes and
+/// read-backs cost more than the CPU's products (measured with a read-back each for the means
+/// and the covariance, since joined) (H100, 32 x 20000: 0.014-0.015 s against
 /// 0.012-0.013 s whitening on the CPU; 64 x 20000: 0.061-0.062 against 0.062-0.066 s).
 pub const DEVICE_WHITENING_CHANNELS: usize = 64;
 

@@ -11,7 +11,7 @@ use nalgebra::DMatrix;
 
 use super::context::{compute_pipeline, entry};
 use super::{GpuContext, GpuError};
-use crate::dsp::ica::{IcaError, Observations, whitening_map};
+use crate::dsp::ica::{IcaError, Observations, check_shape, whitening_map};
 
 /// Samples a workgroup of the covariance sums (the rest of the GPU takes the other chunks).
 const CHUNK: usize = 1024;
@@ -76,20 +76,11 @@ impl WhiteningPipelines {
         x: &Observations,
         components: Option<usize>,
     ) -> Result<GpuWhitening, IcaError> {
+        check_shape(x)?;
         let (n, t) = (x.rows, x.cols);
-        if n < 2 || t <= n {
-            return Err(IcaError::Shape { rows: n, cols: t });
-        }
         let gpu = |e: GpuError| IcaError::Gpu(e.to_string());
         let dev = &ctx.device;
         let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
-        let init = |label: &str, contents: &[u8]| {
-            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents,
-                usage: storage,
-            })
-        };
         let empty = |label: &str, bytes: usize| {
             dev.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
@@ -183,7 +174,7 @@ impl WhiteningPipelines {
         let (k, k_inv) = whitening_map(n, &c, components)?;
         let r = k.nrows();
         let k_rows: Vec<f64> = (0..r * n).map(|q| k[(q / n, q % n)]).collect();
-        let kb = init("K", bytemuck::cast_slice(&k_rows));
+        let kb = (ctx.upload("K", bytemuck::cast_slice(&k_rows), storage)).map_err(gpu)?;
         let z = empty("z", r * t * 4);
         let pr = params(r);
         ctx.guarded(|| {

@@ -305,9 +305,7 @@ impl Whitening {
     /// The whitening of `x` onto at most `components` leading principal components.
     pub fn of(x: &Observations, components: Option<usize>) -> Result<Self, IcaError> {
         let (n, t) = (x.rows, x.cols);
-        if n < 2 || t <= n {
-            return Err(IcaError::Shape { rows: n, cols: t });
-        }
+        check_shape(x)?;
         let means = channel_means(x);
         // A value that is not finite makes its channel's sum not finite.
         if means.iter().any(|m| !m.is_finite()) {
@@ -393,6 +391,17 @@ impl Whitening {
     pub fn rotation_from(&self, unmixing: &DMatrix<f64>) -> Option<DMatrix<f64>> {
         rotation_from(&self.k_inv, unmixing)
     }
+}
+
+/// The shape every whitening needs: at least 2 channels, more samples than channels.
+pub fn check_shape(x: &Observations) -> Result<(), IcaError> {
+    if x.rows < 2 || x.cols <= x.rows {
+        return Err(IcaError::Shape {
+            rows: x.rows,
+            cols: x.cols,
+        });
+    }
+    Ok(())
 }
 
 /// K = D^-1/2 E^T (r x n) and its pseudo-inverse E D^1/2 (n x r) from the eigenpairs of the n x n
