@@ -6,8 +6,11 @@
 //   samples    f32 [C][N]          physical samples
 //   means      f32 [C]             each channel's mean (f64 on the host)
 //   spectra    vec2<f32> [C][M]    X_k after the forward FFT (load writes x - mean, 0-padded)
-//   wavelet    vec2<f32> [S]       (s_j dw, sqrt(2 pi s_j / dt) pi^(-1/4) / M), dw = 2 pi/(M dt):
-//                                  the daughter psi_hat(s_j w_k) / M is computed where used
+//   wavelet    vec4<f32> [S]       (s_j dw, sqrt(2 pi s_j / dt) pi^(-1/4) / M, omega0, s_j in
+//                                  seconds (for |W|^2/s)), dw = 2 pi/(M dt): all that a
+//                                  slider changes, in one buffer rewritten in place, so that
+//                                  the bind groups are kept (gpu::binds). The daughter
+//                                  psi_hat(s_j w_k) / M is computed where used
 //                                  (the CPU's exp of every k and scale took longer than the
 //                                  whole GPU transform)
 //   coeffs_out vec2<f32> [rows][M] X_k psi_hat, then W_n after the inverse FFT (`multiply` and
@@ -15,7 +18,6 @@
 //   w2         f32 [rows][M]       |W_n|^2, all that is read of W: fft_pass.wgsl's pass 2
 //                                  writes it (`pass_output`), `to_power` after the stages
 //   mag        f32 [rows][N]       |W| (read back for the CLI and tests)
-//   scales     f32 [S]             s_j in seconds (for |W|^2/s)
 //   values     f32 [C*S][width]    shown value per image pixel: the mean power over the
 //                                  pixel's samples, optionally / s, as |W|, |W|^2 or dB
 //   qmax       u32 [C]             per channel, bits of the largest mean power (/ s): positive
@@ -68,7 +70,7 @@ struct Params {
     count: u32,
     blocks: u32,
     range_db: f32,
-    omega0: f32,
+    pad0: f32,
     // 1: each channel's colours span its own range; 0: one range for all
     per_trace: u32,
     channels: u32,
@@ -95,11 +97,10 @@ struct Params {
 @group(0) @binding(2) var<storage, read> means: array<f32>;
 @group(0) @binding(3) var<storage, read_write> spectra_out: array<vec2<f32>>;
 @group(0) @binding(4) var<storage, read> spectra: array<vec2<f32>>;
-@group(0) @binding(5) var<storage, read> wavelet: array<vec2<f32>>;
+@group(0) @binding(5) var<storage, read> wavelet: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> coeffs_out: array<vec2<f32>>;
 @group(0) @binding(7) var<storage, read> w2: array<f32>;
 @group(0) @binding(8) var<storage, read_write> mag: array<f32>;
-@group(0) @binding(9) var<storage, read> scales: array<f32>;
 @group(0) @binding(10) var<storage, read_write> values_out: array<f32>;
 @group(0) @binding(11) var<storage, read_write> qmax: array<atomic<u32>>;
 @group(0) @binding(12) var<storage, read> values: array<f32>;
@@ -148,20 +149,35 @@ fn load(
 
 const DAUGHTER_E2: f32 = 200.0;
 
-// L for tile row `row` where its inverse FFT's input is zero from bin L on and L <= TILE (a
-// power of two): fft_pass.wgsl then computes it in one pass (`pass_direct`); 0 for rows that
-// take the two passes. pass_input is zero where w.x k - omega0 >= sqrt(DAUGHTER_E2); two bins
-// beyond the bound cover its rounding.
+// The bin of tile row `row` from which its inverse FFT's input is zero (at most M / 2 + 1):
+// pass_input is zero where w.x k - omega0 >= sqrt(DAUGHTER_E2); two bins beyond the bound
+// cover its rounding.
+fn pass_input_end(row: u32) -> u32 {
+    let w = wavelet[scale_of(row)];
+    let last = (w.z + sqrt(DAUGHTER_E2)) / w.x;
+    if !(last < f32(params.half)) {
+        return params.half;
+    }
+    return min(u32(last) + 2u, params.half);
+}
+
+// L for tile row `row` where fft_pass.wgsl computes it in one pass (`pass_direct`), 0 for rows
+// that take the two passes: the power of two above its input's end where that is at most TILE;
+// else TILE where the input ends by 2 TILE + 1, so that at most two bins fold onto each of the
+// L inputs (and the Nyquist bin a third onto bin 0: every row of M <= 4 TILE, the interactive
+// scalogram's 8,192 among them).
 fn pass_direct_len(row: u32) -> u32 {
     if params.direct == 0u || row >= params.rows {
         return 0u;
     }
-    let last = (params.omega0 + sqrt(DAUGHTER_E2)) / wavelet[scale_of(row)].x;
-    if !(last < f32(TILE - 2u)) {
-        return 0u;
+    let end = pass_input_end(row);
+    if end <= TILE {
+        return 1u << (32u - countLeadingZeros(max(end, 2u) - 1u));
     }
-    let l = u32(last) + 2u;
-    return 1u << (32u - countLeadingZeros(l - 1u));
+    if end <= 2u * TILE + 1u {
+        return TILE;
+    }
+    return 0u;
 }
 
 // X_k psi_hat(s w_k) / M of tile row `row`: the inverse FFT's input, computed where it is
@@ -181,7 +197,7 @@ fn daughter_input(row: u32, k: u32) -> vec2<f32> {
     // H(w): k = 0 and the negative frequencies above M/2 are zero.
     if k > 0u && k < params.half {
         let w = wavelet[scale_of(row)];
-        let e = w.x * f32(k) - params.omega0;
+        let e = w.x * f32(k) - w.z;
         // Past e^2 = 200 the daughter, norm x e^-100, is below f32's normal range (the CPU's
         // f64 stops at 1400, where it is 0 exactly): what it would add is beneath rounding.
         if e * e < DAUGHTER_E2 {
@@ -399,7 +415,7 @@ fn columns(
         let s = scale_of(row);
         var q = sum / f32(max(b - a, 1u));
         if params.per_scale == 1u {
-            q = q / scales[s];
+            q = q / wavelet[s].w;
         }
         let image_row = channel_of(row) * params.scales + s;
         values_out[image_row * params.width + x] = shown(q);

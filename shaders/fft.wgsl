@@ -54,6 +54,10 @@ fn pass_direct_len(row: u32) -> u32 {
     return 0u;
 }
 
+fn pass_input_end(row: u32) -> u32 {
+    return split.m;
+}
+
 fn cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }

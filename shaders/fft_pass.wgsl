@@ -17,8 +17,11 @@
 // blocks of samples there, so that no |W|^2 row goes to memory). g0 is its first sequence, of
 // the row's N1 and N2; and
 //     fn pass_direct_len(row: u32) -> u32
-// L where a row's input is zero from k = L on and L <= TILE, else 0: such rows take
-// `pass_direct` alone, which passes 1 and 2 leave to it (fft.wgsl has none).
+// L <= TILE where a row takes `pass_direct` alone, which passes 1 and 2 leave to it, else 0
+// (fft.wgsl has none); and
+//     fn pass_input_end(row: u32) -> u32
+// the bin from which a row's input is zero: `pass_direct` folds the bins from L on onto the
+// first L.
 // Its bindings start at 20 to stay clear of the including module's.
 //
 // M = N1 N2, input index k = N2 k1 + k2 (k1 < N1, k2 < N2), output index j = j1 + N1 j2:
@@ -343,12 +346,13 @@ fn tp_pass2_end(lid: u32, g0: u32, n1: u32, n2: u32) {
     pass2_tile(lid, g0, n1, n2);
 }
 
-// The inverse FFT of a row whose input is zero from k = L on (L = pass_direct_len(row) <=
-// TILE), in one pass: with D = M / L, W_{j1 + D q} = sum_{k < L} (Y_k w_M^(k j1)) w_L^(k q), L
-// point FFTs of the input times a twiddle, one for each j1 < D. That is pass 2 with N1 = D and
-// N2 = L, whose input pass 1 would have made of zeros but for L values: each value is computed
-// where it is loaded, and nothing goes to memory between. Grid as pass 2's: M / TILE
-// workgroups a row, each TILE / L sequences j1; rows with L = 0 return at once.
+// The inverse FFT of a row in one pass, L = pass_direct_len(row) <= TILE: with D = M / L,
+// W_{j1 + D q} = sum_k (Y_k w_M^(k j1)) w_L^(k q), and as w_L^(k q) repeats every L bins,
+// that is the L-point FFT of the inputs folded, sum_t Y_(k + t L) w_M^((k + t L) j1) for k <
+// L, one FFT for each j1 < D. That is pass 2 with N1 = D and N2 = L, whose input pass 1 would
+// have made of at most end / L values each (end = pass_input_end(row)): each is computed where
+// it is loaded, and nothing goes to memory between. Grid as pass 2's: M / TILE workgroups a
+// row, each TILE / L sequences j1; rows with L = 0 return at once.
 @compute @workgroup_size(256)
 fn pass_direct(
     @builtin(local_invocation_index) lid: u32,
@@ -369,12 +373,17 @@ fn pass_direct(
     let per = TILE / n2;
     let n2_bits = countTrailingZeros(n2);
     let g0 = row * n1 + (w - row * per_row) * per;
+    let end = pass_input_end(row);
     for (var q = 0u; q < PER_THREAD; q++) {
         let e = lid + q * THREADS;
         let k = e & (n2 - 1u);
         let j1 = (g0 + (e >> n2_bits)) & (n1 - 1u);
         // k j1 < L D = M: no reduction needed.
-        tile[e] = tp_cmul(pass_input(row, k), tp_twiddle(k * j1));
+        var v = tp_cmul(pass_input(row, k), tp_twiddle(k * j1));
+        for (var f = k + n2; f < end; f += n2) {
+            v += tp_cmul(pass_input(row, f), tp_twiddle((f * j1) & (split.m - 1u)));
+        }
+        tile[e] = v;
     }
     tp_pass2_end(lid, g0, n1, n2);
 }

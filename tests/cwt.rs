@@ -104,6 +104,50 @@ fn other_omega0_and_several_channels_agree_on_the_gpu() {
     }
 }
 
+/// Rows taken by the one-pass inverse FFT, with and without the bins folded onto its L inputs
+/// (every row at M = 8,192; at M = 16,384 the rows with bands up to 4,097 bins, the others by
+/// the two passes), agree with the two passes alone and with the CPU.
+#[test]
+fn direct_rows_agree_with_the_two_passes() {
+    let Some(mut k) = gpu() else {
+        return;
+    };
+    let mut rng = Rng(11);
+    let dt = 1.0 / 256.0;
+    for n in [7680usize, 12000] {
+        let xs: Vec<Vec<f32>> = (0..2)
+            .map(|_| (0..n).map(|_| (rng.gauss() * 10.0) as f32).collect())
+            .collect();
+        let refs: Vec<&[f32]> = xs.iter().map(Vec::as_slice).collect();
+        // 1 to 64 Hz: bands of about 100 to all 4,097 bins at M = 8,192.
+        let scales: Vec<f64> = (0..13)
+            .map(|j| 6.0 / (2.0 * std::f64::consts::PI * 2f64.powf(j as f64 * 0.5)))
+            .collect();
+        let sp = k.spectra(&refs, None).unwrap();
+        k.direct_rows = true;
+        let direct = k.magnitude(&sp, dt, &scales, 6.0).unwrap();
+        k.direct_rows = false;
+        let two = k.magnitude(&sp, dt, &scales, 6.0).unwrap();
+        k.direct_rows = true;
+        let plan = CwtPlan::new(n, dt, &scales, 6.0).unwrap();
+        for (c, x) in xs.iter().enumerate() {
+            let cpu: Vec<f64> = plan.magnitude(x).iter().map(|&v| v as f64).collect();
+            let part = |g: &[f32]| g[c * scales.len() * n..][..scales.len() * n].to_vec();
+            let two64: Vec<f64> = part(&two).iter().map(|&v| v as f64).collect();
+            let e = worst_relative(&part(&direct), &two64, n);
+            assert!(
+                e <= 1e-5,
+                "N = {n}, channel {c}: direct against two passes {e}"
+            );
+            let e = worst_relative(&part(&direct), &cpu, n);
+            assert!(
+                e <= 1e-5,
+                "N = {n}, channel {c}: direct against the CPU {e}"
+            );
+        }
+    }
+}
+
 /// The scale of the largest |W| at the centre of a pure tone is the tone's, within one voice.
 #[test]
 fn a_tone_peaks_at_its_frequency() {
@@ -529,5 +573,55 @@ fn gpu_texture_matches_the_cpu_image() {
             );
         }
         last = Some((painted, cpu));
+    }
+}
+
+/// Recomputes as a slider moves: the wavelet's parameters are rewritten in place and the bind
+/// groups kept, so each image must show its own omega0 and scales, not the last one's, and a
+/// recording with other channels must get its own tops.
+#[test]
+fn each_recompute_paints_its_own_wavelet() {
+    let Some(mut k) = gpu() else {
+        return;
+    };
+    let lut: [u32; 256] = std::array::from_fn(|i| u32::from_le_bytes([i as u8, 9, 9, 255]));
+    let mut rng = Rng(5);
+    let (n, fs) = (3000, 256.0);
+    let xs: Vec<Vec<f32>> = (0..3)
+        .map(|_| (0..n).map(|_| rng.gauss() as f32).collect())
+        .collect();
+    let spec = PaintSpec {
+        width: 300,
+        quantity: Quantity::Power,
+        per_scale: true,
+        range_db: 40.0,
+        per_trace: true,
+    };
+    for (channels, omega0, count) in [(2, 6.0, 12), (2, 9.0, 12), (2, 6.0, 12), (3, 7.0, 8)] {
+        let refs: Vec<&[f32]> = xs[..channels].iter().map(Vec::as_slice).collect();
+        let params = CwtParams {
+            omega0,
+            scales: ScaleSpec::Frequencies {
+                fmin: 2.0,
+                fmax: 60.0,
+                voices: count,
+            },
+        };
+        let scales = params.scales(1.0 / fs).unwrap();
+        let plan = CwtPlan::new(n, 1.0 / fs, &scales, omega0).unwrap();
+        let (_, want, tops) = pixel_values(&plan, &refs, &spec);
+        let sp = k.spectra(&refs, None).unwrap();
+        let painted = k
+            .paint(&sp, 1.0 / fs, &scales, omega0, &spec, &lut)
+            .unwrap();
+        let got = painted.values(k.context()).unwrap();
+        let top = tops.iter().fold(0f32, |a, &t| a.max(t));
+        let worst = (got.iter().zip(&want)).fold(0f32, |a, (g, w)| a.max((g - w).abs()));
+        assert!(
+            worst <= 1e-4 * top,
+            "{channels} channels, omega0 {omega0}: {worst} against a top of {top}"
+        );
+        let gpu_tops = painted.tops(k.context(), &spec).unwrap();
+        assert_eq!(gpu_tops.len(), channels);
     }
 }

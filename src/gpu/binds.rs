@@ -18,8 +18,9 @@ use super::context::{GpuContext, entry};
 #[derive(PartialEq, Eq, Hash)]
 struct Key {
     pipeline: wgpu::ComputePipeline,
-    params: Vec<u8>,
+    uniforms: Vec<(u32, Vec<u8>)>,
     buffers: Vec<(u32, wgpu::Buffer)>,
+    view: Option<(u32, wgpu::TextureView)>,
 }
 
 struct Kept {
@@ -35,6 +36,15 @@ pub(crate) struct Binds {
     call: u64,
 }
 
+/// What a bind group binds: uniform buffers made of bytes, storage buffers and at most one
+/// texture view, each at its binding.
+#[derive(Clone, Copy)]
+pub(crate) struct Bound<'a> {
+    pub uniforms: &'a [(u32, &'a [u8])],
+    pub buffers: &'a [(u32, &'a wgpu::Buffer)],
+    pub view: Option<(u32, &'a wgpu::TextureView)>,
+}
+
 impl Binds {
     /// The bind group of a dispatch of `pipeline` with `params` at binding 0 and `buffers`
     /// at theirs: the kept one, or a new one kept for the next call.
@@ -45,23 +55,54 @@ impl Binds {
         params: &[u8],
         buffers: &[(u32, &wgpu::Buffer)],
     ) -> wgpu::BindGroup {
+        let bound = Bound {
+            uniforms: &[(0, params)],
+            buffers,
+            view: None,
+        };
+        self.bound(ctx, pipeline, bound)
+    }
+
+    /// As `group`, for any uniforms, buffers and view.
+    pub fn bound(
+        &mut self,
+        ctx: &GpuContext,
+        pipeline: &wgpu::ComputePipeline,
+        bound: Bound,
+    ) -> wgpu::BindGroup {
         let key = Key {
             pipeline: pipeline.clone(),
-            params: params.to_vec(),
-            buffers: buffers.iter().map(|&(b, buf)| (b, buf.clone())).collect(),
+            uniforms: (bound.uniforms.iter())
+                .map(|&(b, bytes)| (b, bytes.to_vec()))
+                .collect(),
+            buffers: (bound.buffers.iter())
+                .map(|&(b, buf)| (b, buf.clone()))
+                .collect(),
+            view: bound.view.map(|(b, v)| (b, v.clone())),
         };
         let call = self.call;
         let kept = self.kept.entry(key).or_insert_with(|| {
             use wgpu::util::DeviceExt;
-            let uniform = ctx
-                .device
-                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: Some("kernel params"),
-                    contents: params,
-                    usage: wgpu::BufferUsages::UNIFORM,
+            let uniforms: Vec<(u32, wgpu::Buffer)> = (bound.uniforms.iter())
+                .map(|&(b, contents)| {
+                    let buffer = ctx
+                        .device
+                        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                            label: Some("kernel params"),
+                            contents,
+                            usage: wgpu::BufferUsages::UNIFORM,
+                        });
+                    (b, buffer)
+                })
+                .collect();
+            let mut entries: Vec<_> = uniforms.iter().map(|(b, u)| entry(*b, u)).collect();
+            entries.extend(bound.buffers.iter().map(|&(b, buf)| entry(b, buf)));
+            if let Some((binding, view)) = bound.view {
+                entries.push(wgpu::BindGroupEntry {
+                    binding,
+                    resource: wgpu::BindingResource::TextureView(view),
                 });
-            let mut entries = vec![entry(0, &uniform)];
-            entries.extend(buffers.iter().map(|&(b, buf)| entry(b, buf)));
+            }
             let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("kept"),
                 layout: &pipeline.get_bind_group_layout(0),

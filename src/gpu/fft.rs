@@ -10,6 +10,7 @@ use eframe::wgpu;
 use eframe::wgpu::util::DeviceExt;
 use rustfft::num_complex::Complex32;
 
+use super::binds::{Binds, Bound};
 use super::context::{compute_pipeline, entry};
 use super::{GpuContext, GpuError};
 
@@ -23,6 +24,17 @@ const TILE: usize = 2048;
 /// `pass_input`.
 pub(crate) fn with_two_pass(source: &str) -> String {
     format!("{source}\n{}", include_str!("../../shaders/fft_pass.wgsl"))
+}
+
+/// Which of fft_pass.wgsl's dispatches `TwoPass::encode` records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Passes {
+    /// Pass 1 and pass 2.
+    Two,
+    /// Both, then `pass_direct` for the rows they leave to it.
+    TwoAndDirect,
+    /// `pass_direct` alone: it takes every row.
+    Direct,
 }
 
 /// The two dispatches of shaders/fft_pass.wgsl, from a module whose `pass_input` gives pass 1's
@@ -51,6 +63,18 @@ impl TwoPass {
         }
     }
 
+    /// The passes that rows of `m` values take where shaders/cwt.wgsl's `pass_direct_len`
+    /// finds them (`direct`): `pass_direct` alone from M = TILE to 4 TILE, where every row's
+    /// input ends by bin M / 2 + 1 <= 2 TILE + 1, pass 1 and 2 as well above (for the rows
+    /// it leaves), none of it below (none is direct).
+    pub(crate) fn passes(m: usize, direct: bool) -> Passes {
+        match Self::row_workgroups(m) {
+            Some(_) if direct && m <= 4 * TILE => Passes::Direct,
+            Some(_) if direct => Passes::TwoAndDirect,
+            _ => Passes::Two,
+        }
+    }
+
     /// Whether rows of `m` values take the two passes: both factors must fit a workgroup.
     pub(crate) fn fits(m: usize) -> bool {
         m.is_power_of_two() && m <= TILE * TILE
@@ -73,22 +97,23 @@ impl TwoPass {
     }
 
     /// Records the FFTs of `rows` rows of `m` values: pass 1 reads them through `pass_input`,
-    /// whose buffers `input` binds, and writes `inter`; pass 2 writes the values `keep` of each
-    /// row of `out` (what is read next: the rest is not worth its bandwidth), and `hook` binds
-    /// the buffers of its `pass2_tile` and `pass_direct_len` (none for a module whose hooks use
-    /// none). With `pass_direct` (`with_direct`) and `direct`, the rows it takes are its alone.
+    /// whose uniforms and buffers `with.input` binds, and writes `inter`; pass 2 writes the
+    /// values `keep` of each row of `out` (what is read next: the rest is not worth its
+    /// bandwidth), and `with.hook` binds the buffers of its `pass2_tile` and `pass_direct_len`
+    /// (none for a module whose hooks use none). `passes` says which of pass 1, pass 2 and
+    /// `pass_direct` to record. The bind groups come from `binds`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn encode(
         &self,
         ctx: &GpuContext,
+        binds: &mut Binds,
         enc: &mut wgpu::CommandEncoder,
-        input: &[(u32, &wgpu::Buffer)],
+        with: Hooks,
         (inter, out): (&wgpu::Buffer, &wgpu::Buffer),
         (m, rows): (usize, usize),
         inverse: bool,
         keep: std::ops::Range<usize>,
-        hook: &[(u32, &wgpu::Buffer)],
-        with_direct: bool,
+        passes: Passes,
     ) {
         assert!(
             Self::fits(m),
@@ -97,45 +122,52 @@ impl TwoPass {
         let (n1, n2) = Self::split(m);
         let (from, to) = (keep.start, keep.end.min(m));
         let split = [m, n1, n2, rows, inverse as usize, from, to, 0].map(|v| v as u32);
-        let device = &ctx.device;
-        let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("fft split"),
-            contents: bytemuck::cast_slice(&split),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
+        let mut uniforms = vec![(20, bytemuck::cast_slice::<u32, u8>(&split))];
+        uniforms.extend_from_slice(with.uniforms);
         let tiles = (rows * m).div_ceil(TILE).max(1) as u32;
         let (x, y) = (tiles.min(MAX_Y), tiles.div_ceil(MAX_Y));
-        let mut first: Vec<(u32, &wgpu::Buffer)> = vec![(20, &uniform), (22, inter)];
-        first.extend_from_slice(input);
-        let mut second: Vec<(u32, &wgpu::Buffer)> = vec![(20, &uniform), (23, inter), (24, out)];
-        second.extend_from_slice(hook);
+        let mut first: Vec<(u32, &wgpu::Buffer)> = vec![(22, inter)];
+        first.extend_from_slice(with.input);
+        let mut second: Vec<(u32, &wgpu::Buffer)> = vec![(23, inter), (24, out)];
+        second.extend_from_slice(with.hook);
         // The direct pass reads as pass 1 and writes as pass 2 (each binding once).
-        let mut direct: Vec<(u32, &wgpu::Buffer)> = vec![(20, &uniform), (24, out)];
-        for &(b, buf) in input.iter().chain(hook) {
+        let mut direct: Vec<(u32, &wgpu::Buffer)> = vec![(24, out)];
+        for &(b, buf) in with.input.iter().chain(with.hook) {
             if direct.iter().all(|&(d, _)| d != b) {
                 direct.push((b, buf));
             }
         }
-        let mut passes = vec![
-            (&self.pass1, &first[..], "fft pass 1"),
-            (&self.pass2, &second[..], "fft pass 2"),
-        ];
-        if let Some(pipeline) = self.direct.as_ref().filter(|_| with_direct) {
-            passes.push((pipeline, &direct[..], "fft direct pass"));
+        let mut recorded = Vec::new();
+        if passes != Passes::Direct {
+            recorded.push((&self.pass1, &first[..], "fft pass 1"));
+            recorded.push((&self.pass2, &second[..], "fft pass 2"));
         }
-        for (pipeline, buffers, label) in passes {
-            let entries: Vec<_> = buffers.iter().map(|&(b, buf)| entry(b, buf)).collect();
-            let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("fft pass"),
-                layout: &pipeline.get_bind_group_layout(0),
-                entries: &entries,
-            });
+        if passes != Passes::Two {
+            let pipeline = self.direct.as_ref().expect("a module with `pass_direct`");
+            recorded.push((pipeline, &direct[..], "fft direct pass"));
+        }
+        for (pipeline, buffers, label) in recorded {
+            let bound = Bound {
+                uniforms: &uniforms,
+                buffers,
+                view: None,
+            };
+            let bind = binds.bound(ctx, pipeline, bound);
             let mut pass = ctx.pass(enc, label);
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, &bind, &[]);
             pass.dispatch_workgroups(x, y, 1);
         }
     }
+}
+
+/// What the module that completes fft_pass.wgsl binds for its hooks (`TwoPass::encode`):
+/// uniforms made of bytes, the buffers of `pass_input`, and those of the other hooks.
+#[derive(Clone, Copy)]
+pub(crate) struct Hooks<'a> {
+    pub uniforms: &'a [(u32, &'a [u8])],
+    pub input: &'a [(u32, &'a wgpu::Buffer)],
+    pub hook: &'a [(u32, &'a wgpu::Buffer)],
 }
 
 pub struct FftKernels {
@@ -149,6 +181,8 @@ pub struct FftKernels {
     radix8: wgpu::ComputePipeline,
     /// Twiddle tables exp(-2 pi i t / M) by M.
     twiddles: HashMap<usize, wgpu::Buffer>,
+    /// The two passes' bind groups, kept from one `encode` to the next.
+    binds: Binds,
 }
 
 /// Workgroups for `threads` per row over `rows` rows: (x, y, z) with row = y + z * MAX_Y.
@@ -184,6 +218,7 @@ impl FftKernels {
             radix4: pipeline("radix4"),
             radix8: pipeline("radix8"),
             twiddles: HashMap::new(),
+            binds: Binds::default(),
         }
     }
 
@@ -224,19 +259,24 @@ impl FftKernels {
         assert!(m.is_power_of_two(), "FFT lengths are powers of two");
         if self.two_passes(m) {
             let (buffers, shape) = ((b, a), (m, rows));
-            let input = [(1, a)];
-            let two_pass = &self.two_pass;
-            two_pass.encode(
-                &self.ctx,
+            let with = Hooks {
+                uniforms: &[],
+                input: &[(1, a)],
+                hook: &[],
+            };
+            let (ctx, binds) = (&self.ctx, &mut self.binds);
+            (self.two_pass).encode(
+                ctx,
+                binds,
                 enc,
-                &input,
+                with,
                 buffers,
                 shape,
                 inverse,
                 0..m,
-                &[],
-                false,
+                Passes::Two,
             );
+            binds.end_call();
             return false;
         }
         let levels = m.trailing_zeros();

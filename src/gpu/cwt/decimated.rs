@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use eframe::wgpu;
 
-use super::{Blocks, CwtKernels, GpuCwtError, Params, Slot, Spectra, Tile, Wavelet};
+use super::{Blocks, CwtKernels, GpuCwtError, Params, Passes, Slot, Spectra, Tile, Wavelet};
 use crate::dsp::cwt::decimated::{block_kernels, smooth_block_kernels};
 
 /// shaders/cwt.wgsl's `DAUGHTER_E2`: past it the daughter is zero on the GPU.
@@ -149,11 +149,7 @@ impl CwtKernels {
             Some((kappa, _, _)) => kappa.clone(),
             None => self.kappa(m, p, 0, blocks.block, last).0,
         };
-        let wavelet = self.init(
-            "cwt wavelet",
-            bytemuck::cast_slice(&w.daughters(m)),
-            wgpu::BufferUsages::STORAGE,
-        );
+        let wavelet = self.wavelet_buffer(w, m);
         let tiles = self.tiles(sp.channels, group.range.clone(), p)?;
         let most = tiles.iter().map(Tile::rows).max().unwrap_or(0);
         let chunks = if windowed.is_some() {
@@ -178,7 +174,7 @@ impl CwtKernels {
             };
             blocks.set(&mut params);
             let buffers = [&sp.buffer, &wavelet, &partials, &b, &a];
-            self.two_passes(enc, &params, buffers, (p, tile.rows()), 0..p, false);
+            self.two_passes(enc, &params, buffers, (p, tile.rows()), 0..p, Passes::Two);
             let buffers = [(7, &a), (17, &partials), (18, &kappa)];
             let (pipeline, groups) = match windowed {
                 Some(_) => (

@@ -10,14 +10,16 @@ mod upload;
 pub use decimated::{CHUNK as DECIMATED_CHUNK, transform_lengths};
 pub use upload::{Filled, UploadRing};
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use eframe::wgpu;
 use eframe::wgpu::util::DeviceExt;
 
-use super::context::{compute_pipeline, entry};
-use super::fft::{FftKernels, TwoPass, grid, with_two_pass};
+use super::binds::{Binds, Bound};
+use super::context::compute_pipeline;
+use super::fft::{FftKernels, Hooks, Passes, TwoPass, grid, with_two_pass};
 use super::{GpuContext, GpuError};
 use crate::dsp::cwt::{self, CwtError, PaintSpec, Quantity};
 
@@ -63,12 +65,15 @@ pub struct Painted {
 
 /// A texture and the values behind its pixels, kept for the next image of its size once no
 /// `Painted` holds it: a new texture's first use (wgpu clears it) cost 0.25 ms of a 0.9 ms
-/// recompute on the H100.
+/// recompute on the H100. Its view and channels' tops are kept with it, so that the next
+/// image's bind groups are too.
 struct Canvas {
     texture: wgpu::Texture,
+    view: wgpu::TextureView,
     values: wgpu::Buffer,
-    width: usize,
-    height: usize,
+    qmax: wgpu::Buffer,
+    /// Width, height and channels.
+    shape: (usize, usize, usize),
     held: Arc<()>,
 }
 
@@ -122,7 +127,7 @@ struct Params {
     count: u32,
     blocks: u32,
     range_db: f32,
-    omega0: f32,
+    pad0: f32,
     per_trace: u32,
     channels: u32,
     /// 1 where pass 2 of the inverse FFTs sums blocks itself (`run_tiles`).
@@ -166,7 +171,6 @@ impl Tile {
             j0: self.j0 as u32,
             sj: self.sj as u32,
             rows: self.rows() as u32,
-            omega0: w.omega0 as f32,
             ..Default::default()
         }
     }
@@ -224,13 +228,19 @@ struct Wavelet {
 }
 
 impl Wavelet {
-    /// shaders/cwt.wgsl's `wavelet` for rows of `m` values: (s dw, the daughter's norm / M) a
-    /// scale.
+    /// Each scale's (s dw, the daughter's norm / M) for rows of `m` values.
     fn daughters(&self, m: usize) -> Vec<[f32; 2]> {
         let dw = 2.0 * std::f64::consts::PI / (m as f64 * self.dt);
         let norm = |sc| cwt::daughter_norm(sc, self.dt) / m as f64;
         (self.scales.iter())
             .map(|&sc| [(sc * dw) as f32, norm(sc) as f32])
+            .collect()
+    }
+
+    /// shaders/cwt.wgsl's `wavelet`: (s dw, norm / M, omega0, s) a scale.
+    fn for_gpu(&self, m: usize) -> Vec<[f32; 4]> {
+        (self.daughters(m).into_iter().zip(&self.scales))
+            .map(|([x, norm], &sc)| [x, norm, self.omega0 as f32, sc as f32])
             .collect()
     }
 }
@@ -289,6 +299,12 @@ pub struct CwtKernels {
     buffers: [Option<wgpu::Buffer>; 6],
     /// Textures and values of painted images, reused (`canvas`).
     canvases: Vec<Canvas>,
+    /// The last wavelet parameters (`Wavelet::for_gpu`) and colour map, on the device.
+    wavelet: Option<(Vec<[f32; 4]>, wgpu::Buffer)>,
+    lut: Option<([u32; 256], wgpu::Buffer)>,
+    /// The dispatches' bind groups, kept while each call uses them: with the buffers reused
+    /// and the wavelet rewritten in place, a recompute makes none.
+    binds: RefCell<Binds>,
     /// Largest buffer one tile may use; the device's binding limit unless a test lowers it.
     pub max_buffer_bytes: u64,
     /// Whether band power is summed in the inverse FFT's second pass where the shape allows
@@ -342,6 +358,9 @@ impl CwtKernels {
             ring: None,
             buffers: Default::default(),
             canvases: Vec::new(),
+            wavelet: None,
+            lut: None,
+            binds: RefCell::default(),
             max_buffer_bytes: limits
                 .max_storage_buffer_binding_size
                 .min(limits.max_buffer_size),
@@ -405,27 +424,12 @@ impl CwtKernels {
         texture: Option<&wgpu::TextureView>,
         (x, y, z): (u32, u32, u32),
     ) {
-        let uniform = self.init(
-            "cwt params",
-            bytemuck::bytes_of(params),
-            wgpu::BufferUsages::UNIFORM,
-        );
-        let mut entries = vec![entry(0, &uniform)];
-        entries.extend(buffers.iter().map(|&(b, buf)| entry(b, buf)));
-        if let Some(view) = texture {
-            entries.push(wgpu::BindGroupEntry {
-                binding: 14,
-                resource: wgpu::BindingResource::TextureView(view),
-            });
-        }
-        let bind = self
-            .ctx
-            .device
-            .create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("cwt"),
-                layout: &pipeline.get_bind_group_layout(0),
-                entries: &entries,
-            });
+        let bound = Bound {
+            uniforms: &[(0, bytemuck::bytes_of(params))],
+            buffers,
+            view: texture.map(|view| (14, view)),
+        };
+        let bind = self.binds.borrow_mut().bound(&self.ctx, pipeline, bound);
         // Timed passes (`EDE_GPU_PROFILE`) are told apart by their label.
         let label = if std::ptr::eq(pipeline, &self.decimated_sums) {
             "cwt decimated sums"
@@ -445,6 +449,29 @@ impl CwtKernels {
         let kept = &mut self.buffers[slot as usize];
         let usage = wgpu::BufferUsages::STORAGE | usage;
         self.ctx.kept_buffer(kept, slot.label(), bytes, usage)
+    }
+
+    /// The wavelet's parameters for rows of `m` values (`Wavelet::for_gpu`) on the device:
+    /// the buffer of the last ones, rewritten in place where they changed, so that its bind
+    /// groups stay. The write takes effect at the next submit, after all work submitted
+    /// before, and every call submits its work before it returns: no recorded dispatch sees
+    /// another call's wavelet.
+    fn wavelet_buffer(&mut self, w: &Wavelet, m: usize) -> wgpu::Buffer {
+        let daughters = w.for_gpu(m);
+        let bytes: &[u8] = bytemuck::cast_slice(&daughters);
+        let buffer = match self.wavelet.take() {
+            Some((kept, buffer)) if kept == daughters => buffer,
+            Some((_, buffer)) if buffer.size() >= bytes.len() as u64 => {
+                self.ctx.queue.write_buffer(&buffer, 0, bytes);
+                buffer
+            }
+            _ => {
+                let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+                self.init("cwt wavelet", bytes, usage)
+            }
+        };
+        self.wavelet = Some((daughters, buffer.clone()));
+        buffer
     }
 
     /// Tiles of rows of scales `range` that fit one buffer: whole channels when a channel's
@@ -515,7 +542,7 @@ impl CwtKernels {
     /// Records the multiply and the inverse FFTs of `shape` (length, rows) in two passes
     /// (fft_pass.wgsl) with `params`, from the spectra through the daughters into pass 2's
     /// output, `[spectra, daughters, partials, intermediate, output]`; pass 2 writes the
-    /// values `keep` of each row, and `pass_direct` takes the narrow rows where `with_direct`.
+    /// values `keep` of each row; `passes` says which passes (`pass_direct` where `params.direct`).
     fn two_passes(
         &self,
         enc: &mut wgpu::CommandEncoder,
@@ -523,26 +550,17 @@ impl CwtKernels {
         [spectra, daughters, partials, inter, out]: [&wgpu::Buffer; 5],
         shape: (usize, usize),
         keep: std::ops::Range<usize>,
-        with_direct: bool,
+        passes: Passes,
     ) {
-        let uniform = self.init(
-            "cwt params",
-            bytemuck::bytes_of(params),
-            wgpu::BufferUsages::UNIFORM,
-        );
-        let input = [(0, &uniform), (4, spectra), (5, daughters)];
-        let hook = [(0, &uniform), (5, daughters), (17, partials)];
-        let (ctx, buffers) = (&self.ctx, (inter, out));
+        let with = Hooks {
+            uniforms: &[(0, bytemuck::bytes_of(params))],
+            input: &[(4, spectra), (5, daughters)],
+            hook: &[(5, daughters), (17, partials)],
+        };
+        let binds = &mut self.binds.borrow_mut();
+        let buffers = (inter, out);
         (self.two_pass).encode(
-            ctx,
-            enc,
-            &input,
-            buffers,
-            shape,
-            true,
-            keep,
-            &hook,
-            with_direct,
+            &self.ctx, binds, enc, with, buffers, shape, true, keep, passes,
         );
     }
 
@@ -562,11 +580,7 @@ impl CwtKernels {
         mut each: impl FnMut(&Self, &mut wgpu::CommandEncoder, Tile, &wgpu::Buffer, Params),
     ) -> Result<(), GpuCwtError> {
         let m = sp.m;
-        let wavelet = self.init(
-            "cwt wavelet",
-            bytemuck::cast_slice(&w.daughters(m)),
-            wgpu::BufferUsages::STORAGE,
-        );
+        let wavelet = self.wavelet_buffer(w, m);
         let tiles = self.tiles(sp.channels, range, m)?;
         let most = tiles.iter().map(Tile::rows).max().unwrap_or(0);
         let bytes = (most * m * 8) as u64;
@@ -599,7 +613,8 @@ impl CwtKernels {
                     (None, None) => 0..sp.n,
                 };
                 let buffers = [&sp.buffer, &wavelet, &partials, &b, &a];
-                self.two_passes(enc, &params, buffers, (m, tile.rows()), keep, true);
+                let passes = TwoPass::passes(m, params.direct == 1);
+                self.two_passes(enc, &params, buffers, (m, tile.rows()), keep, passes);
                 if per_row.is_some() { &partials } else { &a }
             } else {
                 self.dispatch(
@@ -756,6 +771,7 @@ impl CwtKernels {
             if let Some(whole) = &whole {
                 enc.copy_buffer_to_buffer(whole, 0, &staging, 0, bytes);
             }
+            self.binds.borrow_mut().end_call();
             Ok(ctx.queue.submit([enc.finish()]))
         })??;
         Ok(PendingRows {
@@ -804,26 +820,12 @@ impl CwtKernels {
         }
         let ctx = self.ctx.clone();
         let painted = ctx.guarded(|| -> Result<Painted, GpuCwtError> {
-            let canvas = self.canvas(width, height);
-            let (texture, values) = (canvas.texture.clone(), canvas.values.clone());
-            let held = canvas.held.clone();
-            let view = texture.create_view(&Default::default());
-            let qmax = self.init(
-                "scalogram tops",
-                &vec![0u8; 4 * sp.channels],
-                wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            );
-            let scales32: Vec<f32> = scales.iter().map(|&s| s as f32).collect();
-            let scale_buf = self.init(
-                "cwt scales",
-                bytemuck::cast_slice(&scales32),
-                wgpu::BufferUsages::STORAGE,
-            );
-            let lut_buf = self.init(
-                "lut",
-                bytemuck::cast_slice(lut),
-                wgpu::BufferUsages::STORAGE,
-            );
+            let lut_buf = self.lut_buffer(lut);
+            let wavelet = self.wavelet_buffer(&w, sp.m);
+            let canvas = self.canvas(width, height, sp.channels);
+            let (texture, values, qmax) = (&canvas.texture, &canvas.values, &canvas.qmax);
+            let (texture, values, qmax) = (texture.clone(), values.clone(), qmax.clone());
+            let (view, held) = (canvas.view.clone(), canvas.held.clone());
             let look = |mut p: Params| {
                 p.width = width as u32;
                 p.quantity = match spec.quantity {
@@ -838,6 +840,7 @@ impl CwtKernels {
                 p
             };
             let mut enc = ctx.device.create_command_encoder(&Default::default());
+            enc.clear_buffer(&qmax, 0, None);
             let mut last = Params::default();
             let all = 0..w.scales.len();
             self.run_tiles(&mut enc, sp, &w, all, None, |k, enc, tile, w2, params| {
@@ -846,7 +849,7 @@ impl CwtKernels {
                     enc,
                     &k.columns,
                     &params,
-                    &[(7, w2), (9, &scale_buf), (10, &values), (11, &qmax)],
+                    &[(5, &wavelet), (7, w2), (10, &values), (11, &qmax)],
                     None,
                     (width, tile.rows()),
                 );
@@ -863,6 +866,7 @@ impl CwtKernels {
                 (width, height),
             );
             ctx.queue.submit([enc.finish()]);
+            self.binds.borrow_mut().end_call();
             Ok(Painted {
                 texture,
                 width,
@@ -875,13 +879,28 @@ impl CwtKernels {
         Ok(painted)
     }
 
+    /// `lut` on the device: the buffer of the last colour map, rewritten where it changed.
+    fn lut_buffer(&mut self, lut: &[u32; 256]) -> wgpu::Buffer {
+        match &self.lut {
+            Some((kept, buffer)) if kept == lut => buffer.clone(),
+            _ => {
+                let buffer = self.init(
+                    "lut",
+                    bytemuck::cast_slice(lut),
+                    wgpu::BufferUsages::STORAGE,
+                );
+                self.lut = Some((*lut, buffer.clone()));
+                buffer
+            }
+        }
+    }
+
     /// A canvas of `width` x `height` no image holds, made if there is none; free canvases of
     /// other sizes are let go.
-    fn canvas(&mut self, width: usize, height: usize) -> &Canvas {
-        self.canvases
-            .retain(|c| !c.free() || (c.width, c.height) == (width, height));
-        let found =
-            (self.canvases.iter()).position(|c| c.free() && (c.width, c.height) == (width, height));
+    fn canvas(&mut self, width: usize, height: usize, channels: usize) -> &Canvas {
+        let shape = (width, height, channels);
+        self.canvases.retain(|c| !c.free() || c.shape == shape);
+        let found = (self.canvases.iter()).position(|c| c.free() && c.shape == shape);
         let at = match found {
             Some(at) => at,
             None => {
@@ -903,11 +922,14 @@ impl CwtKernels {
                 });
                 let bytes = (height * width * 4) as u64;
                 let values = self.storage("scalogram values", bytes, wgpu::BufferUsages::COPY_SRC);
+                let usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+                let qmax = self.storage("scalogram tops", 4 * channels as u64, usage);
                 self.canvases.push(Canvas {
+                    view: texture.create_view(&Default::default()),
                     texture,
                     values,
-                    width,
-                    height,
+                    qmax,
+                    shape,
                     held: Arc::new(()),
                 });
                 self.canvases.len() - 1
