@@ -419,7 +419,10 @@ fn columns(
         }
         let image_row = channel_of(row) * params.scales + s;
         values_out[image_row * params.width + x] = shown(q);
-        atomicMax(&row_top, bitcast<u32>(q));
+        // Threads of one workgroup meet at one address: those below its top so far skip.
+        if bitcast<u32>(q) > atomicLoad(&row_top) {
+            atomicMax(&row_top, bitcast<u32>(q));
+        }
     }
     workgroupBarrier();
     if lid == 0u {

@@ -431,13 +431,15 @@ impl CwtKernels {
         };
         let bind = self.binds.borrow_mut().bound(&self.ctx, pipeline, bound);
         // Timed passes (`EDE_GPU_PROFILE`) are told apart by their label.
-        let label = if std::ptr::eq(pipeline, &self.decimated_sums) {
-            "cwt decimated sums"
-        } else if std::ptr::eq(pipeline, &self.windowed_sums) {
-            "cwt windowed sums"
-        } else {
-            "cwt"
-        };
+        let named = [
+            (&self.decimated_sums, "cwt decimated sums"),
+            (&self.windowed_sums, "cwt windowed sums"),
+            (&self.columns, "cwt pixel columns"),
+            (&self.paint, "cwt paint"),
+        ];
+        let label = (named.iter())
+            .find(|(p, _)| std::ptr::eq(pipeline, *p))
+            .map_or("cwt", |&(_, label)| label);
         let mut pass = self.ctx.pass(enc, label);
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &bind, &[]);
