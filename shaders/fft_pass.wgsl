@@ -373,17 +373,52 @@ fn pass_direct(
     let per = TILE / n2;
     let n2_bits = countTrailingZeros(n2);
     let g0 = row * n1 + (w - row * per_row) * per;
-    let end = pass_input_end(row);
-    for (var q = 0u; q < PER_THREAD; q++) {
-        let e = lid + q * THREADS;
-        let k = e & (n2 - 1u);
-        let j1 = (g0 + (e >> n2_bits)) & (n1 - 1u);
-        // k j1 < L D = M: no reduction needed.
-        var v = tp_cmul(pass_input(row, k), tp_twiddle(k * j1));
-        for (var f = k + n2; f < end; f += n2) {
-            v += tp_cmul(pass_input(row, f), tp_twiddle((f * j1) & (split.m - 1u)));
+    if n2 < TILE {
+        // The workgroup's TILE / L sequences take the same L inputs (nothing folds: the input
+        // ends by L), only their twiddles differ: each input is computed once, not once a
+        // sequence. Written out, as the stages are: PER_THREAD = 8.
+        for (var k = lid; k < n2; k += THREADS) {
+            tile[k] = pass_input(row, k);
         }
-        tile[e] = v;
+        workgroupBarrier();
+        let mask = n2 - 1u;
+        let y0 = tile[lid & mask];
+        let y1 = tile[(lid + THREADS) & mask];
+        let y2 = tile[(lid + 2u * THREADS) & mask];
+        let y3 = tile[(lid + 3u * THREADS) & mask];
+        let y4 = tile[(lid + 4u * THREADS) & mask];
+        let y5 = tile[(lid + 5u * THREADS) & mask];
+        let y6 = tile[(lid + 6u * THREADS) & mask];
+        let y7 = tile[(lid + 7u * THREADS) & mask];
+        workgroupBarrier();
+        tp_direct_store(lid, y0, g0, n1, n2);
+        tp_direct_store(lid + THREADS, y1, g0, n1, n2);
+        tp_direct_store(lid + 2u * THREADS, y2, g0, n1, n2);
+        tp_direct_store(lid + 3u * THREADS, y3, g0, n1, n2);
+        tp_direct_store(lid + 4u * THREADS, y4, g0, n1, n2);
+        tp_direct_store(lid + 5u * THREADS, y5, g0, n1, n2);
+        tp_direct_store(lid + 6u * THREADS, y6, g0, n1, n2);
+        tp_direct_store(lid + 7u * THREADS, y7, g0, n1, n2);
+    } else {
+        let end = pass_input_end(row);
+        for (var q = 0u; q < PER_THREAD; q++) {
+            let e = lid + q * THREADS;
+            let j1 = (g0 + (e >> n2_bits)) & (n1 - 1u);
+            // e j1 < L D = M: no reduction needed.
+            var v = tp_cmul(pass_input(row, e), tp_twiddle(e * j1));
+            for (var f = e + n2; f < end; f += n2) {
+                v += tp_cmul(pass_input(row, f), tp_twiddle((f * j1) & (split.m - 1u)));
+            }
+            tile[e] = v;
+        }
     }
     tp_pass2_end(lid, g0, n1, n2);
+}
+
+// pass_direct's input e of its tile: input k of sequence j1 is y = Y_k times w_M^(k j1).
+fn tp_direct_store(e: u32, y: vec2<f32>, g0: u32, n1: u32, n2: u32) {
+    let k = e & (n2 - 1u);
+    let j1 = (g0 + (e >> countTrailingZeros(n2))) & (n1 - 1u);
+    // k j1 < L D = M: no reduction needed.
+    tile[e] = tp_cmul(y, tp_twiddle(k * j1));
 }
