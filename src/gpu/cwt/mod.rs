@@ -881,7 +881,7 @@ impl CwtKernels {
         Ok(painted)
     }
 
-    /// `lut` on the device: the buffer of the last colour map, rewritten where it changed.
+    /// `lut` on the device: the last colour map's buffer, a new one when the map changed.
     fn lut_buffer(&mut self, lut: &[u32; 256]) -> wgpu::Buffer {
         match &self.lut {
             Some((kept, buffer)) if kept == lut => buffer.clone(),
@@ -897,8 +897,8 @@ impl CwtKernels {
         }
     }
 
-    /// A canvas of `width` x `height` no image holds, made if there is none; free canvases of
-    /// other sizes are let go.
+    /// A canvas of `width` x `height` (for `channels`' tops) no image holds, made if there is
+    /// none; free canvases of other shapes are let go.
     fn canvas(&mut self, width: usize, height: usize, channels: usize) -> &Canvas {
         let shape = (width, height, channels);
         self.canvases.retain(|c| !c.free() || c.shape == shape);
