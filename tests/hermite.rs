@@ -230,8 +230,9 @@ fn gpu_fit_matches_the_reference() {
         assert!(fits.coefficients_of(1).iter().all(|&c| c == 0.0));
         assert_eq!(hermite::reference(360.0, &params, &beats[72..144]).0, 0);
     }
-    // Chunks: a binding limit that holds only a few beats splits the upload (9 beats a
-    // chunk, results read back once; then 4 a chunk, read back after 6 chunks and at the end).
+    // Chunks: a binding limit that holds only a few beats splits the upload (5 chunks of 8
+    // beats, then 10 of 4), each chunk read back while the next is fitted, through two staging
+    // buffers in turn.
     let params = HermiteParams {
         order: 10,
         sigmas: 20,
