@@ -51,8 +51,10 @@ const TARGET_THREADS: usize = 1 << 20;
 
 /// Most beats of an uploaded chunk. A fit runs chunk by chunk, each read back while the next
 /// is fitted, so that copying the results out of the mapped buffer (0.5-0.6 ms of 1e5 beats'
-/// 3.6 ms at N = 30 on the H100) hides behind the GPU's work but for the last chunk's.
-const PIPELINE_CHUNK: usize = 32_768;
+/// 3.6 ms at N = 30 on the H100) hides behind the GPU's work but for the last chunk's. Smaller
+/// chunks fit less efficiently: 1e5 beats at N = 30 took 3.40-3.48 ms in two chunks, 3.52-3.64
+/// in four, 3.52-3.62 in seven (one call, alternated three times), 3.69-3.84 in one.
+const PIPELINE_CHUNK: usize = 65_536;
 
 /// Coefficients from which the results are copied out of the mapped buffer on every core (new
 /// pages for the vector: at N = 30, 1e5 beats took 1.7 ms on one core, 0.5 ms on 16; 2,272
