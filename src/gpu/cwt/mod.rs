@@ -823,10 +823,9 @@ impl CwtKernels {
         let ctx = self.ctx.clone();
         let painted = ctx.guarded(|| -> Result<Painted, GpuCwtError> {
             let lut_buf = self.lut_buffer(lut);
-            let wavelet = self.wavelet_buffer(&w, sp.m);
             let canvas = self.canvas(width, height, sp.channels);
-            let (texture, values, qmax) = (&canvas.texture, &canvas.values, &canvas.qmax);
-            let (texture, values, qmax) = (texture.clone(), values.clone(), qmax.clone());
+            let texture = canvas.texture.clone();
+            let (values, qmax) = (canvas.values.clone(), canvas.qmax.clone());
             let (view, held) = (canvas.view.clone(), canvas.held.clone());
             let look = |mut p: Params| {
                 p.width = width as u32;
@@ -847,11 +846,13 @@ impl CwtKernels {
             let all = 0..w.scales.len();
             self.run_tiles(&mut enc, sp, &w, all, None, |k, enc, tile, w2, params| {
                 let params = look(params);
+                // The wavelet run_tiles has just written (`wavelet_buffer`).
+                let wavelet = &k.wavelet.as_ref().expect("run_tiles wrote the wavelet").1;
                 k.dispatch(
                     enc,
                     &k.columns,
                     &params,
-                    &[(5, &wavelet), (7, w2), (10, &values), (11, &qmax)],
+                    &[(5, wavelet), (7, w2), (10, &values), (11, &qmax)],
                     None,
                     (width, tile.rows()),
                 );
