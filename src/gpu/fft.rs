@@ -202,13 +202,8 @@ pub(crate) fn grid_of(threads: usize, rows: usize, size: usize) -> (u32, u32, u3
 
 impl FftKernels {
     pub fn new(ctx: &GpuContext) -> Self {
-        let dev = &ctx.device;
-        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("fft"),
-            source: wgpu::ShaderSource::Wgsl(
-                with_two_pass(include_str!("../../shaders/fft.wgsl")).into(),
-            ),
-        });
+        let module =
+            ctx.trusted_shader("fft", with_two_pass(include_str!("../../shaders/fft.wgsl")));
         let pipeline = |entry_point| compute_pipeline(ctx, &module, entry_point);
         FftKernels {
             ctx: ctx.clone(),

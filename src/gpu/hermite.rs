@@ -442,6 +442,12 @@ fn parity_vec4s(order: usize) -> (usize, usize) {
 
 const LANES: [&str; 4] = ["x", "y", "z", "w"];
 
+/// Samples of a beat `fit` takes in one iteration of its loops. At N = 30 on the H100 (1e5
+/// beats, fit pass by timestamps, alternated twice in one call): 1 -> 2,566-2,567 us, 2 ->
+/// 1,939-1,966, 3 -> 1,851, 4 -> 1,833-1,842, 6 -> 1,784-1,792, 8 -> 1,843-1,846; at N = 6
+/// 810 us at 1 against 734-749 from 2 on (docs/BENCHMARKS.md).
+const UNROLL: usize = 6;
+
 /// The shader's `mse_many` for `beats` beats a thread and `order` functions, unrolled over the
 /// coefficient registers (see the header of shaders/hermite.wgsl): the MSEs of the beats at one
 /// sigma. Registers are vec4s across four beats (groups g of beats 4g..4g+3): coefficient n of
@@ -568,15 +574,32 @@ fn unrolled(order: usize, beats: usize) -> String {
             },
             "\n",
         );
+        // UNROLL samples an iteration, then the rest one by one (p.half is the rate's).
         let j_loop = |body: &str| {
-            format!(
-                "    for (var j = 0u; j < p.half; j++) {{
+            let at = |j: &str| {
+                format!(
+                    "        {{
+        let j = {j};
         let b = b0 + j * N4;
         let row = {plane} + j * p.row;
 {xs}
 {loads}
 {body}
-    }}"
+        }}"
+                )
+            };
+            let unrolled = join(0..UNROLL, &|k| at(&format!("j0 + {k}u")), "\n");
+            format!(
+                "    {{
+    var j0 = 0u;
+    for (; j0 + {UNROLL}u <= p.half; j0 += {UNROLL}u) {{
+{unrolled}
+    }}
+    for (; j0 < p.half; j0++) {{
+{}
+    }}
+    }}",
+                at("j0")
             )
         };
         let coef_loop = j_loop(&fmas);

@@ -331,12 +331,10 @@ impl CwtKernels {
     /// Compiles every pipeline (and saves them to the disk cache).
     pub fn compile(ctx: &GpuContext) -> Self {
         let dev = &ctx.device;
-        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("cwt"),
-            source: wgpu::ShaderSource::Wgsl(
-                with_two_pass(include_str!("../../../shaders/cwt.wgsl")).into(),
-            ),
-        });
+        let module = ctx.trusted_shader(
+            "cwt",
+            with_two_pass(include_str!("../../../shaders/cwt.wgsl")),
+        );
         let pipeline = |entry_point| compute_pipeline(ctx, &module, entry_point);
         let limits = dev.limits();
         let kernels = CwtKernels {
