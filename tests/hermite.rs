@@ -243,6 +243,10 @@ fn gpu_fit_matches_the_reference() {
         gpu.max_buffer_bytes = chunk * 4 * (72 + 4);
         assert_gpu_matches(360.0, &params, &beats, &mut gpu);
     }
+    // The last chunk cut smaller (16, 8 and 13 beats), as large fits end.
+    gpu.max_buffer_bytes = u64::MAX;
+    gpu.tail_split = 8;
+    assert_gpu_matches(360.0, &params, &beats, &mut gpu);
 }
 
 fn record_100() -> Option<ede::recording::Recording> {

@@ -96,6 +96,8 @@ pub struct HermiteKernels {
     pub beats_per_thread: usize,
     /// Largest buffer a chunk may use; the device's binding limit unless a test lowers it.
     pub max_buffer_bytes: u64,
+    /// Beats from which the last chunk is split (`chunk_sizes`); tests lower it.
+    pub tail_split: usize,
     /// Buffers kept between fits, by `Slot`.
     buffers: [Option<wgpu::Buffer>; Slot::COUNT],
     /// The last fit's bind groups: a refit of the same beats makes none.
@@ -128,6 +130,7 @@ impl HermiteKernels {
             max_buffer_bytes: limits
                 .max_storage_buffer_binding_size
                 .min(limits.max_buffer_size),
+            tail_split: TAIL_SPLIT,
             buffers: Default::default(),
             binds: Binds::default(),
         }
@@ -172,19 +175,15 @@ impl HermiteKernels {
         // Per beat: its samples, and at worst 2 floats per sigma group and 2 + order results.
         let per_beat = (width.max(2 + MAX_ORDER) * 4 + 16) as u64;
         let most = ((self.max_buffer_bytes / per_beat) as usize).clamp(1, PIPELINE_CHUNK);
-        // Equal chunks (the last may be short), whole rows of x (`x_row`) where the limit
-        // holds 8 beats or more.
-        let chunk = count.div_ceil(count.div_ceil(most).max(1)).max(1);
-        let chunk = match most >= 8 {
-            true => chunk.div_ceil(8).saturating_mul(8).min(most / 8 * 8),
-            false => chunk,
-        };
+        let sizes = chunk_sizes(count, most, self.tail_split);
+        let firsts = sizes.iter().scan(0, |first, &n| {
+            *first += n;
+            Some(*first - n)
+        });
         let ctx = &self.ctx;
         let chunks = ctx.guarded(|| {
-            (0..count)
-                .step_by(chunk)
-                .map(|first| {
-                    let n = chunk.min(count - first);
+            (firsts.zip(&sizes))
+                .map(|(first, &n)| {
                     let (h, row) = (width / 2, x_row(n));
                     let mut t = vec![0f32; row * 2 * h];
                     for b in 0..n {
@@ -418,6 +417,38 @@ impl Slot {
     }
 }
 
+/// Beats of each uploaded chunk, in order, for `count` beats and at most `most` a chunk.
+/// Equal chunks (the last may be short), then the last cut in halves and its second half
+/// again (c/2, c/4, c/4) where it holds `tail_split` beats or more: the last chunk's results
+/// cross PCIe and leave the mapped buffer after the GPU is done, the others' while it fits
+/// the next. Whole rows of x (`x_row`, multiples of 8) where `most` holds 8.
+fn chunk_sizes(count: usize, most: usize, tail_split: usize) -> Vec<usize> {
+    let round = |n: usize| match most >= 8 {
+        true => n.div_ceil(8).saturating_mul(8).min(most / 8 * 8),
+        false => n,
+    };
+    let chunk = round(count.div_ceil(count.div_ceil(most).max(1)).max(1));
+    let mut sizes: Vec<usize> = (0..count)
+        .step_by(chunk)
+        .map(|first| chunk.min(count - first))
+        .collect();
+    let down = |n: usize| if most >= 8 { n / 8 * 8 } else { n };
+    if let Some(&last) = sizes.last().filter(|&&n| n >= tail_split) {
+        let half = down(last / 2);
+        let quarter = down(half / 2);
+        if quarter > 0 {
+            sizes.pop();
+            sizes.extend([half, quarter, last - half - quarter]);
+        }
+    }
+    sizes
+}
+
+/// Chunks of at least this many beats are split at the end (`chunk_sizes`). 1e5 beats at
+/// N = 30 on the H100: 2.61-2.62 ms in chunks of 50,000, 25,000, 12,500 and 12,500 against
+/// 2.71-2.73 in two of 50,000 (one call, alternated twice). A refit's few beats stay whole.
+const TAIL_SPLIT: usize = 16_384;
+
 /// Threads of `select_best` per beat (SEL in the shader).
 const SELECT_THREADS: usize = 8;
 
@@ -642,4 +673,41 @@ fn mse_many(first: u32, s: u32) -> Many {{
 }}
 "
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_the_beats_and_end_small() {
+        let split = TAIL_SPLIT;
+        // Two equal chunks, the second cut in halves and its second half again.
+        assert_eq!(
+            chunk_sizes(100_000, PIPELINE_CHUNK, split),
+            [50_000, 25_000, 12_496, 12_504]
+        );
+        // A refit's beats stay in one chunk; under the split, equal chunks as before.
+        assert_eq!(chunk_sizes(2_272, PIPELINE_CHUNK, split), [2_272]);
+        assert_eq!(chunk_sizes(30_000, 16_000, split), [15_000, 15_000]);
+        assert_eq!(chunk_sizes(37, 64, 8), [16, 8, 13]);
+        for (count, most, split) in [
+            (37, 9, 8),
+            (37, 4, 8),
+            (1, 1, 1),
+            (5, 1, 2),
+            (70_001, 65_536, split),
+        ] {
+            let sizes = chunk_sizes(count, most, split);
+            assert_eq!(sizes.iter().sum::<usize>(), count, "{count} {most}");
+            assert!(sizes.iter().all(|&n| n >= 1 && n <= most), "{sizes:?}");
+            // Every chunk but the last holds whole rows of x.
+            if most >= 8 {
+                assert!(
+                    sizes[..sizes.len() - 1].iter().all(|n| n % 8 == 0),
+                    "{sizes:?}"
+                );
+            }
+        }
+    }
 }
