@@ -14,6 +14,7 @@
 // The host (gpu/hermite.rs, `unrolled`) prepends the constants FIT_WG (threads of a `fit`
 // workgroup), NE4 and NO4 (vec4s of even and of odd coefficients), N4 = NE4 + NO4 and BEATS
 // (beats per thread of `fit`, at most 8), and, unrolled over the coefficient registers:
+//   fn stage_basis(s, li)                   sigma s's basis into workgroup memory (or nothing)
 //   fn mse_many(first, s) -> Many           the MSEs of BEATS beats at once (lanes of lo,
 //                                            then hi), each basis vec4 loaded once for all;
 //                                            its registers are vec4s across 4 beats
@@ -25,7 +26,8 @@
 //   0 uniform Params
 //   1 sigma:   [S] f32, seconds
 //   2 basis:   [S][2h][N4] vec4: b_n(t_k) = sqrt(dt) phi_n(t_k, sigma_s), k = 2h..4h (the
-//              right half of the window), in the layout above
+//              right half of the window), in the layout above; `fit` reads a sigma's first h
+//              rows from `staged` (workgroup memory) where the host generated it
 //   3 gram:    [S][4 N4][N4] vec4: G_pad[i][j] over the padding samples k < h, k >= 3h
 //   4 x:       [2][h][row] f32: u_j then w_j of each beat, beat-minor (coalesced reads), rows
 //              of `row` floats (the beats rounded up to a multiple of 8, zeros after them)
@@ -145,14 +147,18 @@ fn basis_gram(
 // threads), so that each basis load feeds all of them and a sample of four of them is one vec4
 // load (neighbouring threads read neighbouring vec4s).
 // Beats 0-3 of a thread are the lanes of `lo`, 4-7 those of `hi`.
+//
+// A workgroup's threads fit the same sigmas in step, so that `stage_basis` can copy each
+// sigma's basis into workgroup memory first (or do nothing, where it does not fit there): every
+// thread runs the loop, those past the last beat on its last beats, and returns only after it.
 @compute @workgroup_size(FIT_WG)
-fn fit(@builtin(global_invocation_id) id: vec3<u32>) {
-    let first = id.x;
-    let g = id.y;
-    let stride = p.stride;
-    if (first >= stride || g >= p.groups) {
-        return;
-    }
+fn fit(
+    @builtin(global_invocation_id) id: vec3<u32>,
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(local_invocation_index) li: u32,
+) {
+    let first = min(id.x, p.stride - 1u);
+    let g = wg.y;
     var best_lo = vec4<f32>(3.4e38);
     var best_hi = vec4<f32>(3.4e38);
     var s_lo = vec4<u32>(0u);
@@ -160,6 +166,7 @@ fn fit(@builtin(global_invocation_id) id: vec3<u32>) {
     let s_end = min((g + 1u) * p.group, p.sigmas);
     // Ascending sigma and a strict comparison: a tie keeps the smaller sigma.
     for (var s = g * p.group; s < s_end; s++) {
+        stage_basis(s, li);
         let m = mse_many(first, s);
         let lo = m.lo < best_lo;
         best_lo = select(best_lo, m.lo, lo);
@@ -169,6 +176,9 @@ fn fit(@builtin(global_invocation_id) id: vec3<u32>) {
             best_hi = select(best_hi, m.hi, hi);
             s_hi = select(s_hi, vec4<u32>(s), hi);
         }
+    }
+    if (id.x >= p.stride || g >= p.groups) {
+        return;
     }
     for (var j = 0u; j < BEATS; j++) {
         let beat = first * BEATS + j;

@@ -212,6 +212,10 @@ fn gpu_fit_matches_the_reference() {
             gpu.beats_per_thread = per_thread;
             assert_gpu_matches(fs, &params, &beats, &mut gpu);
         }
+        // The basis read from the storage buffer, as where workgroup memory cannot hold it.
+        gpu.stage_basis = false;
+        assert_gpu_matches(fs, &params, &beats, &mut gpu);
+        gpu.stage_basis = true;
     }
     // A flat beat fits every sigma equally (MSE 0): a tie across all groups of sigmas keeps
     // the smallest sigma, as the reference does.

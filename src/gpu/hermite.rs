@@ -90,10 +90,14 @@ struct Pipelines {
 
 pub struct HermiteKernels {
     ctx: GpuContext,
-    /// Pipelines by order and beats per thread, built when first needed.
-    pipelines: HashMap<(usize, usize), Pipelines>,
+    /// Pipelines by order, beats per thread and whether `fit` stages the basis, built when
+    /// first needed.
+    pipelines: HashMap<(usize, usize, bool), Pipelines>,
     /// Beats one `fit` thread fits at once (1 to 8; tests try each).
     pub beats_per_thread: usize,
+    /// Whether `fit` reads each sigma's basis from workgroup memory where it fits there (tests
+    /// try both).
+    pub stage_basis: bool,
     /// Largest buffer a chunk may use; the device's binding limit unless a test lowers it.
     pub max_buffer_bytes: u64,
     /// Beats from which the last chunk is split (`chunk_sizes`); tests lower it.
@@ -116,7 +120,7 @@ impl HermiteKernels {
     pub fn with_pipelines_for(ctx: &GpuContext, orders: &[usize]) -> Self {
         let mut kernels = Self::empty(ctx);
         for &order in orders {
-            kernels.pipelines(order);
+            kernels.pipelines(order, true);
         }
         kernels
     }
@@ -127,6 +131,7 @@ impl HermiteKernels {
             ctx: ctx.clone(),
             pipelines: HashMap::new(),
             beats_per_thread: BEATS_PER_THREAD,
+            stage_basis: true,
             max_buffer_bytes: limits
                 .max_storage_buffer_binding_size
                 .min(limits.max_buffer_size),
@@ -140,15 +145,15 @@ impl HermiteKernels {
         &self.ctx
     }
 
-    fn pipelines(&mut self, order: usize) -> &Pipelines {
+    fn pipelines(&mut self, order: usize, staged: bool) -> &Pipelines {
         let ctx = &self.ctx;
         let per_thread = self.beats_per_thread.clamp(1, 8);
         self.pipelines
-            .entry((order, per_thread))
+            .entry((order, per_thread, staged))
             .or_insert_with(|| {
                 let source = format!(
                     "const FIT_WG: u32 = {FIT_WORKGROUP}u;\n{}\n{}",
-                    unrolled(order, per_thread),
+                    unrolled(order, per_thread, staged.then(|| staged_vec4s(ctx))),
                     include_str!("../../shaders/hermite.wgsl")
                 );
                 let module = ctx
@@ -276,7 +281,11 @@ impl HermiteKernels {
                 }),
             )
         })?;
-        let pipes = self.pipelines(order).clone();
+        // A sigma's basis in workgroup memory where it fits there (at N = 30 up to 128 samples
+        // a side, 1,280 Hz): 1e5 beats at N = 30 on the H100, fit pass 1,851-1,858 -> 1,555-1,560
+        // us (three alternations).
+        let staged = self.stage_basis && window.half * n4 <= staged_vec4s(&ctx);
+        let pipes = self.pipelines(order, staged).clone();
         let binds = &mut self.binds;
         let out = ctx.guarded(|| -> Result<Fits, GpuError> {
             let sigma_f32: Vec<f32> = sigmas.iter().map(|&v| v as f32).collect();
@@ -466,6 +475,12 @@ fn x_row(beats: usize) -> usize {
     beats.div_ceil(8) * 8
 }
 
+/// Vec4s of workgroup memory `fit` may stage a sigma's basis in: the device's limit, at most
+/// 16 KiB (wgpu's default; ede asks for no more).
+fn staged_vec4s(ctx: &GpuContext) -> usize {
+    (ctx.device.limits().max_compute_workgroup_storage_size as usize).min(16_384) / 16
+}
+
 /// Even and odd coefficient vec4s for `order` functions (shaders/hermite.wgsl's parity).
 fn parity_vec4s(order: usize) -> (usize, usize) {
     (order.div_ceil(2).div_ceil(4), (order / 2).div_ceil(4))
@@ -492,7 +507,12 @@ const UNROLL: usize = 6;
 /// multiple of 4 each group's samples are one vec4 of x4 (rows of x hold a multiple of 8
 /// floats), else they are read one by one, clamped to the last beat (results past it unused);
 /// lanes past `beats` are zero.
-fn unrolled(order: usize, beats: usize) -> String {
+///
+/// With `staged` (vec4s of workgroup memory), the fit reads each sigma's basis from workgroup
+/// memory, where `stage_basis` copies it (h x N4 vec4s, at most `staged`) before the
+/// workgroup's threads fit that sigma; without, from the storage buffer (`stage_basis` does
+/// nothing).
+fn unrolled(order: usize, beats: usize, staged: Option<usize>) -> String {
     let (ne4, no4) = parity_vec4s(order);
     let n4 = ne4 + no4;
     let groups = beats.div_ceil(4);
@@ -546,7 +566,10 @@ fn unrolled(order: usize, beats: usize) -> String {
         };
         let loads = join(
             qs.clone(),
-            &|q| format!("        let v{q} = basis[b + {q}u];"),
+            &|q| match staged {
+                Some(_) => format!("        let v{q} = staged[j * N4 + {q}u];"),
+                None => format!("        let v{q} = basis[b + {q}u];"),
+            },
             "\n",
         );
         let zero = per_gm(&|g, m| format!("    var c{g}_{m} = vec4<f32>(0.0);"));
@@ -655,8 +678,25 @@ fn unrolled(order: usize, beats: usize) -> String {
         }
     };
     let (lo, hi) = (ret(0), ret(1));
+    let stage = match staged {
+        Some(vec4s) => format!(
+            "var<workgroup> staged: array<vec4<f32>, {vec4s}>;
+
+fn stage_basis(s: u32, li: u32) {{
+    workgroupBarrier();
+    let b0 = s * 2u * p.half * N4;
+    for (var i = li; i < p.half * N4; i += FIT_WG) {{
+        staged[i] = basis[b0 + i];
+    }}
+    workgroupBarrier();
+}}"
+        ),
+        None => "fn stage_basis(s: u32, li: u32) {}".into(),
+    };
     format!(
-        "const NE4: u32 = {ne4}u;
+        "{stage}
+
+const NE4: u32 = {ne4}u;
 const NO4: u32 = {no4}u;
 const N4: u32 = {n4}u;
 const BEATS: u32 = {beats}u;
