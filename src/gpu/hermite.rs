@@ -454,7 +454,7 @@ fn chunk_sizes(count: usize, most: usize, tail_split: usize) -> Vec<usize> {
 }
 
 /// Chunks of at least this many beats are split at the end (`chunk_sizes`). 1e5 beats at
-/// N = 30 on the H100: 2.61-2.62 ms in chunks of 50,000, 25,000, 12,500 and 12,500 against
+/// N = 30 on the H100: 2.61-2.62 ms in chunks of 50,000, 25,000, 12,496 and 12,504 against
 /// 2.71-2.73 in two of 50,000 (one call, alternated twice). A refit's few beats stay whole.
 const TAIL_SPLIT: usize = 16_384;
 
