@@ -103,9 +103,12 @@ fn live_at_full_speed_cleans_like_the_batch() {
 
 /// Live mode removing the eye's whole activity on the EEGLAB sample: its windows grow from
 /// 20 s to the eye's length as the stream goes on, and it cleans within stated bounds of the
-/// batch: the blink-locked residual on FPz at most 10 % and within 2 points of the batch's (the
-/// floor the EEG's own average sets is about 8-9 %), O1/Oz/O2 changed by at most 4 % outside
-/// eye events (the batch: about 1.9 %, whose windows hold the whole sample from the start).
+/// batch. Played from five starts (0-40 s into the sample), because one start's figure moves by
+/// up to a point with any change to the fits before it (the unmixing is warm-started from hop to
+/// hop): on the mean, the blink-locked residual on FPz at most 10 % and within 2 points of the
+/// batch's (the floor the EEG's own average sets is about 8-9 %), O1/Oz/O2 changed by at most
+/// 4 % outside eye events (the batch: about 2 %, whose windows hold the whole sample from the
+/// start); the kept EOG channels untouched at every start.
 #[test]
 fn live_removes_the_eyes_whole_activity_like_the_batch() {
     let Some(dir) = common::shared_data() else {
@@ -118,26 +121,49 @@ fn live_removes_the_eyes_whole_activity_like_the_batch() {
     .unwrap();
     let mut opts = LiveOptions::default();
     opts.deblink.params.remove_eye_movements = true;
-    let data = EegData::load(&rec, &opts.deblink).unwrap();
-    let mut d = Deblinker::new(None);
-    let live = play(
-        &mut FileSource::new(&data, Some(&rec), &opts),
-        &opts,
-        &mut d,
-        &mut |_, _| true,
-    )
-    .unwrap();
-    assert_eq!(live.original.data, data.data.data);
-    let batch = d.run(&data, &opts.deblink, &mut |_, _| true).unwrap();
+    let whole = EegData::load(&rec, &opts.deblink).unwrap();
     let posterior: Vec<String> = ["O1", "Oz", "O2"].map(String::from).to_vec();
-    let l = real_blink_effect(&data, &live.cleaned, "FPz", &posterior).unwrap();
-    let b = real_blink_effect(&data, &batch.cleaned, "FPz", &posterior).unwrap();
+    let starts = [0, 10, 20, 30, 40];
+    let (mut live_sum, mut batch_sum, mut posterior_sum) = (0.0, 0.0, 0.0);
+    for start_s in starts {
+        let mut data = whole.clone();
+        let from = (start_s as f64 * whole.fs) as usize;
+        data.data = whole.data.block(whole.data.rows, from..whole.data.cols);
+        let mut d = Deblinker::new(None);
+        let live = play(
+            &mut FileSource::new(&data, None, &opts),
+            &opts,
+            &mut d,
+            &mut |_, _| true,
+        )
+        .unwrap();
+        assert_eq!(live.original.data, data.data.data);
+        let batch = d.run(&data, &opts.deblink, &mut |_, _| true).unwrap();
+        let l = real_blink_effect(&data, &live.cleaned, "FPz", &posterior).unwrap();
+        let b = real_blink_effect(&data, &batch.cleaned, "FPz", &posterior).unwrap();
+        eprintln!(
+            "from {start_s} s: FPz residual live {:.2} %, batch {:.2} %; O1/Oz/O2 changed by \
+             {:.2} %, batch {:.2} %",
+            l.frontal_residual_pct,
+            b.frontal_residual_pct,
+            l.posterior_change_pct,
+            b.posterior_change_pct
+        );
+        assert_eq!(l.kept_change_pct, 0.0, "from {start_s} s");
+        live_sum += l.frontal_residual_pct;
+        batch_sum += b.frontal_residual_pct;
+        posterior_sum += l.posterior_change_pct;
+    }
+    let n = starts.len() as f64;
+    let (live, batch, posterior) = (live_sum / n, batch_sum / n, posterior_sum / n);
     assert!(
-        l.frontal_residual_pct <= 10.0 && l.frontal_residual_pct <= b.frontal_residual_pct + 2.0,
-        "live {l:?}\nbatch {b:?}"
+        live <= 10.0 && live <= batch + 2.0,
+        "FPz residual on the mean: live {live:.2} %, batch {batch:.2} %"
     );
-    assert!(l.posterior_change_pct <= 4.0, "live {l:?}\nbatch {b:?}");
-    assert_eq!(l.kept_change_pct, 0.0);
+    assert!(
+        posterior <= 4.0,
+        "O1/Oz/O2 changed by {posterior:.2} % on the mean"
+    );
 }
 
 #[test]
@@ -336,6 +362,56 @@ fn hops_between_refits_of_the_eyes_whole_activity_are_cleaned_by_the_last() {
             assert_eq!(h.cleaned.data[row.clone()], h.original.data[row]);
         }
     }
+}
+
+/// With the eye's whole activity removed and windows that grow (the default: 20 s at first, up
+/// to 30 n^2 samples), a hop in which an eye event peaks is refitted, and the hops between are
+/// cleaned by the last refit while the windows grow too; the same whether each hop finished
+/// beside the next fit or in turn.
+#[test]
+fn while_the_eyes_windows_grow_hops_with_eye_events_are_refitted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, data, _) = simulated_for(dir.path(), 150);
+    let mut opts = LiveOptions::default();
+    opts.deblink.params.remove_eye_movements = true;
+    let (in_turn, beside) = (
+        streamed_with(&data, false, opts.clone(), usize::MAX),
+        streamed_with(&data, true, opts, usize::MAX),
+    );
+    assert_eq!(in_turn.len(), beside.len());
+    for (k, (a, b)) in in_turn.iter().zip(&beside).enumerate() {
+        assert_eq!(
+            (a.start, a.window_start),
+            (b.start, b.window_start),
+            "hop {k}"
+        );
+        assert_eq!(a.cleaned.data, b.cleaned.data, "hop {k}");
+        assert_eq!(a.blinks, b.blinks, "hop {k}");
+    }
+    let whole = in_turn.iter().map(|h| h.window_len).max().unwrap();
+    let (mut last_refit, mut between, mut refitted_with_blinks) = (0, 0, 0);
+    for h in &in_turn[1..] {
+        match &h.ica {
+            Some(_) => {
+                last_refit = h.window_len;
+                refitted_with_blinks += usize::from(h.window_len < whole && !h.blinks.is_empty());
+            }
+            None if last_refit < whole => {
+                between += 1;
+                assert!(
+                    h.blinks.is_empty(),
+                    "a growing hop at {} with a blink",
+                    h.start
+                );
+                assert_ne!(h.cleaned.data, h.original.data, "hop at {}", h.start);
+            }
+            None => {}
+        }
+    }
+    assert!(
+        between >= 20 && refitted_with_blinks >= 5,
+        "{between} growing hops between refits, {refitted_with_blinks} refitted with blinks"
+    );
 }
 
 #[test]

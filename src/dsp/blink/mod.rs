@@ -252,6 +252,11 @@ impl FittedWindow {
         self.ica.as_ref()
     }
 
+    /// Whether an eye event the removal takes peaks in `span` (samples of the window).
+    pub fn removes_in(&self, p: &BlinkParams, span: std::ops::Range<usize>) -> bool {
+        (self.detection.removable(p).iter()).any(|c| span.contains(&c.peak))
+    }
+
     /// Window `x`'s candidates alone, without ICA: its eye events, for a stream's hop that a
     /// standing removal cleans (`Everywhere`).
     pub fn detected(x: &Observations, fs: f64, channels: &Channels, p: &BlinkParams) -> Self {
@@ -431,14 +436,7 @@ fn channel_bands_at(x: &Observations, samples: &[usize], levels: &[usize]) -> Ve
     // Each transform is zero outside the reach of the filters around its sample (a third of
     // a 20 s window at 512 Hz): the products skip what would add exact zeros.
     let taps: Vec<(usize, Vec<f64>)> = (samples.par_iter())
-        .map(|&t| {
-            let mut e = vec![0.0; x.cols];
-            e[t] = 1.0;
-            let h = dwt::band_adjoint(&e, levels);
-            let from = h.iter().position(|&v| v != 0.0).unwrap_or(h.len());
-            let to = h.iter().rposition(|&v| v != 0.0).map_or(from, |k| k + 1);
-            (from, h[from..to].to_vec())
-        })
+        .map(|&t| dwt::band_adjoint_at(x.cols, t, levels))
         .collect();
     (0..x.rows)
         .into_par_iter()
