@@ -308,6 +308,29 @@ fn a_hop_finished_beside_the_next_fit_is_the_hop_finished_in_turn() {
     assert!(in_turn[..12].iter().any(|h| !h.removed.is_empty()));
 }
 
+/// The hops of `data` streamed with `opts`, finished in turn, after checking that they come
+/// out the same where each finished beside the next hop's fit.
+fn streamed_alike_in_turn_and_beside(
+    data: &EegData,
+    opts: LiveOptions,
+) -> Vec<ede::dsp::blink::stream::Hop> {
+    let (in_turn, beside) = (
+        streamed_with(data, false, opts.clone(), usize::MAX),
+        streamed_with(data, true, opts, usize::MAX),
+    );
+    assert_eq!(in_turn.len(), beside.len());
+    for (k, (a, b)) in in_turn.iter().zip(&beside).enumerate() {
+        assert_eq!(
+            (a.start, a.window_start),
+            (b.start, b.window_start),
+            "hop {k}"
+        );
+        assert_eq!(a.cleaned.data, b.cleaned.data, "hop {k}");
+        assert_eq!(a.blinks, b.blinks, "hop {k}");
+    }
+    in_turn
+}
+
 /// With the eye's whole activity removed and windows whole from the start (72 s, the eye's
 /// windows as long as a blink removal's), the hops between refits (every 3 s) are cleaned by
 /// the last refit (`Everywhere`), without an ICA of their own: cleaned, and the same whether
@@ -321,20 +344,7 @@ fn hops_between_refits_of_the_eyes_whole_activity_are_cleaned_by_the_last() {
     opts.deblink.params.remove_eye_movements = true;
     opts.deblink.params.window_s = 72.0;
     opts.deblink.params.eye_samples_per_channel_sq = 0.0;
-    let (in_turn, beside) = (
-        streamed_with(&data, false, opts.clone(), usize::MAX),
-        streamed_with(&data, true, opts, usize::MAX),
-    );
-    assert_eq!(in_turn.len(), beside.len());
-    for (k, (a, b)) in in_turn.iter().zip(&beside).enumerate() {
-        assert_eq!(
-            (a.start, a.window_start),
-            (b.start, b.window_start),
-            "hop {k}"
-        );
-        assert_eq!(a.cleaned.data, b.cleaned.data, "hop {k}");
-        assert_eq!(a.blinks, b.blinks, "hop {k}");
-    }
+    let in_turn = streamed_alike_in_turn_and_beside(&data, opts);
     let (refits, between): (Vec<_>, Vec<_>) = in_turn[1..].iter().partition(|h| h.ica.is_some());
     assert!(
         between.len() >= refits.len() && refits.len() > 10,
@@ -374,20 +384,7 @@ fn while_the_eyes_windows_grow_hops_with_eye_events_are_refitted() {
     let (_, data, _) = simulated_for(dir.path(), 150);
     let mut opts = LiveOptions::default();
     opts.deblink.params.remove_eye_movements = true;
-    let (in_turn, beside) = (
-        streamed_with(&data, false, opts.clone(), usize::MAX),
-        streamed_with(&data, true, opts, usize::MAX),
-    );
-    assert_eq!(in_turn.len(), beside.len());
-    for (k, (a, b)) in in_turn.iter().zip(&beside).enumerate() {
-        assert_eq!(
-            (a.start, a.window_start),
-            (b.start, b.window_start),
-            "hop {k}"
-        );
-        assert_eq!(a.cleaned.data, b.cleaned.data, "hop {k}");
-        assert_eq!(a.blinks, b.blinks, "hop {k}");
-    }
+    let in_turn = streamed_alike_in_turn_and_beside(&data, opts);
     let whole = in_turn.iter().map(|h| h.window_len).max().unwrap();
     let (mut last_refit, mut between, mut refitted_with_blinks) = (0, 0, 0);
     for h in &in_turn[1..] {
