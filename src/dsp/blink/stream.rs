@@ -609,10 +609,11 @@ pub fn lower_thread_priority(nice: i32) {
 /// 1.84 % against 1.97 %.
 ///
 /// While the windows grow from the first 20 s, a hop in which an eye event peaks is refitted
-/// too: a fit of few blinks moves with each new one. On the EEGLAB sample started at 0, 7, 15,
-/// 23, 31 and 40 s (its windows grow throughout), FPz's blink-locked residual averaged 9.74 %
-/// this way, 9.68 % refitting every hop and 10.84 % refitting every 1/24 alone; the 64 x
-/// 512 Hz stream's growing hops took 16 ms on the mean against 45 ms refitting every hop.
+/// too: a fit of few blinks moves with each new one. On the EEGLAB sample started at 0, 10,
+/// 20, 30 and 40 s (its windows grow throughout), FPz's blink-locked residual averaged 9.55 %
+/// this way against 9.71 % refitting every hop, and O1/Oz/O2 changed by 3.91 % against 4.12 %;
+/// refitting every 1/24 alone had left 10.84 % (started at 0-40 s). The 64 x 512 Hz stream's
+/// growing hops took 17 ms on the mean against 59-65 ms refitting every hop.
 pub const EVERYWHERE_REFIT: f64 = 1.0 / 24.0;
 
 fn window_len(p: &StreamParams, channels: usize, fs: f64) -> usize {
