@@ -14,8 +14,9 @@
 // The host (gpu/hermite.rs, `unrolled`) prepends the constants FIT_WG (threads of a `fit`
 // workgroup), NE4 and NO4 (vec4s of even and of odd coefficients), N4 = NE4 + NO4 and BEATS
 // (beats per thread of `fit`, at most 8), and, unrolled over the coefficient registers:
-//   fn stage_basis(s, li)                   sigma s's basis into workgroup memory (or nothing)
-//   fn mse_many(first, s) -> Many           the MSEs of BEATS beats at once (lanes of lo,
+//   fn stage_basis(y, i, li)                sigma i of each group of workgroup row y into
+//                                            workgroup memory, one after the other (or nothing)
+//   fn mse_many(first, s, so) -> Many       the MSEs of BEATS beats at once (lanes of lo,
 //                                            then hi), each basis vec4 loaded once for all;
 //                                            its registers are vec4s across 4 beats
 // (Loops over an array of vec4 were left in local memory by the driver at N = 30: 10x slower.)
@@ -34,7 +35,8 @@
 //   7 x4:      the same buffer as vec4s: `fit` reads a thread's 4 consecutive beats at once
 //   5 partial: [groups][beats] (best MSE, bitcast sigma index) over each group of sigmas
 //   6 fits:    [beats] MSE, [beats] bitcast sigma index, [beats][order] coefficients by n
-// Dispatch: basis_gram (one workgroup a sigma, S); fit (ceil(beats / BEATS), groups);
+// Dispatch: basis_gram (one workgroup a sigma, S); fit (workgroups of ceil(beats / BEATS) /
+// (FIT_WG / share) along x, ceil(groups / share) along y);
 // select (SEL beats threads, as workgroups over x and y).
 // Workgroups of 256 along x; fit's of FIT_WG.
 
@@ -50,7 +52,7 @@ struct Params {
     fs: f32,
     stride: u32,
     row: u32,
-    pad: u32,
+    share: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -148,36 +150,43 @@ fn basis_gram(
 // load (neighbouring threads read neighbouring vec4s).
 // Beats 0-3 of a thread are the lanes of `lo`, 4-7 those of `hi`.
 //
-// A workgroup's threads fit the same sigmas in step, so that `stage_basis` can copy each
-// sigma's basis into workgroup memory first (or do nothing, where it does not fit there): every
-// thread runs the loop, those past the last beat on its last beats, and returns only after it.
+// A workgroup holds p.share groups of sigmas (workgroup row y, groups y share .. y share +
+// share - 1), each on FIT_WG / share threads, and every group fits the same beats: the
+// threads of one group read a beat's samples from L2, the others from L1. (At N = 30 every
+// sample is read twice a sigma: from L2 alone the fit pass was bound by L2's bandwidth.)
+// A workgroup's threads step through their groups' sigmas together, so that `stage_basis`
+// can copy each group's current sigma's basis into workgroup memory first (or do nothing,
+// where they do not fit there): every thread runs the loop, those past the last beat on its
+// last beats, those past the last group on its sigmas, and returns only after it.
 @compute @workgroup_size(FIT_WG)
 fn fit(
-    @builtin(global_invocation_id) id: vec3<u32>,
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(local_invocation_index) li: u32,
 ) {
-    let first = min(id.x, p.stride - 1u);
-    let g = wg.y;
+    let lanes = FIT_WG / p.share;
+    let sub = li / lanes;
+    let bt = wg.x * lanes + li % lanes;
+    let first = min(bt, p.stride - 1u);
+    let g = wg.y * p.share + sub;
     var best_lo = vec4<f32>(3.4e38);
     var best_hi = vec4<f32>(3.4e38);
     var s_lo = vec4<u32>(0u);
     var s_hi = vec4<u32>(0u);
-    let s_end = min((g + 1u) * p.group, p.sigmas);
-    // Ascending sigma and a strict comparison: a tie keeps the smaller sigma.
-    for (var s = g * p.group; s < s_end; s++) {
-        stage_basis(s, li);
-        let m = mse_many(first, s);
+    // Ascending sigma and a strict comparison: a tie keeps the smaller sigma (a short last
+    // group repeats its last sigma).
+    for (var i = 0u; i < p.group; i++) {
+        stage_basis(wg.y, i, li);
+        let m = mse_many(first, group_sigma(g, i), sub * p.half * N4);
         let lo = m.lo < best_lo;
         best_lo = select(best_lo, m.lo, lo);
-        s_lo = select(s_lo, vec4<u32>(s), lo);
+        s_lo = select(s_lo, vec4<u32>(group_sigma(g, i)), lo);
         if (BEATS > 4u) {
             let hi = m.hi < best_hi;
             best_hi = select(best_hi, m.hi, hi);
-            s_hi = select(s_hi, vec4<u32>(s), hi);
+            s_hi = select(s_hi, vec4<u32>(group_sigma(g, i)), hi);
         }
     }
-    if (id.x >= p.stride || g >= p.groups) {
+    if (bt >= p.stride || g >= p.groups) {
         return;
     }
     for (var j = 0u; j < BEATS; j++) {
@@ -192,6 +201,12 @@ fn fit(
             partial[g * p.beats + beat] = v;
         }
     }
+}
+
+// Sigma i of group g (groups past the last take the last's; a short group repeats its last).
+fn group_sigma(g: u32, i: u32) -> u32 {
+    let first = min(g, p.groups - 1u) * p.group;
+    return min(first + i, min(first + p.group, p.sigmas) - 1u);
 }
 
 // Beat `beat`'s coefficient vec4 q at sigma s (the parity's plane of x, doubled).

@@ -42,7 +42,8 @@ struct Params {
     stride: u32,
     /// Floats of a row of x (`x_row`).
     row: u32,
-    pad: u32,
+    /// Groups of sigmas a `fit` workgroup fits the same beats for (`share_for`).
+    share: u32,
 }
 
 /// Aim for about this many threads per fit dispatch (the H100 holds ~270k at once): few
@@ -285,6 +286,7 @@ impl HermiteKernels {
         // a side, 1,280 Hz): 1e5 beats at N = 30 on the H100, fit pass 1,851-1,858 -> 1,555-1,560
         // us (three alternations).
         let staged = self.stage_basis && window.half * n4 <= staged_vec4s(&ctx);
+        let room = staged.then(|| staged_vec4s(&ctx) / (window.half * n4));
         let pipes = self.pipelines(order, staged).clone();
         let binds = &mut self.binds;
         let out = ctx.guarded(|| -> Result<Fits, GpuError> {
@@ -293,6 +295,7 @@ impl HermiteKernels {
                 .write_buffer(&sigma_buf, 0, bytemuck::cast_slice(&sigma_f32));
             let mut enc = ctx.device.create_command_encoder(&Default::default());
             let params_for = |chunk: usize, (group, groups): (usize, usize)| Params {
+                share: share_for(room, groups) as u32,
                 beats: chunk as u32,
                 width: window.width() as u32,
                 half: window.half as u32,
@@ -304,7 +307,6 @@ impl HermiteKernels {
                 fs: fs as f32,
                 stride: chunk.div_ceil(per_thread) as u32,
                 row: x_row(chunk) as u32,
-                pad: 0,
             };
             let mut run = |enc: &mut wgpu::CommandEncoder,
                            (pipeline, label): (&wgpu::ComputePipeline, &'static str),
@@ -362,8 +364,9 @@ impl HermiteKernels {
                     params,
                     &[(2, &basis), (3, &gram), (7, x), (5, &partial)],
                     (
-                        n.div_ceil(per_thread),
-                        params.groups as usize,
+                        (n.div_ceil(per_thread)).div_ceil(FIT_WORKGROUP / params.share as usize)
+                            * FIT_WORKGROUP,
+                        (params.groups as usize).div_ceil(params.share as usize),
                         FIT_WORKGROUP,
                     ),
                 );
@@ -481,6 +484,17 @@ fn staged_vec4s(ctx: &GpuContext) -> usize {
     (ctx.device.limits().max_compute_workgroup_storage_size as usize).min(16_384) / 16
 }
 
+/// Groups of sigmas a `fit` workgroup fits its beats for, as many as `room` (the sigmas whose
+/// bases workgroup memory holds at once, where `fit` stages them) and `groups` allow: two, so
+/// that one group's threads read the beats' samples from L1 after the other's. Fit pass of 1e5
+/// beats on the H100 (three alternations in one call): N = 6 748 -> 631 us (four groups: 635),
+/// N = 30 1,574 -> 1,580 us (unchanged: not bound by these reads); record 100's refit at N = 6
+/// 29.6 -> 26.8 us.
+fn share_for(room: Option<usize>, groups: usize) -> usize {
+    let most = 2.min(groups).min(room.unwrap_or(usize::MAX));
+    most.max(1)
+}
+
 /// Even and odd coefficient vec4s for `order` functions (shaders/hermite.wgsl's parity).
 fn parity_vec4s(order: usize) -> (usize, usize) {
     (order.div_ceil(2).div_ceil(4), (order / 2).div_ceil(4))
@@ -509,9 +523,9 @@ const UNROLL: usize = 6;
 /// lanes past `beats` are zero.
 ///
 /// With `staged` (vec4s of workgroup memory), the fit reads each sigma's basis from workgroup
-/// memory, where `stage_basis` copies it (h x N4 vec4s, at most `staged`) before the
-/// workgroup's threads fit that sigma; without, from the storage buffer (`stage_basis` does
-/// nothing).
+/// memory, where `stage_basis` copies the current sigma of each of the workgroup's groups
+/// (h x N4 vec4s each, at offset `so`; at most `staged` in all) before its threads fit them;
+/// without, from the storage buffer (`stage_basis` does nothing).
 fn unrolled(order: usize, beats: usize, staged: Option<usize>) -> String {
     let (ne4, no4) = parity_vec4s(order);
     let n4 = ne4 + no4;
@@ -567,7 +581,7 @@ fn unrolled(order: usize, beats: usize, staged: Option<usize>) -> String {
         let loads = join(
             qs.clone(),
             &|q| match staged {
-                Some(_) => format!("        let v{q} = staged[j * N4 + {q}u];"),
+                Some(_) => format!("        let v{q} = staged[so + j * N4 + {q}u];"),
                 None => format!("        let v{q} = basis[b + {q}u];"),
             },
             "\n",
@@ -682,16 +696,18 @@ fn unrolled(order: usize, beats: usize, staged: Option<usize>) -> String {
         Some(vec4s) => format!(
             "var<workgroup> staged: array<vec4<f32>, {vec4s}>;
 
-fn stage_basis(s: u32, li: u32) {{
+// Sigma i of each of the workgroup's groups (row y), one after the other.
+fn stage_basis(y: u32, i: u32, li: u32) {{
     workgroupBarrier();
-    let b0 = s * 2u * p.half * N4;
-    for (var i = li; i < p.half * N4; i += FIT_WG) {{
-        staged[i] = basis[b0 + i];
+    let per = p.half * N4;
+    for (var k = li; k < p.share * per; k += FIT_WG) {{
+        let s = group_sigma(y * p.share + k / per, i);
+        staged[k] = basis[s * 2u * per + k % per];
     }}
     workgroupBarrier();
 }}"
         ),
-        None => "fn stage_basis(s: u32, li: u32) {}".into(),
+        None => "fn stage_basis(y: u32, i: u32, li: u32) {}".into(),
     };
     format!(
         "{stage}
@@ -702,7 +718,7 @@ const N4: u32 = {n4}u;
 const BEATS: u32 = {beats}u;
 struct Many {{ lo: vec4<f32>, hi: vec4<f32> }}
 
-fn mse_many(first: u32, s: u32) -> Many {{
+fn mse_many(first: u32, s: u32, so: u32) -> Many {{
 {index}
 {decl}
     let b0 = s * 2u * p.half * N4;
