@@ -203,10 +203,10 @@ fn fit(
     }
 }
 
-// Sigma i of group g (groups past the last take the last's; a short group repeats its last).
+// Sigma i of group g (groups past the last take the last's; the last group, which may be
+// short, repeats its last sigma).
 fn group_sigma(g: u32, i: u32) -> u32 {
-    let first = min(g, p.groups - 1u) * p.group;
-    return min(first + i, min(first + p.group, p.sigmas) - 1u);
+    return min(min(g, p.groups - 1u) * p.group + i, p.sigmas - 1u);
 }
 
 // Beat `beat`'s coefficient vec4 q at sigma s (the parity's plane of x, doubled).

@@ -251,6 +251,15 @@ fn gpu_fit_matches_the_reference() {
     gpu.max_buffer_bytes = u64::MAX;
     gpu.tail_split = 8;
     assert_gpu_matches(360.0, &params, &beats, &mut gpu);
+    gpu.tail_split = usize::MAX;
+    // Groups of several sigmas, as many beats make them: 37 beats in 10 threads and 20
+    // sigmas in 3 groups of 7 (the last short, repeating its last sigma), two groups a
+    // workgroup (the second row's second group past the last, fitting nothing of its own).
+    gpu.target_threads = 30;
+    assert_gpu_matches(360.0, &params, &beats, &mut gpu);
+    // ... and one group of all 20.
+    gpu.target_threads = 1;
+    assert_gpu_matches(360.0, &params, &beats, &mut gpu);
 }
 
 fn record_100() -> Option<ede::recording::Recording> {

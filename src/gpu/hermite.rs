@@ -103,6 +103,9 @@ pub struct HermiteKernels {
     pub max_buffer_bytes: u64,
     /// Beats from which the last chunk is split (`chunk_sizes`); tests lower it.
     pub tail_split: usize,
+    /// Threads a fit dispatch aims for (`TARGET_THREADS`); tests lower it, so that few beats
+    /// take groups of several sigmas.
+    pub target_threads: usize,
     /// Buffers kept between fits, by `Slot`.
     buffers: [Option<wgpu::Buffer>; Slot::COUNT],
     /// The last fit's bind groups: a refit of the same beats makes none.
@@ -137,6 +140,7 @@ impl HermiteKernels {
                 .max_storage_buffer_binding_size
                 .min(limits.max_buffer_size),
             tail_split: TAIL_SPLIT,
+            target_threads: TARGET_THREADS,
             buffers: Default::default(),
             binds: Binds::default(),
         }
@@ -249,8 +253,9 @@ impl HermiteKernels {
         // `Fits`, so that reading them back is three copies.
         let result_bytes = |n: usize| (n * (2 + order) * 4) as u64;
         let largest = beats.chunks.iter().map(|c| c.1).max().unwrap_or(0);
+        let target_threads = self.target_threads;
         let groups_for = |n: usize| {
-            let groups = TARGET_THREADS.div_ceil(n.div_ceil(per_thread)).clamp(1, s);
+            let groups = target_threads.div_ceil(n.div_ceil(per_thread)).clamp(1, s);
             // Equal groups: the last may be short, never empty.
             let group = s.div_ceil(groups);
             (group, s.div_ceil(group))
