@@ -152,8 +152,9 @@ fn basis_gram(
 //
 // A workgroup holds p.share groups of sigmas (workgroup row y, groups y share .. y share +
 // share - 1), each on FIT_WG / share threads, and every group fits the same beats: the
-// threads of one group read a beat's samples from L2, the others from L1. (At N = 30 every
-// sample is read twice a sigma: from L2 alone the fit pass was bound by L2's bandwidth.)
+// threads of one group read a beat's samples from L2, the others from L1. (At N = 6 those
+// reads bound the fit pass: 748 -> 631 us for 1e5 beats on the H100 with two groups; at N = 30
+// they do not.)
 // A workgroup's threads step through their groups' sigmas together, so that `stage_basis`
 // can copy each group's current sigma's basis into workgroup memory first (or do nothing,
 // where they do not fit there): every thread runs the loop, those past the last beat on its
@@ -176,14 +177,15 @@ fn fit(
     // group repeats its last sigma).
     for (var i = 0u; i < p.group; i++) {
         stage_basis(wg.y, i, li);
-        let m = mse_many(first, group_sigma(g, i), sub * p.half * N4);
+        let s = group_sigma(g, i);
+        let m = mse_many(first, s, sub * p.half * N4);
         let lo = m.lo < best_lo;
         best_lo = select(best_lo, m.lo, lo);
-        s_lo = select(s_lo, vec4<u32>(group_sigma(g, i)), lo);
+        s_lo = select(s_lo, vec4<u32>(s), lo);
         if (BEATS > 4u) {
             let hi = m.hi < best_hi;
             best_hi = select(best_hi, m.hi, hi);
-            s_hi = select(s_hi, vec4<u32>(group_sigma(g, i)), hi);
+            s_hi = select(s_hi, vec4<u32>(s), hi);
         }
     }
     if (bt >= p.stride || g >= p.groups) {

@@ -300,7 +300,6 @@ impl HermiteKernels {
                 .write_buffer(&sigma_buf, 0, bytemuck::cast_slice(&sigma_f32));
             let mut enc = ctx.device.create_command_encoder(&Default::default());
             let params_for = |chunk: usize, (group, groups): (usize, usize)| Params {
-                share: share_for(room, groups) as u32,
                 beats: chunk as u32,
                 width: window.width() as u32,
                 half: window.half as u32,
@@ -312,6 +311,7 @@ impl HermiteKernels {
                 fs: fs as f32,
                 stride: chunk.div_ceil(per_thread) as u32,
                 row: x_row(chunk) as u32,
+                share: share_for(room, groups) as u32,
             };
             let mut run = |enc: &mut wgpu::CommandEncoder,
                            (pipeline, label): (&wgpu::ComputePipeline, &'static str),
@@ -369,7 +369,8 @@ impl HermiteKernels {
                     params,
                     &[(2, &basis), (3, &gram), (7, x), (5, &partial)],
                     (
-                        (n.div_ceil(per_thread)).div_ceil(FIT_WORKGROUP / params.share as usize)
+                        n.div_ceil(per_thread)
+                            .div_ceil(FIT_WORKGROUP / params.share as usize)
                             * FIT_WORKGROUP,
                         (params.groups as usize).div_ceil(params.share as usize),
                         FIT_WORKGROUP,
@@ -496,8 +497,7 @@ fn staged_vec4s(ctx: &GpuContext) -> usize {
 /// N = 30 1,574 -> 1,580 us (unchanged: not bound by these reads); record 100's refit at N = 6
 /// 29.6 -> 26.8 us.
 fn share_for(room: Option<usize>, groups: usize) -> usize {
-    let most = 2.min(groups).min(room.unwrap_or(usize::MAX));
-    most.max(1)
+    2.min(groups).min(room.unwrap_or(2)).max(1)
 }
 
 /// Even and odd coefficient vec4s for `order` functions (shaders/hermite.wgsl's parity).
