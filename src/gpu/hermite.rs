@@ -311,7 +311,7 @@ impl HermiteKernels {
                 fs: fs as f32,
                 stride: chunk.div_ceil(per_thread) as u32,
                 row: x_row(chunk) as u32,
-                share: share_for(room, groups) as u32,
+                share: share_for(n4, room, groups) as u32,
             };
             let mut run = |enc: &mut wgpu::CommandEncoder,
                            (pipeline, label): (&wgpu::ComputePipeline, &'static str),
@@ -490,15 +490,23 @@ fn staged_vec4s(ctx: &GpuContext) -> usize {
     (ctx.device.limits().max_compute_workgroup_storage_size as usize).min(16_384) / 16
 }
 
-/// Groups of sigmas a `fit` workgroup fits its beats for, as many as `room` (the sigmas whose
-/// bases workgroup memory holds at once, where `fit` stages them) and `groups` allow: two, so
-/// that one group's threads read the beats' samples from L1 after the other's. Fit pass of 1e5
-/// beats on the H100 (three alternations in one call): N = 6 748 -> 631 us (four groups: 635),
-/// N = 30 1,574 -> 1,580 us (unchanged: not bound by these reads); record 100's refit at N = 6
-/// 29.6 -> 26.8 us.
-fn share_for(room: Option<usize>, groups: usize) -> usize {
-    2.min(groups).min(room.unwrap_or(2)).max(1)
+/// Groups of sigmas a `fit` workgroup fits its beats for: two where the order has at most
+/// `SHARED_UP_TO` coefficient vec4s, as `room` (the sigmas whose bases workgroup memory holds
+/// at once, where `fit` stages them) and `groups` allow, so that one group's threads read the
+/// beats' samples from L1 after the other's; else one.
+fn share_for(n4: usize, room: Option<usize>, groups: usize) -> usize {
+    match n4 <= SHARED_UP_TO {
+        true => 2.min(groups).min(room.unwrap_or(2)).max(1),
+        false => 1,
+    }
 }
+
+/// Coefficient vec4s up to which two groups of sigmas share a workgroup's beats (`share_for`):
+/// with few coefficients a sample, its reads weigh most. Fit pass of 1e5 beats on the H100,
+/// one group -> two (three alternations in one call): N = 6 (2 vec4s) 757-762 -> 628-630 us,
+/// N = 10 (4) 818-822 -> 768-769 us, N = 20 (6) 1,154-1,158 -> 1,189-1,194 us, N = 30 (8)
+/// 1,555-1,567 -> 1,582-1,584 us; four groups at N = 6 as two.
+const SHARED_UP_TO: usize = 4;
 
 /// Even and odd coefficient vec4s for `order` functions (shaders/hermite.wgsl's parity).
 fn parity_vec4s(order: usize) -> (usize, usize) {
