@@ -12,7 +12,7 @@
 // definition, the same sums (no cancellation a Gram identity would bring).
 //
 // The host (gpu/hermite.rs, `unrolled`) prepends the constants FIT_WG (threads of a `fit`
-// workgroup), NE4 and NO4 (vec4s of even and of odd coefficients), N4 = NE4 + NO4 and BEATS
+// workgroup), SHARE (groups of sigmas a `fit` workgroup), NE4 and NO4 (vec4s of even and of odd coefficients), N4 = NE4 + NO4 and BEATS
 // (beats per thread of `fit`, at most 8), and, unrolled over the coefficient registers:
 //   fn stage_basis(y, i, li)                sigma i of each group of workgroup row y into
 //                                            workgroup memory, one after the other (or nothing)
@@ -36,7 +36,7 @@
 //   5 partial: [groups][beats] (best MSE, bitcast sigma index) over each group of sigmas
 //   6 fits:    [beats] MSE, [beats] bitcast sigma index, [beats][order] coefficients by n
 // Dispatch: basis_gram (one workgroup a sigma, S); fit (workgroups of ceil(beats / BEATS) /
-// (FIT_WG / share) along x, ceil(groups / share) along y);
+// (FIT_WG / SHARE) along x, ceil(groups / SHARE) along y);
 // select (SEL beats threads, as workgroups over x and y).
 // Workgroups of 256 along x; fit's of FIT_WG.
 
@@ -52,7 +52,7 @@ struct Params {
     fs: f32,
     stride: u32,
     row: u32,
-    share: u32,
+    pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -150,8 +150,8 @@ fn basis_gram(
 // load (neighbouring threads read neighbouring vec4s).
 // Beats 0-3 of a thread are the lanes of `lo`, 4-7 those of `hi`.
 //
-// A workgroup holds p.share groups of sigmas (workgroup row y, groups y share .. y share +
-// share - 1), each on FIT_WG / share threads, and every group fits the same beats: the
+// A workgroup holds SHARE groups of sigmas (workgroup row y, groups y SHARE .. y SHARE +
+// SHARE - 1), each on FIT_WG / SHARE threads, and every group fits the same beats: the
 // threads of one group read a beat's samples from L2, the others from L1. (At N = 6 those
 // reads bound the fit pass: 748 -> 631 us for 1e5 beats on the H100 with two groups; at N = 30
 // they do not.)
@@ -164,11 +164,11 @@ fn fit(
     @builtin(workgroup_id) wg: vec3<u32>,
     @builtin(local_invocation_index) li: u32,
 ) {
-    let lanes = FIT_WG / p.share;
-    let sub = li / lanes;
+    let lanes = FIT_WG / SHARE;
+    let sub = select(li / lanes, 0u, SHARE == 1u);
     let bt = wg.x * lanes + li % lanes;
     let first = min(bt, p.stride - 1u);
-    let g = wg.y * p.share + sub;
+    let g = wg.y * SHARE + sub;
     var best_lo = vec4<f32>(3.4e38);
     var best_hi = vec4<f32>(3.4e38);
     var s_lo = vec4<u32>(0u);

@@ -257,7 +257,7 @@ fn gpu_fit_matches_the_reference() {
     // workgroup (the second row's second group past the last, fitting nothing of its own).
     gpu.target_threads = 30;
     assert_gpu_matches(360.0, &params, &beats, &mut gpu);
-    // ... and one group of all 20.
+    // ... and one group of all 20 (the second of each workgroup past it).
     gpu.target_threads = 1;
     assert_gpu_matches(360.0, &params, &beats, &mut gpu);
 }

@@ -42,8 +42,7 @@ struct Params {
     stride: u32,
     /// Floats of a row of x (`x_row`).
     row: u32,
-    /// Groups of sigmas a `fit` workgroup fits the same beats for (`share_for`).
-    share: u32,
+    pad: u32,
 }
 
 /// Aim for about this many threads per fit dispatch (the H100 holds ~270k at once): few
@@ -91,9 +90,9 @@ struct Pipelines {
 
 pub struct HermiteKernels {
     ctx: GpuContext,
-    /// Pipelines by order, beats per thread and whether `fit` stages the basis, built when
-    /// first needed.
-    pipelines: HashMap<(usize, usize, bool), Pipelines>,
+    /// Pipelines by order, beats per thread, whether `fit` stages the basis and the groups of
+    /// sigmas a `fit` workgroup, built when first needed.
+    pipelines: HashMap<(usize, usize, bool, usize), Pipelines>,
     /// Beats one `fit` thread fits at once (1 to 8; tests try each).
     pub beats_per_thread: usize,
     /// Whether `fit` reads each sigma's basis from workgroup memory where it fits there (tests
@@ -124,7 +123,8 @@ impl HermiteKernels {
     pub fn with_pipelines_for(ctx: &GpuContext, orders: &[usize]) -> Self {
         let mut kernels = Self::empty(ctx);
         for &order in orders {
-            kernels.pipelines(order, true);
+            let (ne4, no4) = parity_vec4s(order);
+            kernels.pipelines(order, true, share_for(ne4 + no4, None));
         }
         kernels
     }
@@ -150,14 +150,16 @@ impl HermiteKernels {
         &self.ctx
     }
 
-    fn pipelines(&mut self, order: usize, staged: bool) -> &Pipelines {
+    /// The pipelines of `order`, `staged` or not, with `share` groups of sigmas a `fit`
+    /// workgroup (`share_for`).
+    fn pipelines(&mut self, order: usize, staged: bool, share: usize) -> &Pipelines {
         let ctx = &self.ctx;
         let per_thread = self.beats_per_thread.clamp(1, 8);
         self.pipelines
-            .entry((order, per_thread, staged))
+            .entry((order, per_thread, staged, share))
             .or_insert_with(|| {
                 let source = format!(
-                    "const FIT_WG: u32 = {FIT_WORKGROUP}u;\n{}\n{}",
+                    "const FIT_WG: u32 = {FIT_WORKGROUP}u;\nconst SHARE: u32 = {share}u;\n{}\n{}",
                     unrolled(order, per_thread, staged.then(|| staged_vec4s(ctx))),
                     include_str!("../../shaders/hermite.wgsl")
                 );
@@ -291,8 +293,8 @@ impl HermiteKernels {
         // a side, 1,280 Hz): 1e5 beats at N = 30 on the H100, fit pass 1,851-1,858 -> 1,555-1,560
         // us (three alternations).
         let staged = self.stage_basis && window.half * n4 <= staged_vec4s(&ctx);
-        let room = staged.then(|| staged_vec4s(&ctx) / (window.half * n4));
-        let pipes = self.pipelines(order, staged).clone();
+        let share = share_for(n4, staged.then(|| staged_vec4s(&ctx) / (window.half * n4)));
+        let pipes = self.pipelines(order, staged, share).clone();
         let binds = &mut self.binds;
         let out = ctx.guarded(|| -> Result<Fits, GpuError> {
             let sigma_f32: Vec<f32> = sigmas.iter().map(|&v| v as f32).collect();
@@ -311,7 +313,7 @@ impl HermiteKernels {
                 fs: fs as f32,
                 stride: chunk.div_ceil(per_thread) as u32,
                 row: x_row(chunk) as u32,
-                share: share_for(n4, room, groups) as u32,
+                pad: 0,
             };
             let mut run = |enc: &mut wgpu::CommandEncoder,
                            (pipeline, label): (&wgpu::ComputePipeline, &'static str),
@@ -369,10 +371,8 @@ impl HermiteKernels {
                     params,
                     &[(2, &basis), (3, &gram), (7, x), (5, &partial)],
                     (
-                        n.div_ceil(per_thread)
-                            .div_ceil(FIT_WORKGROUP / params.share as usize)
-                            * FIT_WORKGROUP,
-                        (params.groups as usize).div_ceil(params.share as usize),
+                        n.div_ceil(per_thread).div_ceil(FIT_WORKGROUP / share) * FIT_WORKGROUP,
+                        (params.groups as usize).div_ceil(share),
                         FIT_WORKGROUP,
                     ),
                 );
@@ -490,13 +490,14 @@ fn staged_vec4s(ctx: &GpuContext) -> usize {
     (ctx.device.limits().max_compute_workgroup_storage_size as usize).min(16_384) / 16
 }
 
-/// Groups of sigmas a `fit` workgroup fits its beats for: two where the order has at most
-/// `SHARED_UP_TO` coefficient vec4s, as `room` (the sigmas whose bases workgroup memory holds
-/// at once, where `fit` stages them) and `groups` allow, so that one group's threads read the
-/// beats' samples from L1 after the other's; else one.
-fn share_for(n4: usize, room: Option<usize>, groups: usize) -> usize {
-    match n4 <= SHARED_UP_TO {
-        true => 2.min(groups).min(room.unwrap_or(2)).max(1),
+/// Groups of sigmas a `fit` workgroup fits its beats for (`SHARE` in the shader): two where
+/// the order has at most `SHARED_UP_TO` coefficient vec4s and workgroup memory holds two
+/// sigmas' bases (`room`, where `fit` stages them), so that one group's threads read the beats'
+/// samples from L1 after the other's; else one. (Where there are fewer groups, the rest of a
+/// workgroup fits the last group's sigmas again and keeps nothing.)
+fn share_for(n4: usize, room: Option<usize>) -> usize {
+    match n4 <= SHARED_UP_TO && room.is_none_or(|r| r >= 2) {
+        true => 2,
         false => 1,
     }
 }
@@ -713,9 +714,11 @@ fn unrolled(order: usize, beats: usize, staged: Option<usize>) -> String {
 fn stage_basis(y: u32, i: u32, li: u32) {{
     workgroupBarrier();
     let per = p.half * N4;
-    for (var k = li; k < p.share * per; k += FIT_WG) {{
-        let s = group_sigma(y * p.share + k / per, i);
-        staged[k] = basis[s * 2u * per + k % per];
+    for (var sub = 0u; sub < SHARE; sub++) {{
+        let b0 = group_sigma(y * SHARE + sub, i) * 2u * per;
+        for (var k = li; k < per; k += FIT_WG) {{
+            staged[sub * per + k] = basis[b0 + k];
+        }}
     }}
     workgroupBarrier();
 }}"
