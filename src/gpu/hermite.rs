@@ -506,7 +506,9 @@ fn share_for(n4: usize, room: Option<usize>) -> usize {
 /// with few coefficients a sample, its reads weigh most. Fit pass of 1e5 beats on the H100,
 /// one group -> two (three alternations in one call): N = 6 (2 vec4s) 757-762 -> 628-630 us,
 /// N = 10 (4) 818-822 -> 768-769 us, N = 20 (6) 1,154-1,158 -> 1,189-1,194 us, N = 30 (8)
-/// 1,555-1,567 -> 1,582-1,584 us; four groups at N = 6 as two.
+/// 1,555-1,567 -> 1,582-1,584 us; four groups at N = 6 as two. As kept (one group a constant
+/// of the pipeline, compiled as before), against ec202d7: N = 6 745-748 -> 628-631 us, N = 10
+/// 815-816 -> 772-774, N = 20 1,158 -> 1,161-1,168, N = 30 1,561-1,562 -> 1,561-1,564.
 const SHARED_UP_TO: usize = 4;
 
 /// Even and odd coefficient vec4s for `order` functions (shaders/hermite.wgsl's parity).
