@@ -12,8 +12,9 @@
 // definition, the same sums (no cancellation a Gram identity would bring).
 //
 // The host (gpu/hermite.rs, `unrolled`) prepends the constants FIT_WG (threads of a `fit`
-// workgroup), SHARE (groups of sigmas a `fit` workgroup), NE4 and NO4 (vec4s of even and of odd coefficients), N4 = NE4 + NO4 and BEATS
-// (beats per thread of `fit`, at most 8), and, unrolled over the coefficient registers:
+// workgroup), SHARE (groups of sigmas a `fit` workgroup), NE4 and NO4 (vec4s of even and of
+// odd coefficients), N4 = NE4 + NO4 and BEATS (beats per thread of `fit`, at most 8), and,
+// unrolled over the coefficient registers:
 //   fn stage_basis(y, i, li)                sigma i of each group of workgroup row y into
 //                                            workgroup memory, one after the other (or nothing)
 //   fn mse_many(first, s, so) -> Many       the MSEs of BEATS beats at once (lanes of lo,
