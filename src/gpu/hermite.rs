@@ -68,11 +68,14 @@ const PARALLEL_COPY: usize = 1 << 20;
 /// and 44 us at N = 6 (docs/BENCHMARKS.md).
 const BEATS_PER_THREAD: usize = 4;
 
-/// Threads of a `fit` workgroup (`FIT_WG` in the shader). On the H200, 256 -> 128: record
-/// 100's refit at N = 30 0.30 -> 0.235 ms, 1e5 beats' fit 4.7 -> 3.8 ms; 64 was about the same
-/// as 128 (docs/BENCHMARKS.md). Smaller workgroups spread a refit's few threads over more
-/// of the SMs.
-const FIT_WORKGROUP: usize = 128;
+/// Threads of each group of sigmas in a `fit` workgroup, which holds `share_for` groups
+/// (`FIT_WG` = groups x this in the shader). One group a workgroup, on the H200, 256 -> 128:
+/// record 100's refit at N = 30 0.30 -> 0.235 ms, 1e5 beats' fit 4.7 -> 3.8 ms; 64 was about
+/// the same as 128 (docs/BENCHMARKS.md). Smaller workgroups spread a refit's few threads over
+/// more of the SMs. Two groups of 64 (workgroups of 128) against two of 128 (of 256), H100,
+/// fit pass, two alternations: 1e5 beats at N = 6 628 -> 545 us, N = 10 772 -> 683 us; record
+/// 100's refit 26.2 -> 20.5 us and 31.8 -> 24.3 us.
+const GROUP_THREADS: usize = 128;
 
 /// Beats on the device, `[2][h][beats]` per chunk (u then w, see `upload`).
 pub struct GpuBeats {
@@ -159,7 +162,8 @@ impl HermiteKernels {
             .entry((order, per_thread, staged, share))
             .or_insert_with(|| {
                 let source = format!(
-                    "const FIT_WG: u32 = {FIT_WORKGROUP}u;\nconst SHARE: u32 = {share}u;\n{}\n{}",
+                    "const FIT_WG: u32 = {}u;\nconst SHARE: u32 = {share}u;\n{}\n{}",
+                    share * GROUP_THREADS,
                     unrolled(order, per_thread, staged.then(|| staged_vec4s(ctx))),
                     include_str!("../../shaders/hermite.wgsl")
                 );
@@ -371,9 +375,9 @@ impl HermiteKernels {
                     params,
                     &[(2, &basis), (3, &gram), (7, x), (5, &partial)],
                     (
-                        n.div_ceil(per_thread).div_ceil(FIT_WORKGROUP / share) * FIT_WORKGROUP,
+                        n.div_ceil(per_thread).div_ceil(GROUP_THREADS) * share * GROUP_THREADS,
                         (params.groups as usize).div_ceil(share),
-                        FIT_WORKGROUP,
+                        share * GROUP_THREADS,
                     ),
                 );
                 run(
@@ -493,7 +497,7 @@ fn staged_vec4s(ctx: &GpuContext) -> usize {
 /// Groups of sigmas a `fit` workgroup fits its beats for (`SHARE` in the shader): two where
 /// the order has at most `SHARED_UP_TO` coefficient vec4s and workgroup memory holds two
 /// sigmas' bases (`room`, where `fit` stages them), so that one group's threads read the beats'
-/// samples from L1 after the other's; else one. (Where there are fewer groups, the rest of a
+/// samples from L1 after the other's; else one. Each group has `GROUP_THREADS` threads. (Where there are fewer groups, the rest of a
 /// workgroup fits the last group's sigmas again and keeps nothing.)
 fn share_for(n4: usize, room: Option<usize>) -> usize {
     match n4 <= SHARED_UP_TO && room.is_none_or(|r| r >= 2) {
