@@ -167,6 +167,14 @@ impl HermiteKernels {
                     unrolled(order, per_thread, staged.then(|| staged_vec4s(ctx))),
                     include_str!("../../shaders/hermite.wgsl")
                 );
+                // For tools/pipeline-stats: what the driver makes of each generated source.
+                if let Some(dir) = std::env::var_os("EDE_HERMITE_SHADER_DUMP") {
+                    let name = format!("hermite-n{order}-b{per_thread}-s{share}-{staged}.wgsl");
+                    if let Err(e) = std::fs::write(std::path::Path::new(&dir).join(&name), &source)
+                    {
+                        eprintln!("note: EDE_HERMITE_SHADER_DUMP: {name}: {e}");
+                    }
+                }
                 let module = ctx
                     .device
                     .create_shader_module(wgpu::ShaderModuleDescriptor {
