@@ -73,8 +73,8 @@ const BEATS_PER_THREAD: usize = 4;
 /// record 100's refit at N = 30 0.30 -> 0.235 ms, 1e5 beats' fit 4.7 -> 3.8 ms; 64 was about
 /// the same as 128 (docs/BENCHMARKS.md). Smaller workgroups spread a refit's few threads over
 /// more of the SMs. Two groups of 64 (workgroups of 128) against two of 128 (of 256), H100,
-/// fit pass, two alternations: 1e5 beats at N = 6 628 -> 545 us, N = 10 772 -> 683 us; record
-/// 100's refit 26.2 -> 20.5 us and 31.8 -> 24.3 us.
+/// fit pass, three alternations: 1e5 beats at N = 6 628-629 -> 544-546 us, N = 10 771-775 ->
+/// 683-684 us; record 100's refit 26.2-26.6 -> 20.4-20.6 us and 31.9-32.1 -> 24.4-24.5 us.
 const GROUP_THREADS: usize = 128;
 
 /// Beats on the device, `[2][h][beats]` per chunk (u then w, see `upload`).
@@ -505,8 +505,9 @@ fn staged_vec4s(ctx: &GpuContext) -> usize {
 /// Groups of sigmas a `fit` workgroup fits its beats for (`SHARE` in the shader): two where
 /// the order has at most `SHARED_UP_TO` coefficient vec4s and workgroup memory holds two
 /// sigmas' bases (`room`, where `fit` stages them), so that one group's threads read the beats'
-/// samples from L1 after the other's; else one. Each group has `GROUP_THREADS` threads. (Where there are fewer groups, the rest of a
-/// workgroup fits the last group's sigmas again and keeps nothing.)
+/// samples from L1 after the other's; else one. Each group has `GROUP_THREADS` threads. (Where
+/// there are fewer groups, the rest of a workgroup fits the last group's sigmas again and keeps
+/// nothing.)
 fn share_for(n4: usize, room: Option<usize>) -> usize {
     match n4 <= SHARED_UP_TO && room.is_none_or(|r| r >= 2) {
         true => 2,
