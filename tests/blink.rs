@@ -527,9 +527,8 @@ fn a_simulated_saccade_is_left_alone() {
 
 /// Issue 43: on blinks the removal was not designed on (`dsp::blink::families`, over MNE's
 /// cleaning of the EEGLAB sample with independent noise), the batch finds them (F1 >= 0.95)
-/// and leaves at most 1.6x what the ideal spatial filter with the true topography leaves
-/// inside them (the goal is 1.5x: the undershoot family, whose topography is the most uneven,
-/// measures 1.52-1.56x, the others 0.87-1.37x over three seeds, BENCHMARKS), changing the EEG
+/// and leaves at most 1.5x what the ideal spatial filter with the true topography leaves
+/// inside them (0.50-1.41x over every family and three seeds, BENCHMARKS), changing the EEG
 /// away from them by under 1.5 %. Live mode, which fits the field from the blinks so far,
 /// reaches the floor's neighbourhood on the issue's own family.
 #[test]
@@ -551,7 +550,7 @@ fn blinks_of_other_families_leave_about_what_the_ideal_filter_leaves() {
             let d = draw(family, amplitude, 1, base.duration_s(), labels, eog);
             let s = score_case(&base, &d, &batch, None).unwrap();
             assert!(s.f1 >= 0.95, "{s:?}");
-            assert!(s.ratio.unwrap() <= 1.6, "{s:?}");
+            assert!(s.ratio.unwrap() <= 1.5, "{s:?}");
             assert!(s.change_outside_pct <= 1.5, "{s:?}");
         }
     }

@@ -77,6 +77,10 @@ pub struct PipelineArgs {
     /// At most this many components are removed per window.
     #[arg(long, default_value_t = BlinkParams::default().max_components)]
     pub max_components: usize,
+    /// Low-pass corner of the blink source before it is subtracted under the blinks, Hz (0:
+    /// none): the source's faster activity is EEG and noise, not blink.
+    #[arg(long, default_value_t = BlinkParams::default().source_lowpass_hz)]
+    pub source_lowpass: f64,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// Fit each window's unmixing on at most this many of its samples (every k-th), then
@@ -108,6 +112,7 @@ impl PipelineArgs {
                 min_match: self.min_match,
                 min_share: self.min_share,
                 max_components: self.max_components,
+                source_lowpass_hz: self.source_lowpass,
                 scope: self.scope,
                 remove_eye_movements: self.remove_eye_movements,
                 ..BlinkParams::default()

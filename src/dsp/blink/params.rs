@@ -68,6 +68,11 @@ pub struct BlinkParams {
     pub margin_s: f64,
     /// Raised-cosine fade at each side of the removal, seconds (0.1).
     pub taper_s: f64,
+    /// The blink source is low-passed at this corner before it is subtracted under the blinks,
+    /// Hz (24; 0 or a corner at or above Nyquist: not filtered; `removal::lowpassed` says
+    /// why).
+    #[serde(default = "default_source_lowpass_hz")]
+    pub source_lowpass_hz: f64,
     pub scope: Scope,
     /// On a stream, a component whose topography is this close (|cos| of the mixing columns)
     /// to one removed in the previous window is the same blink source and is removed without
@@ -82,6 +87,10 @@ pub struct BlinkParams {
     /// EEGLAB users remove an ocular component. The kept EOG channels still show the eyes.
     #[serde(default)]
     pub remove_eye_movements: bool,
+}
+
+fn default_source_lowpass_hz() -> f64 {
+    BlinkParams::default().source_lowpass_hz
 }
 
 fn default_track_cos() -> f64 {
@@ -117,6 +126,7 @@ impl Default for BlinkParams {
             extent: 0.2,
             margin_s: 0.1,
             taper_s: 0.1,
+            source_lowpass_hz: 24.0,
             scope: Scope::Blinks,
             track_cos: 0.95,
             remove_eye_movements: false,
@@ -211,6 +221,12 @@ impl BlinkParams {
             if !(0.0..=1.0).contains(&v) {
                 return bad(format!("the {name} must be within 0..1, got {v}"));
             }
+        }
+        if !(self.source_lowpass_hz >= 0.0 && self.source_lowpass_hz.is_finite()) {
+            return bad(format!(
+                "the source's low-pass must be 0 (none) or a corner in Hz, got {}",
+                self.source_lowpass_hz
+            ));
         }
         for (name, v) in [
             ("hit tolerance", self.hit_s),
