@@ -547,6 +547,11 @@ pub(super) fn pipeline_controls(ui: &mut egui::Ui, o: &mut DeblinkOptions) {
     ui.add(egui::Slider::new(&mut p.min_match, 0.1..=1.0).text("match fraction"));
     ui.add(egui::Slider::new(&mut p.min_share, 0.05..=1.0).text("share of the blink"));
     ui.add(egui::Slider::new(&mut p.max_components, 1..=6).text("components at most"));
+    ui.add(egui::Slider::new(&mut p.source_lowpass_hz, 0.0..=60.0).text("source low-pass (Hz)"))
+        .on_hover_text(
+            "the blink source is low-passed here before it is subtracted under the blinks: its \
+             faster activity is EEG, muscle and noise, not blink (0: none)",
+        );
     ui.horizontal(|ui| {
         ui.label("remove over");
         ui.radio_value(&mut p.scope, Scope::Blinks, "blinks");
