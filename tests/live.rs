@@ -72,6 +72,17 @@ fn live_at_full_speed_cleans_like_the_batch() {
     assert_eq!(live.report.samples_out, data.data.cols as u64);
     let hop_total: f64 = live.report.hops.iter().map(|h| h.duration_s).sum();
     assert!((hop_total - data.duration_s()).abs() < 1e-9);
+    // The field's blinks, hop by hop: from the third blink found on, growing with the stream.
+    let fields: Vec<usize> = (live.report.hops.iter())
+        .filter_map(|h| h.field_blinks)
+        .collect();
+    let found = live.blinks.len();
+    assert!(
+        fields.first() == Some(&ede::dsp::blink::pooled::MIN_BLINKS)
+            && fields.windows(2).all(|w| w[0] <= w[1])
+            && fields.last().is_some_and(|&n| n <= found && n + 2 >= found),
+        "{fields:?} of {found} blinks"
+    );
     let batch = d.run(&data, &batch_opts, &mut |_, _| true).unwrap();
     let l = score_cleaning(&rec, &data, &truth, &live.cleaned, &live.blinks, 0.0);
     let b = score_cleaning(&rec, &data, &truth, &batch.cleaned, &batch.blinks, 0.0);

@@ -495,6 +495,28 @@ impl LiveView {
             latency * 1e3,
             s.late
         ));
+        if !self.sent.deblink.params.removes_everywhere() {
+            use crate::dsp::blink::pooled::SETTLED_BLINKS;
+            match s.field_blinks {
+                Some(n) if n >= SETTLED_BLINKS => {
+                    ui.label(format!("blink field of {n} blinks · settled"));
+                }
+                Some(n) => {
+                    ui.colored_label(
+                        ui.visuals().warn_fg_color,
+                        format!("blink field of {n} blinks · settling until {SETTLED_BLINKS}"),
+                    )
+                    .on_hover_text(
+                        "the blinks' topography is fitted on the blinks so far and carries the \
+                         EEG they coincided with: until it has about 30, blinks are cleaned \
+                         less well than later",
+                    );
+                }
+                None => {
+                    ui.label("no blink field yet: each window's own components clean blinks");
+                }
+            }
+        }
         if s.lost > 0 {
             ui.colored_label(
                 ui.visuals().warn_fg_color,

@@ -124,6 +124,8 @@ pub struct HopReport {
     pub iterations: usize,
     pub converged: bool,
     pub blinks: usize,
+    /// The blinks the stream's field was fitted on (`Hop::field_blinks`).
+    pub field_blinks: Option<usize>,
     pub error: Option<String>,
 }
 
@@ -226,6 +228,7 @@ impl Tally<'_> {
             iterations: hop.iterations,
             converged: hop.converged,
             blinks: hop.blinks.len(),
+            field_blinks: hop.field_blinks,
             error: hop.error.clone(),
         });
         if let Some(path) = &self.opts.record

@@ -83,6 +83,8 @@ pub struct Shared {
     pub processing: VecDeque<f64>,
     pub latency: VecDeque<f64>,
     pub hops: usize,
+    /// The blinks of the newest hop's field (`Hop::field_blinks`).
+    pub field_blinks: Option<usize>,
     pub late: usize,
     pub lost: u64,
     /// Samples received (the play position).
@@ -165,6 +167,7 @@ impl Shared {
             }
         }
         self.hops += 1;
+        self.field_blinks = hop.field_blinks;
         self.late += usize::from(late);
         if let Some(e) = &hop.error {
             self.error = Some(e.clone());

@@ -94,6 +94,10 @@ pub struct Hop {
     pub error: Option<String>,
     /// The window's ICA (its sources span the whole window), for display.
     pub ica: Option<Ica>,
+    /// The blinks the pooled field that cleaned it was fitted on (none where the windows'
+    /// own components did, or the eye's whole activity goes): a field of fewer than
+    /// `pooled::SETTLED_BLINKS` is still settling.
+    pub field_blinks: Option<usize>,
 }
 
 pub struct Streamer {
@@ -383,6 +387,7 @@ impl Streamer {
             converged: true,
             error: None,
             ica: None,
+            field_blinks: None,
         };
         self.emitted = f.upto.max(self.emitted);
         self.next_end = f.end + hop as u64;
@@ -551,6 +556,7 @@ fn finish_hop(
                 }
             }
             hop.cleaned = cleaned;
+            hop.field_blinks = Some((prior.iter().chain(&sums)).map(|s| s.blinks).sum());
             blinks = found;
         }
         None => hop.cleaned = w.clean(&f.x, out.clone()),
