@@ -529,8 +529,9 @@ fn a_simulated_saccade_is_left_alone() {
 /// cleaning of the EEGLAB sample with independent noise), the batch finds them (F1 >= 0.95)
 /// and leaves at most 1.5x what the ideal spatial filter with the true topography leaves
 /// inside them (0.50-1.41x over every family and three seeds, BENCHMARKS), changing the EEG
-/// away from them by under 1.5 %. Live mode, which fits the field from the blinks so far,
-/// reaches the floor's neighbourhood on the issue's own family.
+/// away from them by under 1.5 %. Live mode, which fits the field from the blinks so far, leaves
+/// as little once its field is settled (`pooled::SETTLED_BLINKS`: 0.59-1.43x over the blinks
+/// from the 30th on; its first minute leaves more, BENCHMARKS).
 #[test]
 fn blinks_of_other_families_leave_about_what_the_ideal_filter_leaves() {
     use ede::analysis::blink::families::{AffineCleaning, Cleaner, independent_base, score_case};
@@ -563,7 +564,10 @@ fn blinks_of_other_families_leave_about_what_the_ideal_filter_leaves() {
         eog,
     );
     let s = score_case(&base, &d, &Cleaner::Live(opts), None).unwrap();
-    assert!(s.f1 >= 0.95 && s.ratio.unwrap() <= 1.5, "{s:?}");
+    assert!(
+        s.f1 >= 0.95 && s.ratio.unwrap() <= 1.5 && s.ratio_settled.unwrap() <= 1.5,
+        "{s:?}"
+    );
     // Doing nothing leaves every blink whole: the score can fail.
     let mut none = DeblinkOptions::default();
     none.params.candidate_z = 1e6;

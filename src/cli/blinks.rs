@@ -298,11 +298,11 @@ fn run_families(a: &FamiliesArgs) -> anyhow::Result<()> {
     };
     let scores = score_families(&data, &cleaning, cases, &cleaner, gpu)?;
     eprintln!(
-        "family          A uV seed   F1  residual  floor  ratio  after 60 s  outside  FPz uV"
+        "family          A uV seed   F1  residual  floor  ratio  after 60 s  from 30th  outside  FPz uV"
     );
     for s in &scores {
         eprintln!(
-            "{:<15} {:>4} {:>4} {:>5.3} {:>7.1} % {:>5.1} % {:>5.2} {:>10.2} {:>6.2} % {:>6.1}",
+            "{:<15} {:>4} {:>4} {:>5.3} {:>7.1} % {:>5.1} % {:>5.2} {:>10.2} {:>10.2} {:>6.2} % {:>6.1}",
             s.family.name(),
             s.amplitude_uv,
             s.seed,
@@ -311,6 +311,7 @@ fn run_families(a: &FamiliesArgs) -> anyhow::Result<()> {
             s.floor_pct.unwrap_or(f64::NAN),
             s.ratio.unwrap_or(f64::NAN),
             s.ratio_after_first_minute.unwrap_or(f64::NAN),
+            s.ratio_settled.unwrap_or(f64::NAN),
             s.change_outside_pct,
             s.frontal_residual_uv
         );

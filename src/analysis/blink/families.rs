@@ -13,6 +13,7 @@ use super::measure::{Compared, Residuals, matched, residuals};
 use super::{BlinkJobError, DeblinkOptions, EegData, deblink_data};
 use crate::dsp::blink::Blink;
 use crate::dsp::blink::families::{self, Draw, Family};
+use crate::dsp::blink::pooled::SETTLED_BLINKS;
 use crate::dsp::ica::Observations;
 use crate::gpu::GpuContext;
 use crate::recording::demo::SplitMix;
@@ -109,6 +110,9 @@ pub struct CaseScore {
     /// field holds a dozen blinks or more (its first ones leave 22-29 % at 200 uV against
     /// 4-7 % later, as any topography from a handful of blinks does).
     pub ratio_after_first_minute: Option<f64>,
+    /// The same ratio over the true blinks from the `pooled::SETTLED_BLINKS`-th on: where a
+    /// stream's field is settled.
+    pub ratio_settled: Option<f64>,
     /// RMS of (cleaned - base) away from the blinks over the base's RMS there, %.
     pub change_outside_pct: f64,
     /// The residual at the frontopolar channel inside blinks, microvolts RMS.
@@ -233,6 +237,13 @@ pub fn score_case(
     let mut later = inside.clone();
     later[..settled].fill(false);
     let late = residuals(&c, &blink, &later, &near);
+    let mut peaks: Vec<f64> = draw.events.iter().map(|e| e.peak_s).collect();
+    peaks.sort_by(f64::total_cmp);
+    let mut settled_field = vec![false; n];
+    for &p in peaks.iter().skip(SETTLED_BLINKS - 1) {
+        settled_field[span(p + SCORED_S.0, p + SCORED_S.1)].fill(true);
+    }
+    let settled_field = residuals(&c, &blink, &settled_field, &near);
     let ratio = |r: &Residuals| r.floor_pct.filter(|&f| f > 0.0).map(|f| r.inside_pct / f);
     let frontal = (0..rows)
         .filter(|&i| scored[i])
@@ -254,6 +265,7 @@ pub fn score_case(
         floor_pct: r.floor_pct,
         ratio: ratio(&r),
         ratio_after_first_minute: ratio(&late),
+        ratio_settled: ratio(&settled_field),
         change_outside_pct: r.outside_pct,
         frontal_residual_uv: (e / k.max(1) as f64).sqrt(),
         elapsed_s,

@@ -52,10 +52,10 @@ pub const MIN_BLINKS: usize = 3;
 
 /// A stream's field is settled from this many blinks on: its topography carries the EEG of
 /// the blinks it was fitted on, tens of percent of it with a dozen (docs/BENCHMARKS.md, "What
-/// the blinks so far allow"). On the independent families at 100 uV live leaves 0.61-1.46x the
-/// ideal spatial filter's residual over the blinks from the 30th on, 0.65-1.62x from the 20th
-/// and up to 2.6x over the whole recording; a stream replayed with the true blink waveform
-/// behind its topography does little better (up to 2.43x over the whole recording).
+/// the blinks so far allow"). On the independent families at 50-200 uV live leaves 0.59-1.43x
+/// the ideal spatial filter's residual over the blinks from the 30th on, 0.65-1.64x from the
+/// 20th and up to 2.6x over the whole recording; a stream replayed with the true blink
+/// waveform behind its topography does little better (up to 2.43x over the whole recording).
 pub const SETTLED_BLINKS: usize = 30;
 
 /// At least this many blinks found by the windows before the batch pools a field; with fewer
