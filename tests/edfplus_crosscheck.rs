@@ -23,6 +23,9 @@ fn compare(path: &Path) {
             path.display(),
             a.label
         );
+        if a.label.trim().eq_ignore_ascii_case("Status") {
+            continue; // trigger codes, its stored integers' low bits (tests/real_files.rs)
+        }
         let n = a.samples.min(20_000);
         let expected = theirs.read_physical_samples(i, n).unwrap();
         let mut got = vec![0f32; n];
@@ -40,6 +43,14 @@ fn compare(path: &Path) {
         }
     }
     let their_annotations = theirs.annotations();
+    // A stimulus channel's steps are ede's events too (tied to the channel); edfplus reads
+    // the annotation signal alone.
+    let stim: Vec<&str> = (ours.signals.iter())
+        .filter(|s| s.kind == ede::recording::ChannelType::Stim)
+        .map(|s| s.label.trim())
+        .collect();
+    let mut ours = ours.clone();
+    (ours.annotations).retain(|a| a.channel().is_none_or(|c| !stim.contains(&c)));
     assert_eq!(
         ours.annotations.len(),
         their_annotations.len(),

@@ -513,14 +513,14 @@ fn fif_reads_as_mne_does() {
         // The stim channel's steps are events (MNE-Python finds them with find_events, not
         // among the annotations): value 1 from sample 100, value 5 from sample 400.
         let steps: Vec<(f64, &str)> = (rec.annotations.iter())
-            .filter(|a| a.text.starts_with("STI 014"))
+            .filter(|a| a.channel() == Some("STI 014"))
             .map(|a| (a.onset, a.text.as_str()))
             .collect();
-        assert_eq!(steps, [(0.4, "STI 014: 1"), (1.6, "STI 014: 5")], "{name}");
+        assert_eq!(steps, [(0.4, "1@@STI 014"), (1.6, "5@@STI 014")], "{name}");
         let mut annotated = rec.clone();
         annotated
             .annotations
-            .retain(|a| !a.text.starts_with("STI 014"));
+            .retain(|a| a.channel() != Some("STI 014"));
         // Stored values times calibration: float32 data agree to their precision.
         agrees_with_mne(&annotated, &format!("{name}.expected.json"), 0.0);
         let types: Vec<ChannelType> = rec.signals.iter().map(|s| s.kind).collect();
@@ -771,7 +771,7 @@ fn bti_reads_as_mne_does() {
         let steps: Vec<(f64, &str)> = (rec.annotations.iter())
             .map(|a| ((a.onset * 1e3).round() / 1e3, a.text.as_str()))
             .collect();
-        assert_eq!(steps, [(0.1, "TRIGGER: 4"), (0.6, "TRIGGER: 2")], "{name}");
+        assert_eq!(steps, [(0.1, "4@@TRIGGER"), (0.6, "2@@TRIGGER")], "{name}");
         let mut annotated = rec.clone();
         annotated.annotations.clear();
         agrees_with_mne(&annotated, &format!("{name}.expected.json"), 0.0);

@@ -21,7 +21,8 @@ const SHARED: &[(&str, Format, usize, f64, f64, usize)] = &[
         38,
     ),
     ("edf/chtypes_edf.edf", Format::EdfPlusC, 42, 200.0, 5.0, 8),
-    ("edf/test_reduced.edf", Format::EdfPlusC, 139, 1.0, 6.0, 5),
+    // 5 annotations and the 13 steps of its Status channel (tests/real_files.rs).
+    ("edf/test_reduced.edf", Format::EdfPlusC, 139, 1.0, 6.0, 18),
     // Nihon Kohden omits the 0 byte after time-keeping TALs: 2 real annotations, not 4.
     (
         "edf/nihonkohden_MB0400FU.edf",

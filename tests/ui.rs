@@ -675,7 +675,8 @@ fn beat_explorer_steps_by_label_and_moves_the_browser() {
 }
 
 /// The Nihon Kohden EDF+D export (referential channels, offsets of hundreds of uV): each trace
-/// stays in its lane, and Fit scales every channel to its own range in the window.
+/// is drawn whole, into its neighbours' lanes where it swings past its own (never
+/// flat-topped), and Fit scales every channel to its own range in the window.
 #[test]
 fn nihon_kohden_traces_keep_their_lanes_and_fit() {
     let Some(data) = common::shared_data() else {
@@ -684,7 +685,7 @@ fn nihon_kohden_traces_keep_their_lanes_and_fit() {
     let path = data.join("edf/nihonkohden_MB0400FU.edf");
     let mut h = harness(EdeApp::new(Some(path), None, Settings::default(), None));
     settle(&mut h);
-    assert!(!h.state().browser.settings.overlap);
+    assert!(h.state().browser.settings.overlap);
     h.snapshot_options(
         "nihonkohden_lanes",
         &SnapshotOptions::new()
@@ -1172,7 +1173,8 @@ fn montages_on_keys_references_and_bad_channels() {
     h.key_press(FUNCTION_KEYS[banana]);
     settle(&mut h);
     assert_eq!(h.state().browser.traces.spec.derivations.len(), 18);
-    assert_eq!(h.state().browser.trace_label(0), "FP1-F7");
+    // Labelled in the file's own spelling of its electrodes.
+    assert_eq!(h.state().browser.trace_label(0), "Fp1-F7");
     h.get_by_label("Bipolar: double banana");
     h.key_press(FUNCTION_KEYS[0]);
     settle(&mut h);

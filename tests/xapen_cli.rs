@@ -167,7 +167,7 @@ fn bad_requests_are_clear_errors() {
     write_edf(&a, false, None, 1.0, &signals(9), None, &[]);
     let p = a.to_str().unwrap();
     for (args, needle) in [
-        (vec!["--epoch-len", "5000"], "the recording holds 0"),
+        (vec!["--epoch-len", "5000"], "hold 2000 samples"),
         (vec!["--epoch-len", "2"], "too short"),
         (vec!["--m", "0"], "m = 0"),
         (vec!["--r=-1"], "r = -1"),

@@ -22,6 +22,12 @@ from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 
+# Mesa's device-select Vulkan layer probes Wayland to rank GPUs and, without a session
+# (no XDG_RUNTIME_DIR), libwayland prints an error twice on the first GPU analysis. wgpu picks
+# the adapter itself; the layer is turned off where there is no session (as the `ede` command does).
+if "XDG_RUNTIME_DIR" not in os.environ:
+    os.environ.setdefault("NODEVICE_SELECT", "1")
+
 from ede import _ede
 
 try:

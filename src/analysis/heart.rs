@@ -50,7 +50,7 @@ impl HeartReport {
             .iter()
             .map(|b| hrv::is_normal(b.1.as_deref()))
             .collect();
-        let hrv = hrv::hrv(&times, &normal).ok_or_else(|| {
+        let hrv = hrv::hrv(&times, &normal, Some(info.fs)).ok_or_else(|| {
             HermiteJobError::Selection(format!(
                 "{} has {} beats and fewer than two intervals between normal beats",
                 info.label.trim(),

@@ -17,7 +17,7 @@ use crate::dsp::aeeg::{Aeeg, AeegParams, LANES, margins};
 use crate::dsp::montage::Derivation;
 use crate::dsp::montage::apply::{derive, derive_on};
 use crate::dsp::spectrum::{Welch, WelchParams};
-use crate::recording::{ReadError, Recording, volts_per_unit};
+use crate::recording::{ReadError, Recording, reading_unit, volts_per_unit};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrendError {
@@ -75,7 +75,7 @@ pub struct CdsaTrend {
     pub overlap: f64,
     pub channels: Vec<String>,
     pub frequencies_hz: Vec<f64>,
-    /// `10 log10` of the density, re 1 unit^2/Hz.
+    /// `10 log10` of the density, re 1 (reader's unit)^2/Hz (`reading_unit`: uV, fT, fT/cm).
     pub unit: String,
     /// `[row][segment][frequency]`, segments from the start, the last partial one dropped.
     pub power: Vec<Vec<Vec<f32>>>,
@@ -309,23 +309,27 @@ pub fn run(
         return Ok(None);
     };
     let label = |t: usize| job.derivations[t].label.trim().to_string();
+    // In the reader's unit whatever the file's: dB re 1 uV^2/Hz for EEG, fT^2/Hz for MEG.
+    let file_unit = job.cdsa_groups.first().map_or("", |g| {
+        rec.signals[job.derivations[g.traces[0]].plus].unit.as_str()
+    });
+    let (unit, per_unit) = reading_unit(file_unit);
+    let db = (20.0 * per_unit.log10()) as f32;
     let cdsa = plan.cdsa.map(|(welch, _)| CdsaTrend {
         segment_s: job.cdsa.segment_s,
         block_s: job.cdsa.block_s,
         overlap: job.cdsa.overlap,
         channels: job.cdsa_groups.iter().map(|g| g.name.clone()).collect(),
         frequencies_hz: welch.frequencies(),
-        unit: format!(
-            "dB re 1 {}^2/Hz",
-            rec.signals[job.derivations[job.cdsa_groups[0].traces[0]].plus]
-                .unit
-                .trim()
-        ),
+        unit: format!("dB re 1 {unit}^2/Hz"),
         power: (0..job.cdsa_groups.len())
             .map(|r| {
-                pieces
-                    .iter()
-                    .flat_map(|p| p.power[r].iter().cloned())
+                (pieces.iter())
+                    .flat_map(|p| {
+                        p.power[r]
+                            .iter()
+                            .map(|row| row.iter().map(|v| v + db).collect())
+                    })
                     .collect()
             })
             .collect(),
@@ -423,6 +427,7 @@ pub fn page_psd(
     let params = WelchParams::from_seconds(fs, segment_s, 0.5).map_err(TrendError::Params)?;
     let welch = Welch::new(fs, params);
     let data = derive(rec, derivations, &same, start, len)?;
+    let (unit, per_unit) = reading_unit(&signal.unit);
     let psd: Vec<Vec<f64>> = data
         .par_iter()
         .map(|x| {
@@ -444,8 +449,10 @@ pub fn page_psd(
             .map(|&t| derivations[t].label.trim().to_string())
             .collect(),
         frequencies_hz: welch.frequencies(),
-        psd,
-        unit: format!("{}^2/Hz", signal.unit.trim()),
+        psd: (psd.into_iter())
+            .map(|p| p.into_iter().map(|v| v * per_unit * per_unit).collect())
+            .collect(),
+        unit: format!("{unit}^2/Hz"),
     })
 }
 

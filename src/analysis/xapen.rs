@@ -58,6 +58,17 @@ pub enum JobError {
     Gpu(#[from] crate::gpu::xapen::GpuXapenError),
 }
 
+/// The epoch length a recording's channels of `samples` samples take by default: 1024 (the
+/// paper's), or the longest power of two from 16 up that fits once in shorter runs (a 10 s MEG
+/// run of 900 samples: 512).
+pub fn default_epoch_len(samples: usize) -> usize {
+    let mut len = 1024;
+    while len > 16 && len > samples {
+        len /= 2;
+    }
+    len
+}
+
 impl XapenJob {
     /// How many epochs the job covers, after checking the channels and parameters.
     pub fn epoch_count(&self, rec: &Recording) -> Result<usize, JobError> {
@@ -84,9 +95,17 @@ impl XapenJob {
             EpochCount::Count(k) => k,
         };
         if count == 0 || count > available {
+            let asked = match self.epochs {
+                EpochCount::All => "at least 1 epoch".to_string(),
+                EpochCount::Count(k) => format!("{k} epoch(s)"),
+            };
             return Err(JobError::Selection(format!(
-                "{} epoch(s) of {} samples from sample {} are asked for; the recording holds {}",
-                count, self.epoch_len, self.start_sample, available
+                "{asked} of {} samples from sample {} asked for; the channels hold {} samples \
+                 from there ({available} whole epoch(s)): choose an epoch of at most {} samples",
+                self.epoch_len,
+                self.start_sample,
+                samples.saturating_sub(self.start_sample),
+                default_epoch_len(samples.saturating_sub(self.start_sample)),
             )));
         }
         Ok(count)

@@ -501,9 +501,11 @@ impl BlinkView {
         );
         let start = (c.offset + w.start) as f64 / fs;
         let maps = &mut *self.maps.borrow_mut();
-        // One row: the panel is short, and the traces below need their lanes.
+        // One row of every component: the panel is short, and the traces below need their
+        // lanes.
         let at = (&c.data.channels.labels[..], &c.data.positions[..]);
-        maps.ui(ui, at, ica, &w.removed, (8, 8));
+        let every = ica.mixing.ncols();
+        maps.ui(ui, at, ica, &w.removed, (every, every.max(1)));
         components_plot(
             ui,
             "blink components",

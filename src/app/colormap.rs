@@ -1,7 +1,8 @@
 //! Colour maps and the colour bar every view shares. Only perceptually uniform maps (matplotlib's
 //! viridis, magma and cividis, sampled at nine points and interpolated): even steps of value
 //! look like even steps of colour, they read in grey, and cividis suits colour-blind readers.
-//! No rainbow.
+//! No rainbow. Where sign matters (a topography, a difference), the diverging `RdBu`:
+//! ColorBrewer's red-blue, white at zero, over a range symmetric about it.
 
 use eframe::egui::{self, Color32, Pos2, Rect, Stroke};
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,8 @@ pub enum ColourMap {
     Viridis,
     Magma,
     Cividis,
+    /// Diverging: blue below zero, white at it, red above (not among the sequential `ALL`).
+    RdBu,
 }
 
 const VIRIDIS: [[u8; 3]; 9] = [
@@ -50,6 +53,19 @@ const CIVIDIS: [[u8; 3]; 9] = [
     [254, 232, 56],
 ];
 
+/// ColorBrewer's RdBu (9 classes), from negative blue to positive red.
+const RDBU: [[u8; 3]; 9] = [
+    [33, 102, 172],
+    [67, 147, 195],
+    [146, 197, 222],
+    [209, 229, 240],
+    [247, 247, 247],
+    [253, 219, 199],
+    [244, 165, 130],
+    [214, 96, 77],
+    [178, 24, 43],
+];
+
 fn table(points: &[[u8; 3]; 9]) -> [Color32; 256] {
     std::array::from_fn(|i| {
         let t = i as f64 / 255.0 * (points.len() - 1) as f64;
@@ -61,8 +77,14 @@ fn table(points: &[[u8; 3]; 9]) -> [Color32; 256] {
     })
 }
 
-static TABLES: std::sync::LazyLock<[[Color32; 256]; 3]> =
-    std::sync::LazyLock::new(|| [table(&VIRIDIS), table(&MAGMA), table(&CIVIDIS)]);
+static TABLES: std::sync::LazyLock<[[Color32; 256]; 4]> = std::sync::LazyLock::new(|| {
+    [
+        table(&VIRIDIS),
+        table(&MAGMA),
+        table(&CIVIDIS),
+        table(&RDBU),
+    ]
+});
 
 /// The colour of values outside any range (NaN: a flat channel).
 pub const MISSING: Color32 = Color32::from_gray(170);
@@ -75,6 +97,7 @@ impl ColourMap {
             ColourMap::Viridis => "viridis",
             ColourMap::Magma => "magma",
             ColourMap::Cividis => "cividis",
+            ColourMap::RdBu => "red-blue",
         }
     }
 
@@ -107,7 +130,8 @@ impl ColourMap {
         }
     }
 
-    /// A vertical bar of the map over `range`, with five labels written by `label`.
+    /// A bar of the map over `range`: vertical with five labels to its right, or, in a rect
+    /// wider than tall, horizontal with three labels under it; each written by `label`.
     pub fn bar(
         self,
         painter: &egui::Painter,
@@ -117,16 +141,23 @@ impl ColourMap {
         label: impl Fn(f64) -> String,
     ) {
         let steps = 64;
+        let across = rect.width() > rect.height();
         let colour = self.colours(range);
         let mut mesh = egui::Mesh::default();
         for k in 0..steps {
-            let y0 = rect.bottom() - k as f32 / steps as f32 * rect.height();
-            let y1 = rect.bottom() - (k + 1) as f32 / steps as f32 * rect.height();
+            let (f0, f1) = (k as f32 / steps as f32, (k + 1) as f32 / steps as f32);
+            let cell = match across {
+                true => Rect::from_x_y_ranges(
+                    rect.left() + f0 * rect.width()..=rect.left() + f1 * rect.width(),
+                    rect.y_range(),
+                ),
+                false => Rect::from_x_y_ranges(
+                    rect.x_range(),
+                    rect.bottom() - f1 * rect.height()..=rect.bottom() - f0 * rect.height(),
+                ),
+            };
             let v = range.0 + (range.1 - range.0) * (k as f64 + 0.5) / steps as f64;
-            mesh.add_colored_rect(
-                Rect::from_min_max(Pos2::new(rect.left(), y1), Pos2::new(rect.right(), y0)),
-                colour(v),
-            );
+            mesh.add_colored_rect(cell, colour(v));
         }
         painter.add(egui::Shape::mesh(mesh));
         painter.rect_stroke(
@@ -135,12 +166,26 @@ impl ColourMap {
             Stroke::new(1.0, Color32::from_gray(120)),
             egui::StrokeKind::Outside,
         );
-        for k in 0..=4 {
-            let f = k as f64 / 4.0;
-            let y = rect.bottom() - f as f32 * rect.height();
+        let ticks = if across { 2 } else { 4 };
+        for k in 0..=ticks {
+            let f = k as f64 / ticks as f64;
+            let (at, align) = match across {
+                true => (
+                    Pos2::new(rect.left() + f as f32 * rect.width(), rect.bottom() + 2.0),
+                    [
+                        egui::Align2::LEFT_TOP,
+                        egui::Align2::CENTER_TOP,
+                        egui::Align2::RIGHT_TOP,
+                    ][k],
+                ),
+                false => (
+                    Pos2::new(rect.right() + 4.0, rect.bottom() - f as f32 * rect.height()),
+                    egui::Align2::LEFT_CENTER,
+                ),
+            };
             painter.text(
-                Pos2::new(rect.right() + 4.0, y),
-                egui::Align2::LEFT_CENTER,
+                at,
+                align,
                 label(range.0 + (range.1 - range.0) * f),
                 egui::FontId::proportional(10.0),
                 text,

@@ -33,8 +33,8 @@ use crate::recording::{Annotation, Format, Recording, in_memory};
 
 /// How often the copy of an LSL stream that the other tabs follow is made again, at most.
 const STREAM_COPY_EVERY: Duration = Duration::from_secs(1);
-/// Components with scalp maps.
-const MAPS: usize = 12;
+/// Scalp maps to a row (every component has one).
+const MAPS_PER_ROW: usize = 6;
 
 /// What a session keeps of the tab (not the stream or recording it was playing).
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -657,7 +657,9 @@ impl LiveView {
                 ui.set_max_width(right);
                 if let Some(w) = &s.window {
                     let at = (&labels[..], &meta.positions[..]);
-                    self.maps.ui(ui, at, &w.ica, &w.removed, (MAPS, 6));
+                    let every = w.ica.mixing.ncols();
+                    self.maps
+                        .ui(ui, at, &w.ica, &w.removed, (every, MAPS_PER_ROW));
                 }
                 components(ui, s.window.as_ref(), fs, (t0, t1));
             });

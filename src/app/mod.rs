@@ -155,6 +155,13 @@ pub(crate) fn backend_picker(
     }
 }
 
+/// Where traces are cut at start: never, or at this many lanes centred on their own.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Clip {
+    Off,
+    Lanes(f32),
+}
+
 /// The time span of the browser's page at start.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Span {
@@ -184,6 +191,9 @@ pub struct StartOptions {
     /// uV/mm and mm/s on the calibrated screen.
     pub sensitivity: Option<f32>,
     pub paper_speed: Option<f32>,
+    pub clip: Option<Clip>,
+    /// Channel types the user sets over the file's (`--types`), by label.
+    pub types: Vec<(String, crate::recording::ChannelType)>,
     /// The night's strips and spectrum dock; scoring mode.
     pub night: bool,
     pub score: bool,
@@ -851,7 +861,17 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
                 .map(GpuContext::from_render_state);
             let mut app = EdeApp::new(args.file.clone(), args.fs, settings, gpu);
             if let Some(e) = &app.error {
+                // A screenshot of the demo in place of the file asked for would pass for it.
+                if screenshot.is_some() {
+                    return Err(e.clone().into());
+                }
                 eprintln!("ede: {e}");
+            }
+            for (label, kind) in &args.types {
+                match app.browser.rec.signal_index(label) {
+                    Some(c) => app.browser.set_type(c, *kind),
+                    None => return Err(format!("--types: no channel {label:?}").into()),
+                }
             }
             if let Some(r) = &args.reference {
                 app.browser.set_reference(r.clone());
@@ -861,6 +881,14 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
             }
             if let Some(f) = args.filter {
                 app.browser.set_filter(f);
+            }
+            match args.clip {
+                Some(Clip::Off) => app.browser.settings.overlap = true,
+                Some(Clip::Lanes(lanes)) => {
+                    app.browser.settings.overlap = false;
+                    app.browser.settings.clip_lanes = lanes;
+                }
+                None => {}
             }
             let calibration = &mut app.browser.settings.calibration;
             calibration.uv_per_mm = args.sensitivity.or(calibration.uv_per_mm);

@@ -112,10 +112,19 @@ fn compute(gpu: Option<GpuContext>) -> Compute<Request, Scalogram> {
         let xs = match &samples {
             Some((k, xs)) if *k == key => xs.clone(),
             _ => {
-                let xs = req
+                let mut xs = req
                     .spec
                     .derive(&req.traces, req.start, req.n)
                     .map_err(|e| err(&e))?;
+                // In the reader's unit (uV, fT, fT/cm) whatever the file's: the same EEG from
+                // a FIF (V) and an EDF (uV) has the same dB.
+                for (x, &d) in xs.iter_mut().zip(&req.traces) {
+                    let unit = &req.spec.rec.signals[req.spec.derivations[d].plus].unit;
+                    let k = crate::recording::reading_unit(unit).1 as f32;
+                    if k != 1.0 {
+                        x.iter_mut().for_each(|v| *v *= k);
+                    }
+                }
                 if xs.iter().any(|x| x.iter().any(|v| !v.is_finite())) {
                     return Err(
                         "the window holds samples that are not numbers (a gap or the \
@@ -805,14 +814,16 @@ impl ScalogramView {
                     [Pos2::new(p.x, rect.top()), Pos2::new(p.x, rect.bottom())],
                     Stroke::new(1.0, Color32::WHITE),
                 );
+                let of = &req.spec.rec.signals[req.spec.derivations[req.traces[band]].plus];
+                let reading = crate::recording::reading_unit(&of.unit).0;
                 response.clone().on_hover_text_at_pointer(format!(
                     "{label}\n{t:.3} s\n{:.2} Hz (scale {:.4} s)\n{} = {}",
                     f[row % scales],
                     s.axes.scales[row % scales],
                     unit.name(),
                     match unit {
-                        Quantity::Db => format!("{v:.1} dB"),
-                        _ => format!("{v:.4e}"),
+                        Quantity::Db => format!("{v:.1} dB re 1 {reading}²"),
+                        _ => format!("{v:.4e} ({reading})"),
                     }
                 ));
             }

@@ -6,8 +6,12 @@
 
 use eframe::egui::{self, Color32, ColorImage, Pos2, Stroke, TextureHandle, TextureOptions, Vec2};
 
+use super::colormap::ColourMap;
 use crate::dsp::ica::Ica;
 use crate::recording::electrodes::electrode_position;
+
+/// Points beside the maps for their colour bar.
+const BAR_WIDTH: f32 = 44.0;
 
 /// Pixels across a map's texture.
 const SIZE: usize = 64;
@@ -109,16 +113,8 @@ impl Interpolation {
 
 /// Blue for negative, white for zero, red for positive, over `-scale..scale`.
 fn diverging(v: f64, scale: f64) -> Color32 {
-    let t = (v / scale.max(1e-30)).clamp(-1.0, 1.0);
-    let white = [247.0, 247.0, 247.0];
-    let end = if t < 0.0 {
-        [33.0, 102.0, 172.0]
-    } else {
-        [178.0, 24.0, 43.0]
-    };
-    let a = t.abs();
-    let c = |i: usize| (white[i] + (end[i] - white[i]) * a) as u8;
-    Color32::from_rgb(c(0), c(1), c(2))
+    let s = scale.max(1e-30);
+    ColourMap::RdBu.colour(v, (-s, s))
 }
 
 /// One component's map as an image. The sign is chosen so that the largest weight is positive
@@ -188,16 +184,32 @@ impl ScalpMaps {
         }
         let red = Color32::from_rgb(220, 50, 47);
         let line = ui.visuals().text_color();
-        let width = ui.available_width();
+        let width = ui.available_width() - BAR_WIDTH;
         let side = (width / per_row as f32 - ui.spacing().item_spacing.x).clamp(30.0, 110.0);
-        for row in self.textures.chunks(per_row).enumerate() {
-            ui.horizontal(|ui| {
-                for (j, tex) in row.1.iter().enumerate() {
-                    let k = row.0 * per_row + j;
-                    map(ui, tex, at, side, removed.contains(&k), k, (red, line));
+        ui.horizontal_top(|ui| {
+            ui.vertical(|ui| {
+                for row in self.textures.chunks(per_row).enumerate() {
+                    ui.horizontal(|ui| {
+                        for (j, tex) in row.1.iter().enumerate() {
+                            let k = row.0 * per_row + j;
+                            map(ui, tex, at, side, removed.contains(&k), k, (red, line));
+                        }
+                    });
                 }
             });
-        }
+            // One bar for every map: each is scaled to its own peak, made positive.
+            let (rect, response) =
+                ui.allocate_exact_size(Vec2::new(BAR_WIDTH, side), egui::Sense::hover());
+            let bar = egui::Rect::from_min_size(
+                rect.min + Vec2::new(4.0, 6.0),
+                Vec2::new(9.0, (side - 12.0).max(10.0)),
+            );
+            ColourMap::RdBu.bar(ui.painter(), bar, (-1.0, 1.0), line, |v| format!("{v:+.1}"));
+            response.on_hover_text(
+                "each map's weights over its largest one (ICA leaves a component's sign and \
+                 scale free: the largest weight is drawn positive)",
+            );
+        });
     }
 }
 

@@ -26,6 +26,8 @@ pub struct TraceSpec {
     pub derivations: Vec<Derivation>,
     /// Why the montage asked for is not shown, or which of its traces were left out.
     pub problem: Option<String>,
+    /// The montage's derivations the recording cannot make, each with why.
+    pub left_out: Vec<String>,
     /// The display filter of every trace without its own.
     pub filter: DisplayFilter,
     /// Traces' own filters, by derivation index.
@@ -86,12 +88,12 @@ impl Traces {
         type_filters: Vec<(ChannelType, DisplayFilter)>,
         mut channel_filters: HashMap<usize, DisplayFilter>,
     ) -> Self {
-        let (montage, reference, derivations, problem) =
+        let (montage, reference, derivations, problem, left_out) =
             match montage::resolve(&rec, &montage, &reference) {
                 Ok(r) => {
                     let problem = (!r.skipped.is_empty())
                         .then(|| format!("left out: {}", r.skipped.join("; ")));
-                    (montage, reference, r.derivations, problem)
+                    (montage, reference, r.derivations, problem, r.skipped)
                 }
                 Err(e) => {
                     channel_filters.clear();
@@ -104,6 +106,7 @@ impl Traces {
                         Reference::AsRecorded,
                         derivations,
                         Some(e.to_string()),
+                        Vec::new(),
                     )
                 }
             };
@@ -118,6 +121,7 @@ impl Traces {
                 reference,
                 derivations,
                 problem,
+                left_out,
                 filter,
                 channel_filters,
                 type_filters,

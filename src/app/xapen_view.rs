@@ -10,7 +10,9 @@ use eframe::egui::{self, Color32, Pos2, Rect, Sense, Stroke, Vec2};
 use egui_plot::{Legend, Line, Plot, PlotPoint, PlotPoints};
 
 use crate::analysis::Backend;
-use crate::analysis::xapen::{self as xapen_job, EpochCount, XapenJob, XapenReport};
+use crate::analysis::xapen::{
+    self as xapen_job, EpochCount, XapenJob, XapenReport, default_epoch_len,
+};
 use crate::dsp::xapen::{self, Correction, Epochs, XapenParams};
 use crate::gpu::GpuContext;
 use crate::gpu::xapen::{Prepared, XapenKernels};
@@ -192,10 +194,20 @@ impl XapenView {
     pub fn new(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Self {
         let selected = default_selection(&rec);
         let backend = super::default_backend(gpu.as_ref());
+        let held = (0..rec.signals.len())
+            .filter(|&c| selected[c])
+            .map(|c| rec.signals[c].samples)
+            .min()
+            .unwrap_or(0);
+        // The shortest of the lengths offered that fits the recording when 1024 does not.
+        let epoch_len = (EPOCH_LENGTHS.into_iter())
+            .filter(|&l| l <= default_epoch_len(held))
+            .max()
+            .unwrap_or(EPOCH_LENGTHS[0]);
         XapenView {
             rec,
             selected,
-            epoch_len: 1024,
+            epoch_len,
             source: EpochSource::Visible,
             backend,
             params: XapenParams {

@@ -188,6 +188,16 @@ pub fn run(args: &DeblinkArgs) -> anyhow::Result<()> {
             None => (args.out.clone())
                 .context("--out must name the cleaned recording (or FILE a BIDS dataset)")?,
         };
+        // The file is written as EDF or BDF: a name that says otherwise is refused, not
+        // filled with bytes of another format.
+        let named = (out.extension().and_then(|x| x.to_str()))
+            .is_some_and(|x| x.eq_ignore_ascii_case("edf") || x.eq_ignore_ascii_case("bdf"));
+        if !named {
+            anyhow::bail!(
+                "--out {}: the cleaned recording is written as EDF or BDF; name it .edf or .bdf",
+                out.display()
+            );
+        }
         let report = item.derivative("deblink", ".json")?.or(args.report.clone());
         one(item, &opts, &gpu, args, &out, report.as_deref())?;
         Ok(None)

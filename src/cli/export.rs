@@ -77,9 +77,11 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
         Some(m) => load_montage(&rec, m)?,
         None => picked(&rec, &args.channels)?,
     };
-    let mut derivations = montage::resolve(&rec, &montage, &args.reference)
-        .map_err(anyhow::Error::msg)?
-        .derivations;
+    let resolved = montage::resolve(&rec, &montage, &args.reference).map_err(anyhow::Error::msg)?;
+    for left_out in &resolved.skipped {
+        eprintln!("warning: {}: left out {left_out}", montage.name);
+    }
+    let mut derivations = resolved.derivations;
     if args.montage.is_some() && !args.channels.is_empty() {
         derivations.retain(|d| {
             args.channels
@@ -146,6 +148,13 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
         bail!(
             "--start must be a non-negative number of seconds, got {}",
             args.start
+        );
+    }
+    if args.start >= rec.time_span_s() {
+        bail!(
+            "--start {} s is past the recording's end ({} s)",
+            args.start,
+            crate::cli::round_for_people(rec.time_span_s())
         );
     }
     let end = match args.duration {

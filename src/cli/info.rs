@@ -23,7 +23,7 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
         csv_fs: args.fs,
         xdf_stream: args.stream.clone(),
     };
-    let rec = crate::recording::Recording::open(&args.file, &options)?;
+    let rec = super::with_types(crate::recording::Recording::open(&args.file, &options)?)?;
     let summary = RecordingSummary::from(&rec);
     if args.json {
         super::print(&serde_json::to_string_pretty(&summary)?)?;
@@ -39,10 +39,10 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
             "\n  {:<18} {:<8} {:>8} Hz {:>10} samples  [{} .. {}] {}",
             s.label,
             s.kind.name(),
-            s.fs,
+            super::round_for_people(s.fs),
             s.samples,
-            s.physical_min,
-            s.physical_max,
+            super::round_for_people(s.physical_min),
+            super::round_for_people(s.physical_max),
             s.unit
         );
     }

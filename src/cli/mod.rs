@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 
-use crate::app::{Span, StartOptions};
-use crate::recording::{OpenOptions, ReadError, Recording, bids};
+use crate::app::{Clip, Span, StartOptions};
+use crate::recording::{ChannelType, OpenOptions, ReadError, Recording, bids};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -35,6 +35,33 @@ pub struct Cli {
     pub command: Option<Command>,
     #[command(flatten)]
     pub gui: GuiArgs,
+    /// Channel types where the file or the labels say otherwise, LABEL=TYPE,... (eeg, eog,
+    /// ecg, emg, stim, resp, misc, mag, grad, ref_meg): only EEG channels with 10-20/10-10
+    /// names or positions are scalp electrodes, in every average and montage.
+    #[arg(long, global = true, value_delimiter = ',', value_name = "LABEL=TYPE", value_parser = parse_type)]
+    pub types: Vec<(String, ChannelType)>,
+}
+
+fn parse_type(s: &str) -> Result<(String, ChannelType), String> {
+    let (label, kind) =
+        (s.rsplit_once('=')).ok_or_else(|| format!("expected LABEL=TYPE, got {s:?}"))?;
+    let kind = ChannelType::parse(kind).ok_or_else(|| {
+        format!("{kind:?} is not a channel type (eeg, eog, ecg, emg, stim, resp, misc, mag, grad, ref_meg)")
+    })?;
+    Ok((label.trim().to_string(), kind))
+}
+
+/// The channel types the command line sets (`--types`), for every recording a command opens.
+static TYPES: std::sync::OnceLock<Vec<(String, ChannelType)>> = std::sync::OnceLock::new();
+
+/// `--types` applied to a recording just opened.
+pub fn with_types(mut rec: Recording) -> Result<Recording, ReadError> {
+    if let Some(types) = TYPES.get().filter(|t| !t.is_empty()) {
+        let path = rec.path.clone().unwrap_or_default();
+        rec.set_types(types)
+            .map_err(|e| ReadError::invalid(&path, e))?;
+    }
+    Ok(rec)
 }
 
 /// Arguments of the GUI (no subcommand).
@@ -70,11 +97,15 @@ pub struct GuiArgs {
     #[arg(long)]
     pub reference: Option<crate::dsp::montage::Reference>,
     /// Sensitivity of EEG (and other channels in volts) in uV/mm on the calibrated screen.
-    #[arg(long, value_name = "UV_PER_MM")]
+    #[arg(long, value_name = "UV_PER_MM", value_parser = positive("--sensitivity", "uV/mm"))]
     pub sensitivity: Option<f32>,
     /// Paper speed in mm/s on the calibrated screen.
-    #[arg(long, value_name = "MM_PER_S")]
+    #[arg(long, value_name = "MM_PER_S", value_parser = positive("--paper-speed", "mm/s"))]
     pub paper_speed: Option<f32>,
+    /// Where traces are cut: off (the default: they overlap their neighbours, as in
+    /// EDFbrowser) or a number of lanes centred on their own (MNE's browser cuts at 1.5).
+    #[arg(long, value_name = "off|LANES", value_parser = parse_clip)]
+    pub clip: Option<Clip>,
     /// Filters of every channel, e.g. hp=0.5,lp=35,order=4,notch=50.
     #[arg(long, value_parser = export::parse_filter)]
     pub filter: Option<crate::dsp::filter::DisplayFilter>,
@@ -112,8 +143,10 @@ impl GuiArgs {
             montage: self.montage.clone(),
             reference: self.reference.clone(),
             filter: self.filter,
-            sensitivity: self.sensitivity.filter(|v| *v > 0.0),
-            paper_speed: self.paper_speed.filter(|v| *v > 0.0),
+            sensitivity: self.sensitivity,
+            paper_speed: self.paper_speed,
+            clip: self.clip,
+            types: Vec::new(),
             night: self.night,
             score: self.score,
         })
@@ -124,6 +157,43 @@ fn parse_start(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
         _ => Err(format!("expected seconds >= 0, got {s:?}")),
+    }
+}
+
+/// A measured figure as people write it: at most 6 significant digits, no trailing zeros
+/// (1017.78 Hz, not 1017.7777709960938 Hz; 256 Hz, not 256.000).
+pub fn round_for_people(x: f64) -> String {
+    if !x.is_finite() || x == 0.0 {
+        return format!("{x}");
+    }
+    let digits = (5 - x.abs().log10().floor() as i32).clamp(0, 12) as usize;
+    let t = format!("{x:.digits$}");
+    match t.contains('.') {
+        true => t.trim_end_matches('0').trim_end_matches('.').to_string(),
+        false => t,
+    }
+}
+
+fn parse_clip(s: &str) -> Result<Clip, String> {
+    if s.eq_ignore_ascii_case("off") || s.eq_ignore_ascii_case("never") {
+        return Ok(Clip::Off);
+    }
+    match s.parse::<f32>() {
+        Ok(v) if v.is_finite() && v >= 1.0 => Ok(Clip::Lanes(v)),
+        _ => Err(format!("expected off or a number of lanes >= 1, got {s:?}")),
+    }
+}
+
+/// A parser of a number above 0 (and finite) for `flag`, in `unit`.
+fn positive(
+    flag: &'static str,
+    unit: &'static str,
+) -> impl Fn(&str) -> Result<f32, String> + Clone {
+    move |s: &str| match s.parse::<f32>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "{flag} must be a number of {unit} above 0, got {s:?}"
+        )),
     }
 }
 
@@ -244,13 +314,13 @@ impl LazyGpu {
 /// Opens a recording for a subcommand, with the CSV rate if given; a run of a BIDS dataset
 /// (by its name and folder) with its sidecars.
 pub fn open(path: &std::path::Path, fs: Option<f64>) -> Result<Recording, ReadError> {
-    bids::open_file(
+    with_types(bids::open_file(
         path,
         &OpenOptions {
             csv_fs: fs,
             ..Default::default()
         },
-    )
+    )?)
 }
 
 /// Writes `text` and a newline to standard output. A reader that went away (`ede info F | head`)
@@ -385,6 +455,7 @@ static ARGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
 /// Runs `ede` with the command line `args` (the program's name first): the viewer, or a
 /// subcommand; the exit status. The binary's `main` and the Python package's console script.
 pub fn main_with(args: Vec<String>) -> u8 {
+    quiet_device_select();
     let _ = ARGS.set(args.clone());
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
@@ -394,6 +465,7 @@ pub fn main_with(args: Vec<String>) -> u8 {
             return e.exit_code() as u8;
         }
     };
+    let _ = TYPES.set(cli.types.clone());
     let result = match &cli.command {
         Some(Command::Info(args)) => info::run(args),
         Some(Command::Export(args)) => export::run(args),
@@ -411,6 +483,10 @@ pub fn main_with(args: Vec<String>) -> u8 {
         Some(Command::Group(args)) => group::run(args),
         Some(Command::Bench(cmd)) => bench::run(cmd),
         None => (cli.gui.start_options())
+            .map(|o| StartOptions {
+                types: cli.types.clone(),
+                ..o
+            })
             .map_err(anyhow::Error::msg)
             .and_then(crate::app::run),
     };
@@ -420,6 +496,20 @@ pub fn main_with(args: Vec<String>) -> u8 {
             eprintln!("ede: {e:#}");
             1
         }
+    }
+}
+
+/// Mesa's device-select Vulkan layer connects to Wayland to rank the GPUs; on a machine without
+/// a session (no `XDG_RUNTIME_DIR`: a cluster node, CI, ssh) libwayland prints "error:
+/// XDG_RUNTIME_DIR is invalid or not set" twice for every command that opens a GPU. The
+/// ranking is nothing ede uses (wgpu picks the adapter), so the layer is turned off there.
+fn quiet_device_select() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none()
+        && std::env::var_os("NODEVICE_SELECT").is_none()
+    {
+        // SAFETY: called first thing in the process (or the Python console script), before
+        // any thread of ede's is started; nothing else reads the environment concurrently.
+        unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
     }
 }
 
@@ -461,6 +551,10 @@ mod tests {
     fn start_and_span_are_checked() {
         let cli = Cli::try_parse_from(["ede", "f.edf", "--start", "60", "--span", "all"]).unwrap();
         assert_eq!((cli.gui.start, cli.gui.span), (Some(60.0), Some(Span::All)));
+        assert_eq!(round_for_people(1017.7777709960938), "1017.78");
+        assert_eq!(round_for_people(256.0), "256");
+        assert_eq!(round_for_people(0.0123456789), "0.0123457");
+        assert_eq!(round_for_people(-2.5), "-2.5");
         let cli = Cli::try_parse_from(["ede", "--span", "2.5"]).unwrap();
         assert_eq!(cli.gui.span, Some(Span::Seconds(2.5)));
         for bad in [

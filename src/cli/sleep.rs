@@ -12,7 +12,9 @@ use crate::dsp::sleep::{SleepStatistics, Stage, hypnogram, statistics};
 pub struct SleepArgs {
     /// The recording (a PSG) or a hypnogram file (Sleep-EDF's `*-Hypnogram.edf`).
     pub file: PathBuf,
-    /// A hypnogram file whose stage events score the recording (instead of its own events).
+    /// A hypnogram file whose stage events score the recording (instead of its own events);
+    /// a Sleep-EDF PSG finds its `*-Hypnogram.edf` beside it without this. Epochs past the
+    /// recording's end are left out.
     #[arg(long)]
     pub hypnogram: Option<PathBuf>,
     /// Seconds per scored epoch.
@@ -62,8 +64,28 @@ pub fn run(args: &SleepArgs) -> anyhow::Result<()> {
             args.epoch
         );
     }
-    let scored = args.hypnogram.as_ref().unwrap_or(&args.file);
-    let rec = super::open(scored, None)?;
+    // A Sleep-EDF PSG is scored by the hypnogram beside it, as the browser pairs them.
+    let beside = (args.hypnogram.is_none())
+        .then(|| crate::recording::sibling_hypnogram(&args.file))
+        .flatten();
+    let scored = args
+        .hypnogram
+        .as_ref()
+        .or(beside.as_ref())
+        .unwrap_or(&args.file);
+    let mut rec = super::open(scored, None)?;
+    if scored != &args.file {
+        // The hypnogram scores the recording: its events on the recording's time axis, and
+        // no epoch past the recording's end (Sleep-EDF's hypnograms run to 24 h).
+        let psg = super::open(&args.file, None)?;
+        let shift = (rec.start - psg.start).num_milliseconds() as f64 / 1e3;
+        let end = psg.time_span_s();
+        for a in &mut rec.annotations {
+            a.onset += shift;
+            a.duration = a.duration.min(end - a.onset).max(0.0);
+        }
+        rec.annotations.retain(|a| a.onset >= 0.0 && a.onset < end);
+    }
     let stages = hypnogram(&rec.annotations, args.epoch, &args.stages);
     if stages.is_empty() {
         bail!(

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 
 use super::BackendChoice;
-use crate::analysis::xapen::{self, EpochCount, XapenJob, XapenReport};
+use crate::analysis::xapen::{self, EpochCount, XapenJob, XapenReport, default_epoch_len};
 use crate::dsp::xapen::{Correction, XapenParams};
 use crate::gpu::xapen::XapenKernels;
 use crate::recording::Recording;
@@ -25,9 +25,9 @@ pub struct XapenArgs {
     /// Tolerance r, in units of each epoch's standard deviation.
     #[arg(long, default_value_t = 0.2)]
     pub r: f32,
-    /// Samples per epoch.
-    #[arg(long, default_value_t = 1024)]
-    pub epoch_len: usize,
+    /// Samples per epoch: 1024, or the longest power of two that fits a shorter recording.
+    #[arg(long)]
+    pub epoch_len: Option<usize>,
     /// How many consecutive epochs: `all` or a number.
     #[arg(long, default_value = "all", value_parser = parse_epochs)]
     pub epochs: EpochCount,
@@ -83,11 +83,14 @@ pub fn job_for(rec: &Recording, args: &XapenArgs) -> anyhow::Result<XapenJob> {
     if !(args.start >= 0.0 && args.start.is_finite()) {
         bail!("--start must be a time in seconds >= 0");
     }
+    let start_sample = (args.start * fs).round() as usize;
+    let held = (channels.iter().map(|&c| rec.signals[c].samples).min()).unwrap_or(0);
     Ok(XapenJob {
         channels,
-        epoch_len: args.epoch_len,
+        epoch_len: (args.epoch_len)
+            .unwrap_or_else(|| default_epoch_len(held.saturating_sub(start_sample))),
         epochs: args.epochs,
-        start_sample: (args.start * fs).round() as usize,
+        start_sample,
         params: XapenParams {
             m: args.m,
             r: args.r,

@@ -54,9 +54,21 @@ pub struct Hrv {
     pub successive_differences: usize,
 }
 
+/// Whether a successive difference of `diff_ms` is over 50 ms (pNN50's count). Beats found on
+/// a grid of `fs` samples per second are decided in whole samples: at 360 Hz a difference of
+/// exactly 18 samples is 50 ms and does not count, whatever float noise its milliseconds carry
+/// (a third of record 100's differences at the boundary were counted before).
+pub fn over_50_ms(diff_ms: f64, fs: Option<f64>) -> bool {
+    match fs {
+        Some(fs) if fs > 0.0 => (diff_ms * fs / 1e3).round().abs() * 1e3 > 50.0 * fs,
+        _ => diff_ms.abs() > 50.0,
+    }
+}
+
 /// The measures of beats at `times` (seconds, increasing) whose `normal` flags say which are
-/// normal; `None` with fewer than two NN intervals.
-pub fn hrv(times: &[f64], normal: &[bool]) -> Option<Hrv> {
+/// normal, on a grid of `fs` samples per second where they were found on one (`over_50_ms`);
+/// `None` with fewer than two NN intervals.
+pub fn hrv(times: &[f64], normal: &[bool], fs: Option<f64>) -> Option<Hrv> {
     assert_eq!(times.len(), normal.len());
     let nn = nn_intervals(times, normal);
     if nn.len() < 2 {
@@ -76,7 +88,7 @@ pub fn hrv(times: &[f64], normal: &[bool]) -> Option<Hrv> {
         let k = diffs.len() as f64;
         (
             (diffs.iter().map(|d| d * d).sum::<f64>() / k).sqrt(),
-            100.0 * diffs.iter().filter(|d| d.abs() > 50.0).count() as f64 / k,
+            100.0 * diffs.iter().filter(|&&d| over_50_ms(d, fs)).count() as f64 / k,
         )
     };
     let (lf, hf) = match band_powers(&nn) {
@@ -144,13 +156,25 @@ mod tests {
         let nn = nn_intervals(&times, &normal);
         let ms: Vec<f64> = nn.iter().map(|v| v.1.round()).collect();
         assert_eq!(ms, [1000.0, 1100.0, 1000.0, 900.0]);
-        let h = hrv(&times, &normal).unwrap();
+        let h = hrv(&times, &normal, None).unwrap();
         // Differences: 1100-1000 and 900-1000 only (none across the ectopic beat).
         assert_eq!(h.successive_differences, 2);
         assert!((h.rmssd_ms - 100.0).abs() < 1e-9);
         assert_eq!(h.pnn50_pct, 100.0);
         assert!((h.mean_nn_ms - 1000.0).abs() < 1e-9);
         assert!(h.lf_ms2.is_none());
+    }
+
+    #[test]
+    fn fifty_ms_is_decided_in_samples() {
+        // 18 samples at 360 Hz are 50 ms: not over it, though the float difference may be.
+        let fs = 360.0;
+        let d = (300.0 + 18.0) / fs * 1e3 - 300.0 / fs * 1e3;
+        assert!(over_50_ms(d, None) || d <= 50.0);
+        assert!(!over_50_ms(d, Some(fs)));
+        assert!(!over_50_ms(-d, Some(fs)));
+        assert!(over_50_ms(19.0 / fs * 1e3, Some(fs)));
+        assert!(over_50_ms(50.1, None) && !over_50_ms(50.0, None));
     }
 
     #[test]
@@ -163,7 +187,7 @@ mod tests {
             times.push(t + 1.0 + 0.05 * (2.0 * std::f64::consts::PI * 0.1 * t).sin());
         }
         let normal = vec![true; times.len()];
-        let h = hrv(&times, &normal).unwrap();
+        let h = hrv(&times, &normal, None).unwrap();
         let (lf, hf) = (h.lf_ms2.unwrap(), h.hf_ms2.unwrap());
         assert!(lf > 20.0 * hf, "lf {lf} hf {hf}");
         // A sine of amplitude 50 ms holds 1250 ms^2.

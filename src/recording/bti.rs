@@ -648,7 +648,15 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
     let mut annotations: Vec<Annotation> = Vec::new();
     let mut warnings = Vec::new();
     let bytes = data_bytes.unwrap_or(0);
-    stim_events(&source, &signals, bytes, &mut annotations, &mut warnings)?;
+    let time_of = |i: usize, k: usize| k as f64 / signals[i].fs;
+    stim_events(
+        &source,
+        &signals,
+        &time_of,
+        bytes,
+        &mut annotations,
+        &mut warnings,
+    )?;
     let start = (header.timestamp)
         .and_then(|s| chrono::DateTime::from_timestamp(s as i64, 0))
         .map(|d| d.naive_utc());

@@ -199,14 +199,23 @@ fn by_name(up: &str) -> Option<ChannelType> {
         ChannelType::Stim
     } else if starts(&["RESP", "THOR", "ABDO", "ABD ", "FLOW", "AIRFLOW", "NASAL"]) {
         ChannelType::Resp
-    } else if starts(&[
-        "SAO2", "SPO2", "PLETH", "PULSE", "TEMP", "ACC", "LIGHT", "BODY", "POSITION", "GSR", "EDA",
-        "MISC", "PHOTIC", "ANNOT",
-    ]) {
+    } else if is_dc_input(up)
+        || starts(&[
+            "SAO2", "SPO2", "PLETH", "PULSE", "TEMP", "ACC", "LIGHT", "BODY", "POSITION", "GSR",
+            "EDA", "MISC", "PHOTIC", "ANNOT",
+        ])
+    {
         ChannelType::Misc
     } else {
         return None;
     })
+}
+
+/// A DC input of a clinical amplifier ("DC01", Nihon Kohden's "POL DC03"): a transducer's
+/// slow voltage (oximetry, pressure), never an electrode on the head.
+fn is_dc_input(up: &str) -> bool {
+    up.strip_prefix("DC")
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// Volts per unit of a voltage unit (`None` for others).
@@ -235,6 +244,19 @@ pub fn si_per_unit(unit: &str) -> Option<(&'static str, f64)> {
         "fT/m" => ("T/m", 1e-15),
         _ => return None,
     })
+}
+
+/// The unit a reader reads a signal in, and how many of it one `unit` is: every voltage in
+/// microvolts ("uV"), magnetic fields in fT, gradients in fT/cm; other units as they are.
+/// Spectra and trends are in these, so that the same EEG from a FIF (V) and an EDF (uV) reads
+/// the same dB.
+pub fn reading_unit(unit: &str) -> (String, f64) {
+    match si_per_unit(unit) {
+        Some(("V", k)) => ("uV".into(), k / 1e-6),
+        Some(("T", k)) => ("fT".into(), k / 1e-15),
+        Some(("T/m", k)) => ("fT/cm".into(), k / 1e-13),
+        _ => (unit.trim().to_string(), 1.0),
+    }
 }
 
 fn is_voltage(unit: &str) -> bool {
@@ -268,6 +290,9 @@ mod tests {
             ("EEG Fp1-Ref", "uV", Eeg),
             ("ECG ECG1", "uV", Ecg),
             ("POL E", "uV", Eeg),
+            ("POL DC01", "uV", Misc),
+            ("DC12", "mV", Misc),
+            ("DCx", "uV", Eeg),
             ("SaO2 X9", "uV", Misc),
             ("EOG1", "uV", Eog),
             ("VEOG", "uV", Eog),
@@ -291,6 +316,23 @@ mod tests {
         for (label, unit, want) in cases {
             assert_eq!(ChannelType::from_label(label, unit), want, "{label}");
         }
+    }
+
+    #[test]
+    fn readers_units_are_one_per_quantity() {
+        for (unit, reading, k) in [
+            ("V", "uV", 1e6),
+            ("mV", "uV", 1e3),
+            ("µV", "uV", 1.0),
+            ("nV", "uV", 1e-3),
+            ("T", "fT", 1e15),
+            ("T/m", "fT/cm", 1e13),
+        ] {
+            let (u, got) = reading_unit(unit);
+            assert_eq!(u, reading);
+            assert!((got / k - 1.0).abs() < 1e-12, "{unit}: {got}");
+        }
+        assert_eq!(reading_unit("%"), ("%".to_string(), 1.0));
     }
 
     #[test]

@@ -174,7 +174,7 @@ pub fn write_samples(
             at += len;
         }
         w.finish()?;
-        std::fs::rename(&partial, out).map_err(|e| ReadError::io(out, e))
+        std::fs::rename(&partial, out).map_err(|e| ReadError::write(out, e))
     })();
     if written.is_err() {
         let _ = std::fs::remove_file(&partial);

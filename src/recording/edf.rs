@@ -47,7 +47,14 @@ struct Layout {
     /// Digital values outside the header's range are clamped to it, as EDFlib (and edfplus)
     /// do: they are saturation, and unclamped they would draw far outside the channel.
     digital_range: (f64, f64),
+    /// The bits kept of each stored integer, which is then the value: a BioSemi Status
+    /// channel's trigger code is its low 16 bits (the rest are the amplifier's state).
+    code_bits: Option<i32>,
 }
+
+/// The low 16 bits of a BioSemi Status channel: the trigger inputs (bit 16 marks a new
+/// epoch, bits 17-23 speed mode, CMS range, battery).
+const BIOSEMI_TRIGGER_BITS: i32 = 0xFFFF;
 
 struct EdfSource {
     map: Mmap,
@@ -71,10 +78,18 @@ impl SampleSource for EdfSource {
             let at = self.data_start + record * self.record_size + l.offset + within * bps;
             let bytes = &self.map[at..at + n * bps];
             let dst = &mut out[done..done + n];
-            if bps == 2 {
+            if let (2, Some(bits)) = (bps, l.code_bits) {
+                for (o, c) in dst.iter_mut().zip(bytes.chunks_exact(2)) {
+                    *o = (i16::from_le_bytes([c[0], c[1]]) as i32 & bits) as f32;
+                }
+            } else if bps == 2 {
                 for (o, c) in dst.iter_mut().zip(bytes.chunks_exact(2)) {
                     let d = (i16::from_le_bytes([c[0], c[1]]) as f64).clamp(lo, hi);
                     *o = (d * l.gain + l.bias) as f32;
+                }
+            } else if let Some(bits) = l.code_bits {
+                for (o, c) in dst.iter_mut().zip(bytes.chunks_exact(3)) {
+                    *o = ((i32::from_le_bytes([0, c[0], c[1], c[2]]) >> 8) & bits) as f32;
                 }
             } else {
                 for (o, c) in dst.iter_mut().zip(bytes.chunks_exact(3)) {
@@ -94,7 +109,12 @@ impl SampleSource for EdfSource {
     fn sum(&self, signal: usize, start: usize, len: usize) -> Result<f64, ReadError> {
         let l = self.layout[signal];
         let (lo, hi) = l.digital_range;
-        if lo.fract() != 0.0 || hi.fract() != 0.0 || lo.abs() > 1e9 || hi.abs() > 1e9 {
+        if l.code_bits.is_some()
+            || lo.fract() != 0.0
+            || hi.fract() != 0.0
+            || lo.abs() > 1e9
+            || hi.abs() > 1e9
+        {
             return super::sum_by_reading(self, signal, start, len);
         }
         let (lo, hi) = (lo as i32, hi as i32);
@@ -360,6 +380,17 @@ fn parse(path: &Path, map: Mmap) -> Result<Recording, ReadError> {
             ));
             continue;
         }
+        let mut s = s;
+        let mut kind = ChannelType::from_label(&s.label, &s.unit);
+        // BioSemi's Status channel holds codes, not a voltage: its calibration (often that of
+        // the EEG, in uV) would draw a flat 41,009 uV lane and hide every trigger. An EDF made
+        // from a BioSemi file keeps it so too; MNE reads both as stored integers.
+        let code_bits = (s.label.trim().eq_ignore_ascii_case("Status")).then(|| {
+            kind = ChannelType::Stim;
+            s.unit = String::new();
+            (s.physical_min, s.physical_max) = (0.0, BIOSEMI_TRIGGER_BITS as f64);
+            BIOSEMI_TRIGGER_BITS
+        });
         let (gain, bias) = calibration(&s, &mut warnings);
         let fs = s.samples_per_record as f64 / record_duration;
         layout.push(Layout {
@@ -374,6 +405,7 @@ fn parse(path: &Path, map: Mmap) -> Result<Recording, ReadError> {
             } else {
                 (f64::NEG_INFINITY, f64::INFINITY)
             },
+            code_bits,
         });
         signals.push(SignalInfo {
             samples: records * s.samples_per_record,
@@ -383,7 +415,7 @@ fn parse(path: &Path, map: Mmap) -> Result<Recording, ReadError> {
             samples_per_record: s.samples_per_record,
             transducer: s.transducer,
             prefilter: s.prefilter,
-            kind: ChannelType::from_label(&s.label, &s.unit),
+            kind,
             position: None,
             bad: false,
             unit: s.unit,
@@ -457,6 +489,7 @@ fn parse(path: &Path, map: Mmap) -> Result<Recording, ReadError> {
         return Err(ReadError::invalid(path, "the file has no readable signals"));
     }
 
+    let bytes_len = map.len();
     let source = EdfSource {
         map,
         data_start,
@@ -478,6 +511,19 @@ fn parse(path: &Path, map: Mmap) -> Result<Recording, ReadError> {
     );
     rec.patient = patient;
     rec.recording_info = recording_info;
+    if rec.signals.iter().any(|s| s.kind == ChannelType::Stim) {
+        let mut annotations = std::mem::take(&mut rec.annotations);
+        let mut warnings = std::mem::take(&mut rec.warnings);
+        super::stim_events(
+            rec.source(),
+            &rec.signals,
+            &|i, k| rec.sample_time(i, k),
+            bytes_len,
+            &mut annotations,
+            &mut warnings,
+        )?;
+        (rec.annotations, rec.warnings) = (annotations, warnings);
+    }
     Ok(rec)
 }
 

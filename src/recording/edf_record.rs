@@ -97,7 +97,7 @@ impl EdfRecorder {
                 (gain, lo - dmin as f64 * gain)
             })
             .collect();
-        let file = File::create(path).map_err(|e| ReadError::io(path, e))?;
+        let file = File::create(path).map_err(|e| ReadError::write(path, e))?;
         let mut r = EdfRecorder {
             path: path.to_path_buf(),
             out: BufWriter::new(file),
@@ -115,7 +115,7 @@ impl EdfRecorder {
         let bytes = render_header(header, spr, record_s);
         r.out
             .write_all(&bytes)
-            .map_err(|e| ReadError::io(path, e))?;
+            .map_err(|e| ReadError::write(path, e))?;
         Ok(r)
     }
 
@@ -153,7 +153,7 @@ impl EdfRecorder {
     /// Writes what is buffered and the header's record count, so the file on disk is whole.
     pub fn flush(&mut self) -> Result<(), ReadError> {
         let path = self.path.clone();
-        let io = |e| ReadError::io(&path, e);
+        let io = |e| ReadError::write(&path, e);
         self.out.flush().map_err(io)?;
         let file = self.out.get_mut();
         let end = file.stream_position().map_err(io)?;
@@ -189,7 +189,8 @@ impl EdfRecorder {
         }
         self.flush()?;
         let file = self.out.get_ref();
-        file.sync_all().map_err(|e| ReadError::io(&self.path, e))?;
+        file.sync_all()
+            .map_err(|e| ReadError::write(&self.path, e))?;
         Ok((self.samples, self.clipped))
     }
 
@@ -223,7 +224,7 @@ impl EdfRecorder {
         bytes.extend(tal);
         self.out
             .write_all(&bytes)
-            .map_err(|e| ReadError::io(&self.path, e))?;
+            .map_err(|e| ReadError::write(&self.path, e))?;
         self.records += 1;
         Ok(())
     }

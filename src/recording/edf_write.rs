@@ -98,7 +98,7 @@ pub fn write_clip(
         .and_then(|()| std::fs::rename(&partial, out));
     written.map_err(|e| {
         let _ = std::fs::remove_file(&partial);
-        ReadError::io(out, e)
+        ReadError::write(out, e)
     })
 }
 
@@ -411,7 +411,7 @@ pub fn write_replacing(
         .and_then(|()| std::fs::rename(&partial, out));
     written.map_err(|e| {
         let _ = std::fs::remove_file(&partial);
-        ReadError::io(out, e)
+        ReadError::write(out, e)
     })
 }
 

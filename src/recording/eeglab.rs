@@ -246,9 +246,10 @@ fn channel_info(
             .map(|t| t.trim().to_string())
             .unwrap_or_default()
     };
+    // Unlabelled channels take MNE-Python's names (`read_raw_eeglab`): EEG 000, EEG 001, ...
     let labels: Vec<String> = (0..n)
         .map(|i| match text(i, "labels") {
-            l if l.is_empty() => format!("Ch{}", i + 1),
+            l if l.is_empty() => format!("EEG {i:03}"),
             l => l,
         })
         .collect();

@@ -1,21 +1,32 @@
 //! Electrode knowledge: 10-20/10-10 names in the labels files use, and where those electrodes
 //! sit on an idealized head. Readers use it (4D's EEG pairs), and so do montages and scalp maps.
 
-/// The electrode name of a label: "EEG Fp1-Ref" → "FP1"; 10-10 names map to 10-20 (T7 → T3,
-/// T8 → T4, P7 → T5, P8 → T6); "Fc5." style trailing dots are dropped.
-pub fn electrode_name(label: &str) -> String {
-    let mut s = label.trim().to_ascii_uppercase();
+/// The electrode a label names, in the file's own spelling: "EEG Fp1-Ref" → "Fp1", "Fc5." →
+/// "Fc5" (EDF+'s type prefix, the reference suffixes -Ref, -REF, -LE, -AV, -AVG, -A1, -A2, -M1,
+/// -M2 and trailing dots dropped).
+pub fn electrode_label(label: &str) -> &str {
+    let mut s = label.trim();
     for prefix in ["EEG ", "EEG:"] {
-        if let Some(rest) = s.strip_prefix(prefix) {
-            s = rest.trim().to_string();
+        if s.len() > prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix) {
+            s = s[prefix.len()..].trim();
         }
     }
-    for suffix in ["-REF", "-LE", "-AVG", "-A1", "-A2", "-M1", "-M2"] {
-        if let Some(rest) = s.strip_suffix(suffix) {
-            s = rest.to_string();
+    for suffix in ["-REF", "-LE", "-AV", "-AVG", "-A1", "-A2", "-M1", "-M2"] {
+        let n = s.len();
+        if n > suffix.len()
+            && s.is_char_boundary(n - suffix.len())
+            && s[n - suffix.len()..].eq_ignore_ascii_case(suffix)
+        {
+            s = &s[..n - suffix.len()];
         }
     }
-    let s = s.trim_end_matches('.').to_string();
+    s.trim_end_matches('.')
+}
+
+/// The electrode name of a label, for matching: `electrode_label` in capitals, 10-10 names
+/// mapped to 10-20 (T7 → T3, T8 → T4, P7 → T5, P8 → T6).
+pub fn electrode_name(label: &str) -> String {
+    let s = electrode_label(label).to_ascii_uppercase();
     match s.as_str() {
         "T7" => "T3".into(),
         "T8" => "T4".into(),
@@ -29,25 +40,39 @@ pub fn electrode_name(label: &str) -> String {
 /// 10-10 model, unit sphere, x right, y front, z up).
 const ELECTRODES: &str = include_str!("../../assets/electrodes_1010.tsv");
 
+/// The table, keyed by `electrode_name`, read once.
+static POSITIONS: std::sync::LazyLock<std::collections::HashMap<String, [f64; 3]>> =
+    std::sync::LazyLock::new(|| {
+        ELECTRODES
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|line| {
+                let mut f = line.split('\t');
+                let name = f.next()?;
+                let mut xyz = [0.0; 3];
+                for v in &mut xyz {
+                    *v = f.next()?.trim().parse().ok()?;
+                }
+                Some((electrode_name(name), xyz))
+            })
+            .collect()
+    });
+
 /// Where a channel's electrode sits, from its label's 10-20/10-10 name; `None` for labels that
 /// name no scalp position (EOG, ECG, unknown names).
 pub fn electrode_position(label: &str) -> Option<[f64; 3]> {
-    let want = electrode_name(label);
-    ELECTRODES
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .find_map(|line| {
-            let mut f = line.split('\t');
-            let name = f.next()?;
-            if electrode_name(name) != want {
-                return None;
-            }
-            let mut xyz = [0.0; 3];
-            for v in &mut xyz {
-                *v = f.next()?.trim().parse().ok()?;
-            }
-            Some(xyz)
-        })
+    POSITIONS.get(&electrode_name(label)).copied()
+}
+
+/// An earlobe electrode (A1, A2): a reference site off the scalp, left out of the average.
+pub fn is_earlobe(label: &str) -> bool {
+    matches!(electrode_name(label).as_str(), "A1" | "A2")
+}
+
+/// A scalp electrode by its label: a 10-20/10-10 name other than the earlobes. (Nihon Kohden's
+/// "POL E", "PG1", "$A1", DC inputs and numbered channels are not.)
+pub fn is_scalp_name(label: &str) -> bool {
+    !is_earlobe(label) && electrode_position(label).is_some()
 }
 
 #[cfg(test)]
@@ -63,5 +88,20 @@ mod tests {
         assert!(fp1[1] > 0.9 && fp1[0] < 0.0, "{fp1:?}");
         assert_eq!(electrode_position("P7"), electrode_position("T5"));
         assert!(electrode_position("EOG1").is_none());
+        assert_eq!(electrode_label("EEG Fp1-Ref"), "Fp1");
+        assert_eq!(electrode_label("T7-AV"), "T7");
+        assert_eq!(electrode_label("Fc5."), "Fc5");
+        assert_eq!(electrode_label("EEG"), "EEG");
+        for (label, scalp) in [
+            ("EEG Cz-Ref", true),
+            ("EEG T9-Ref", true),
+            ("EEG A1-Ref", false),
+            ("POL E", false),
+            ("POL $A1", false),
+            ("POL DC01", false),
+            ("E12", false),
+        ] {
+            assert_eq!(is_scalp_name(label), scalp, "{label}");
+        }
     }
 }

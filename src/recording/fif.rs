@@ -524,6 +524,7 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
     super::stim_events(
         &source,
         &signals,
+        &|i, k| k as f64 / signals[i].fs,
         data_bytes,
         &mut annotations,
         &mut warnings,

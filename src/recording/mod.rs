@@ -31,16 +31,22 @@ use std::sync::Arc;
 use chrono::NaiveDateTime;
 use serde::Serialize;
 
-pub use channel::{ChannelType, si_per_unit, volts_per_unit};
+pub use channel::{ChannelType, reading_unit, si_per_unit, volts_per_unit};
 
 /// A reader's error, always naming the file and saying what is wrong with it.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("{path}: cannot read the file: {source}")]
+    /// The system's reason is in the message, and so not also a source: a chain of sources
+    /// printed it twice ("No such file or directory ...: No such file or directory ...").
+    #[error("{path}: cannot read the file: {error}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
+    },
+    #[error("{path}: cannot write the file: {error}")]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
     },
     #[error("{path}: {reason}")]
     Invalid { path: PathBuf, reason: String },
@@ -50,7 +56,15 @@ impl ReadError {
     pub fn io(path: &Path, source: std::io::Error) -> Self {
         Self::Io {
             path: path.to_path_buf(),
-            source,
+            error: source,
+        }
+    }
+
+    /// A file that could not be made or written (a writer's error, said as one).
+    pub fn write(path: &Path, error: std::io::Error) -> Self {
+        Self::Write {
+            path: path.to_path_buf(),
+            error,
         }
     }
 
@@ -165,12 +179,14 @@ pub(crate) fn nominal_range(unit: &str) -> (f64, f64) {
 const MAX_STIM_SCAN_BYTES: usize = 128 << 20;
 
 /// The steps of the stimulus channels among `signals` (read through `source`, whose data
-/// span `data_bytes`) as events, as MNE-Python's `find_events` finds them: each change to a
-/// non-zero value, named "<channel>: <value>"; `annotations` sorted by onset after. Longer
-/// recordings are not read whole at open: a warning says so.
+/// span `data_bytes`; `time_of(signal, sample)` in seconds) as events, as MNE-Python's `find_events` finds them with its defaults
+/// (`stim_steps`): the text is the code, tied to its channel (`code@@channel`); the duration
+/// runs until the code changes again. `annotations` sorted by onset after. Longer recordings
+/// are not read whole at open: a warning says so.
 pub(crate) fn stim_events(
     source: &dyn SampleSource,
     signals: &[SignalInfo],
+    time_of: &dyn Fn(usize, usize) -> f64,
     data_bytes: usize,
     annotations: &mut Vec<Annotation>,
     warnings: &mut Vec<String>,
@@ -190,20 +206,58 @@ pub(crate) fn stim_events(
         }
         let mut v = vec![0f32; s.samples];
         source.read(i, 0, &mut v)?;
-        let mut prev = 0f32;
-        for (k, &x) in v.iter().enumerate() {
-            if x != prev && x != 0.0 {
-                annotations.push(Annotation {
-                    onset: k as f64 / s.fs,
-                    duration: 0.0,
-                    text: format!("{}: {}", s.label, x),
-                });
-            }
-            prev = x;
+        for step in stim_steps(&v) {
+            let onset = time_of(i, step.sample);
+            annotations.push(Annotation {
+                onset,
+                duration: time_of(i, step.sample + step.samples - 1) - onset + 1.0 / s.fs,
+                text: Annotation::on_channel(&step.code.to_string(), s.label.trim()),
+            });
         }
     }
     annotations.sort_by(|a, b| a.onset.total_cmp(&b.onset));
     Ok(())
+}
+
+/// An event of a stimulus channel: the code it steps up to, at which sample, for how many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StimStep {
+    pub sample: usize,
+    pub code: i64,
+    pub samples: usize,
+}
+
+/// MNE-Python's `find_events(raw, consecutive='increasing')`: values are taken as integer
+/// codes (truncated toward zero, their magnitude), and every step up to a higher code is an
+/// event; a code the channel starts on is none. Analog noise below 1 (0.006-0.07 on some
+/// Neuromag STI channels) is code 0 throughout and so gives no event.
+pub fn stim_steps(values: &[f32]) -> Vec<StimStep> {
+    let code = |x: f32| if x.is_finite() { (x as i64).abs() } else { 0 };
+    let mut out: Vec<StimStep> = Vec::new();
+    let mut prev = values.first().map_or(0, |&x| code(x));
+    let mut changed_at = 0;
+    for (k, &x) in values.iter().enumerate().skip(1) {
+        let c = code(x);
+        if c == prev {
+            continue;
+        }
+        if let Some(last) = out.last_mut().filter(|l| l.sample == changed_at) {
+            last.samples = k - last.sample;
+        }
+        if c > prev {
+            out.push(StimStep {
+                sample: k,
+                code: c,
+                samples: 0,
+            });
+        }
+        changed_at = k;
+        prev = c;
+    }
+    if let Some(last) = out.last_mut().filter(|l| l.sample == changed_at) {
+        last.samples = values.len() - last.sample;
+    }
+    out
 }
 
 /// The sampling rate most of `rates` share (of equally common ones, the last seen), `None` for
@@ -450,6 +504,29 @@ pub(crate) fn release_mapped_pages(map: &memmap2::Mmap) {
     }
 }
 
+/// The Sleep-EDF hypnogram beside a PSG file, if there is one.
+pub fn sibling_hypnogram(psg: &Path) -> Option<PathBuf> {
+    let name = psg.file_name()?.to_str()?;
+    let stem = name.strip_suffix("-PSG.edf")?;
+    let prefix = stem.get(..6)?;
+    let dir = psg
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix) && n.ends_with("-Hypnogram.edf"))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().next()
+}
+
 /// An opened recording: headers, annotations and a handle to decode samples.
 #[derive(Clone)]
 pub struct Recording {
@@ -626,13 +703,20 @@ impl Recording {
         self.records as f64 * self.record_duration
     }
 
-    /// The end of the time axis: the end of the last segment (after the gaps of EDF+D).
+    /// The end of the time axis: the end of the last segment (after the gaps of EDF+D); for
+    /// a file of annotations alone (a Sleep-EDF hypnogram), the end of its last annotation.
     pub fn time_span_s(&self) -> f64 {
-        self.segments
-            .last()
+        let data = (self.segments.last())
             .map(|s| s.start_s + s.records as f64 * self.record_duration)
             .unwrap_or(0.0)
-            .max(self.duration_s())
+            .max(self.duration_s());
+        if !self.signals.is_empty() {
+            return data;
+        }
+        (self.annotations.iter())
+            .map(|a| a.onset + a.duration)
+            .filter(|t| t.is_finite())
+            .fold(data, f64::max)
     }
 
     /// File name for titles and messages.
@@ -698,6 +782,11 @@ impl Recording {
         let mut out = vec![0.0; n];
         self.read(signal, 0, &mut out)?;
         Ok(out)
+    }
+
+    /// What decodes its samples.
+    pub(crate) fn source(&self) -> &dyn SampleSource {
+        self.source.as_ref()
     }
 
     /// Hands the file pages read so far back to the system (after the overview's full pass).
@@ -780,6 +869,56 @@ impl Recording {
             })
     }
 
+    /// The scalp electrodes, good or bad: EEG channels with a position in the file or a
+    /// 10-20/10-10 name, the earlobes (A1, A2) aside. A recording none of whose EEG channels
+    /// is placed or named so (numbered nets, "EEG 001") counts every EEG channel in a voltage.
+    /// The average reference and every montage's arithmetic take these, never DC, oximetry,
+    /// polygraphic or ear channels that a file types EEG.
+    pub fn scalp_electrodes(&self) -> Vec<usize> {
+        let eeg = |i: &usize| self.signals[*i].kind == ChannelType::Eeg;
+        let placed: Vec<usize> = (0..self.signals.len())
+            .filter(eeg)
+            .filter(|&i| {
+                let s = &self.signals[i];
+                !electrodes::is_earlobe(&s.label)
+                    && (s.position.is_some() || electrodes::is_scalp_name(&s.label))
+            })
+            .collect();
+        if !placed.is_empty() {
+            return placed;
+        }
+        (0..self.signals.len())
+            .filter(eeg)
+            .filter(|&i| {
+                let u = self.signals[i].unit.trim();
+                u.is_empty() || volts_per_unit(u).is_some()
+            })
+            .collect()
+    }
+
+    /// How many of `to`'s unit one of `from`'s unit is, where both measure the same thing in
+    /// units ede knows (mV to uV: 1000); 1 otherwise. Montage arithmetic sums channels in the
+    /// unit of the trace it makes.
+    pub fn unit_factor(&self, from: usize, to: usize) -> f64 {
+        let (a, b) = (&self.signals[from].unit, &self.signals[to].unit);
+        match (si_per_unit(a), si_per_unit(b)) {
+            (Some((da, ka)), Some((db, kb))) if da == db => ka / kb,
+            _ => 1.0,
+        }
+    }
+
+    /// Gives the channels `types` names (by label, as `signal_index` finds them) those types:
+    /// the user's word over the file's and the labels'. A label the recording lacks is an
+    /// error naming it.
+    pub fn set_types(&mut self, types: &[(String, ChannelType)]) -> Result<(), String> {
+        for (label, kind) in types {
+            let c = (self.signal_index(label))
+                .ok_or_else(|| format!("--types: no channel {label:?}"))?;
+            self.signals[c].kind = *kind;
+        }
+        Ok(())
+    }
+
     /// The brain channels (EEG, MEG) not marked bad, at the rate most of them share: what
     /// whole-head analyses take by default. Without any, every signal at the most common rate.
     pub fn brain_signals(&self) -> Vec<usize> {
@@ -821,9 +960,17 @@ impl Recording {
                 },
             };
             if found.is_empty() {
-                let known: Vec<String> = (self.signals.iter())
+                // A few names to go on, not a wall of them: `ede info` lists them all.
+                const SHOWN: usize = 12;
+                let mut known: Vec<String> = (self.signals.iter().take(SHOWN))
                     .map(|s| format!("{} ({})", s.label.trim(), s.kind.name()))
                     .collect();
+                if self.signals.len() > SHOWN {
+                    known.push(format!(
+                        "and {} more (`ede info` lists them)",
+                        self.signals.len() - SHOWN
+                    ));
+                }
                 return Err(format!(
                     "no channel or channel type {e:?} in {}; its channels: {}",
                     self.display_name(),
@@ -853,7 +1000,19 @@ pub struct RecordingSummary {
     pub duration_s: f64,
     pub signals: Vec<SignalInfo>,
     pub annotations: usize,
+    /// Every annotation and stimulus-channel event, in time order.
+    pub events: Vec<EventSummary>,
     pub warnings: Vec<String>,
+}
+
+/// An event as `ede info --json` lists it: `text` without its channel, `channels` the ones it
+/// belongs to (empty: the whole recording).
+#[derive(Debug, Serialize)]
+pub struct EventSummary {
+    pub onset_s: f64,
+    pub duration_s: f64,
+    pub text: String,
+    pub channels: Vec<String>,
 }
 
 impl From<&Recording> for RecordingSummary {
@@ -869,6 +1028,14 @@ impl From<&Recording> for RecordingSummary {
             duration_s: r.duration_s(),
             signals: r.signals.clone(),
             annotations: r.annotations.len(),
+            events: (r.annotations.iter())
+                .map(|a| EventSummary {
+                    onset_s: a.onset,
+                    duration_s: a.duration,
+                    text: a.description().to_string(),
+                    channels: a.channel().map(str::to_string).into_iter().collect(),
+                })
+                .collect(),
             warnings: r.warnings.clone(),
         }
     }
@@ -938,4 +1105,24 @@ pub fn unknown_start() -> NaiveDateTime {
     chrono::NaiveDate::from_ymd_opt(1985, 1, 1)
         .and_then(|d| d.and_hms_opt(0, 0, 0))
         .expect("valid constant date")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sleep_edf_psg_finds_its_hypnogram() {
+        let dir = tempfile::tempdir().unwrap();
+        let psg = dir.path().join("SC4001E0-PSG.edf");
+        std::fs::write(&psg, b"").unwrap();
+        assert!(sibling_hypnogram(&psg).is_none());
+        std::fs::write(dir.path().join("SC4001EC-Hypnogram.edf"), b"").unwrap();
+        std::fs::write(dir.path().join("SC4002EC-Hypnogram.edf"), b"").unwrap();
+        assert_eq!(
+            sibling_hypnogram(&psg).unwrap().file_name().unwrap(),
+            "SC4001EC-Hypnogram.edf"
+        );
+        assert!(sibling_hypnogram(&dir.path().join("other.edf")).is_none());
+    }
 }

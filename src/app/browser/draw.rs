@@ -64,6 +64,7 @@ impl Browser {
         let col_w = plot.width() / columns as f32;
         let label_font = egui::FontId::proportional(12.0_f32.min(row_h * 0.8).max(7.0));
         let mut mark_bad = None;
+        let mut retype = None;
         for (row, &d) in visible.iter().enumerate() {
             let der = &self.traces.spec.derivations[d].clone();
             let sig = &self.rec.signals[der.plus];
@@ -190,6 +191,14 @@ impl Browser {
                     mark_bad = Some((der.plus, !bad));
                     ui.close();
                 }
+                ui.menu_button(format!("Type: {}", sig.kind.name()), |ui| {
+                    for t in crate::recording::ChannelType::ALL {
+                        if ui.selectable_label(sig.kind == t, t.name()).clicked() {
+                            retype = Some((der.plus, t));
+                            ui.close();
+                        }
+                    }
+                });
                 ui.separator();
                 let mut custom = own.is_some();
                 ui.checkbox(&mut custom, "own filters")
@@ -210,6 +219,9 @@ impl Browser {
         painter.add(egui::Shape::mesh(mesh));
         if let Some((c, bad)) = mark_bad {
             self.set_bad(c, bad);
+        }
+        if let Some((c, kind)) = retype {
+            self.set_type(c, kind);
         }
         if let Some(choice) = montage {
             self.set_montage(choice);

@@ -57,11 +57,16 @@ pub(super) fn format_span(s: f64) -> String {
 
 /// A value in the unit a reader expects: MEG's tesla as femtotesla, T/m as fT/cm, EEG-sized
 /// volts (FIF keeps EEG in V) as microvolts; the file and every computation keep SI units.
+/// Every voltage from nV to mV an EEG-sized value shows is said in µV, one spelling whatever
+/// the file wrote ("uV", "µV", BrainVision's nV).
 pub(super) fn shown_in(v: f32, unit: &str) -> (f32, &str) {
     match unit.trim() {
         "T" => (v * 1e15, "fT"),
         "T/m" => (v * 1e13, "fT/cm"),
         "V" if v.abs() < 0.1 => (v * 1e6, "µV"),
+        "mV" if v.abs() < 0.1 => (v * 1e3, "µV"),
+        "nV" => (v * 1e-3, "µV"),
+        "uV" | "µV" | "μV" => (v, "µV"),
         u => (v, u),
     }
 }

@@ -22,6 +22,11 @@ impl Browser {
         night.menu(self, ui);
         self.night = night;
         ui.menu_button("Channels", |ui| {
+            if ui.button("Types and units…").clicked() {
+                self.channels_open = true;
+                ui.close();
+            }
+            ui.separator();
             let labels = self.trace_labels();
             let kinds: Vec<ChannelType> = (self.traces.spec.derivations.iter())
                 .map(|d| self.rec.signals[d.plus].kind)
@@ -259,12 +264,15 @@ impl Browser {
 
     pub fn status(&mut self, ui: &mut egui::Ui) {
         let rec = &self.rec;
+        let what = match rec.signals.len() {
+            0 => format!("{} annotations", rec.annotations.len()),
+            n => format!("{n} signals"),
+        };
         ui.label(format!(
-            "{} · {} · {} signals · {}",
+            "{} · {} · {what} · {}",
             rec.display_name(),
             rec.format,
-            rec.signals.len(),
-            format_span(rec.duration_s())
+            format_span(rec.time_span_s())
         ));
         ui.separator();
         ui.label(format!(
@@ -282,7 +290,18 @@ impl Browser {
             ui.label(calibrated);
             ui.separator();
         }
-        let montage = ui.label(format!("{}{reference}", self.traces.spec.montage.name));
+        // A derivation the recording cannot make is said on the page, not only on hover.
+        let spec = &self.traces.spec;
+        let left_out = match (spec.left_out.len(), &spec.problem) {
+            (0, Some(_)) => " · not applied".to_string(),
+            (0, None) => String::new(),
+            (n, _) => format!(" · {n} left out"),
+        };
+        let text = format!("{}{reference}{left_out}", self.traces.spec.montage.name);
+        let montage = match left_out.is_empty() {
+            true => ui.label(text),
+            false => ui.colored_label(egui::Color32::from_rgb(170, 60, 0), text),
+        };
         if let Some(p) = &self.traces.spec.problem {
             montage.on_hover_text(p);
         }

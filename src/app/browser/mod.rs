@@ -17,6 +17,7 @@ mod draw;
 pub(crate) mod format;
 mod input;
 pub use input::FUNCTION_KEYS;
+mod channels_dialog;
 mod measure;
 mod menus;
 mod montage_editor;
@@ -65,7 +66,8 @@ pub struct BrowserSettings {
     /// Multiplies every channel's amplitude.
     pub gain: f32,
     pub show_annotations: bool,
-    /// Let traces leave their lanes (off: each is clipped at `clip_lanes` lanes).
+    /// Let traces leave their lanes, as EDFbrowser draws them (on by default: a page must never
+    /// hide a waveform's peaks; off: each is clipped at `clip_lanes` lanes, as MNE's browser).
     pub overlap: bool,
     /// Where a trace is clipped, in lanes centred on its own (1: its lane; MNE's browser
     /// clips at 3).
@@ -89,8 +91,8 @@ impl Default for BrowserSettings {
             span_s: 10.0,
             gain: 1.0,
             show_annotations: true,
-            overlap: false,
-            clip_lanes: 1.0,
+            overlap: true,
+            clip_lanes: 1.5,
             channels_per_page: 20,
             stage_labels: Vec::new(),
         }
@@ -121,6 +123,8 @@ pub struct Browser {
     recording_changed: bool,
     /// The bad marks as last saved (or as the file has them).
     saved_bad: Vec<bool>,
+    /// The channel types as last saved (or as the file has them).
+    saved_types: Vec<ChannelType>,
     /// The height of a lane last frame, in points (calibrated sensitivities need it).
     lane_points: f32,
     /// The calibration window's typed length while it is open.
@@ -129,6 +133,8 @@ pub struct Browser {
     marking: Option<(usize, f64, f64)>,
     /// The montage editor's state while it is open.
     editing: Option<montage_editor::Editing>,
+    /// The Channels dialog is open.
+    pub channels_open: bool,
     /// Fit every shown trace to its lane from the next screen's values.
     fit_requested: bool,
     /// The page of lanes shown and the traces hidden.
@@ -255,9 +261,11 @@ impl Browser {
             type_scale: HashMap::new(),
             recording_changed: false,
             saved_bad: rec.signals.iter().map(|s| s.bad).collect(),
+            saved_types: rec.signals.iter().map(|s| s.kind).collect(),
             lane_points: 40.0,
             calibrating: None,
             editing: None,
+            channels_open: false,
             marking: None,
             fit_requested: false,
             lanes: Lanes::default(),
@@ -374,18 +382,38 @@ impl Browser {
         self.rebuild(false);
     }
 
-    /// Whether channels are marked bad or good otherwise than last saved.
-    pub fn bad_marks_changed(&self) -> bool {
-        self.rec
-            .signals
-            .iter()
-            .zip(&self.saved_bad)
-            .any(|(s, &b)| s.bad != b)
+    /// Gives recorded channel `c` another type (the Channels dialog, a label's menu, a
+    /// session, `--types`): what it is decides whether it is a scalp electrode, so every
+    /// average and montage is made again, and its lane takes its type's scale.
+    pub fn set_type(&mut self, c: usize, kind: ChannelType) {
+        if c >= self.rec.signals.len() || self.rec.signals[c].kind == kind {
+            return;
+        }
+        let mut rec = (*self.rec).clone();
+        rec.signals[c].kind = kind;
+        self.rec = Arc::new(rec);
+        self.recording_changed = true;
+        self.rebuild(true);
     }
 
-    /// The bad marks are saved as they are now.
+    /// The channels whose type the user changed from the file's (as last saved).
+    pub fn changed_types(&self) -> Vec<(String, ChannelType)> {
+        (self.rec.signals.iter().zip(&self.saved_types))
+            .filter(|(s, t)| s.kind != **t)
+            .map(|(s, _)| (s.label.clone(), s.kind))
+            .collect()
+    }
+
+    /// Whether channels are marked bad or good, or typed, otherwise than last saved.
+    pub fn bad_marks_changed(&self) -> bool {
+        let bad = (self.rec.signals.iter().zip(&self.saved_bad)).any(|(s, &b)| s.bad != b);
+        bad || !self.changed_types().is_empty()
+    }
+
+    /// The bad marks and types are saved as they are now.
     pub fn bad_marks_saved(&mut self) {
         self.saved_bad = self.rec.signals.iter().map(|s| s.bad).collect();
+        self.saved_types = self.rec.signals.iter().map(|s| s.kind).collect();
     }
 
     /// Whether the recording changed (bad marks) since the last call.
@@ -395,6 +423,9 @@ impl Browser {
 
     /// The filter of channels of `kind` (`None`: as every channel's).
     pub fn set_type_filter(&mut self, kind: ChannelType, filter: Option<DisplayFilter>) {
+        if filter.is_some_and(|f| self.refuses(&f)) {
+            return;
+        }
         let mut list = self.settings.type_filters.clone();
         list.retain(|(k, _)| *k != kind);
         list.extend(filter.map(|f| (kind, f)));
@@ -406,9 +437,23 @@ impl Browser {
 
     /// The filter of every trace without its own.
     pub fn set_filter(&mut self, filter: DisplayFilter) {
-        if filter != self.settings.filter {
+        if filter != self.settings.filter && !self.refuses(&filter) {
             self.settings.filter = filter;
             self.rebuild(false);
+        }
+    }
+
+    /// A filter no channel of the recording can have is refused, the reason said and the last
+    /// valid filter kept: the status line names only what is applied. (A corner above the
+    /// Nyquist frequency of some channels only leaves those unfiltered, as EDFbrowser does.)
+    fn refuses(&mut self, filter: &DisplayFilter) -> bool {
+        let fastest = (self.rec.signals.iter().map(|s| s.fs)).fold(0.0, f64::max);
+        match filter.validate_at(fastest) {
+            Ok(()) => false,
+            Err(e) => {
+                self.message = Some(Err(format!("filter refused: {e}")));
+                true
+            }
         }
     }
 
@@ -532,6 +577,7 @@ impl Browser {
         self.stats_window(ui.ctx());
         self.calibration_window(ui.ctx());
         self.montage_editor(ui.ctx());
+        self.channels_dialog(ui.ctx());
     }
 
     /// The amplitude of one lane of trace `d` (physical units), gains applied.
@@ -556,6 +602,9 @@ impl Browser {
 
     /// Gives trace `d` its own display filter (`None`: the Filter menu's again).
     pub fn set_channel_filter(&mut self, d: usize, filter: Option<DisplayFilter>) {
+        if filter.is_some_and(|f| self.refuses(&f)) {
+            return;
+        }
         let mut own = self.traces.spec.channel_filters.clone();
         match filter {
             Some(f) => own.insert(d, f),

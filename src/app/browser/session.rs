@@ -38,6 +38,9 @@ pub struct Session {
     pub hidden: Vec<String>,
     /// Recorded channels marked bad, by label.
     pub bad: Vec<String>,
+    /// Every recorded channel's type, by label (the user may have changed some: that decides
+    /// which are scalp electrodes in every average).
+    pub types: Vec<(String, crate::recording::ChannelType)>,
     /// The events, where they were edited.
     pub events: Option<Vec<SavedEvent>>,
     /// "browser" or an analysis tab's id.
@@ -65,6 +68,7 @@ impl Default for Session {
             calibration: super::Calibration::default(),
             hidden: Vec::new(),
             bad: Vec::new(),
+            types: Vec::new(),
             events: None,
             tab: "browser".into(),
             views: Default::default(),
@@ -116,6 +120,9 @@ impl Browser {
                 .filter(|s| s.bad)
                 .map(|s| s.label.clone())
                 .collect(),
+            types: (self.rec.signals.iter())
+                .map(|s| (s.label.clone(), s.kind))
+                .collect(),
             events: crate::app::unsaved::edits_of(self).and_then(|e| e.events),
             tab: "browser".into(),
             views: Default::default(),
@@ -125,6 +132,11 @@ impl Browser {
     /// Puts `session` back (its recording must be the one open): the montage joins the user's
     /// montages; what names a trace or channel this recording lacks is passed over.
     pub fn apply_session(&mut self, session: &Session) {
+        for (label, kind) in &session.types {
+            if let Some(c) = self.rec.signals.iter().position(|s| &s.label == label) {
+                self.set_type(c, *kind);
+            }
+        }
         for c in 0..self.rec.signals.len() {
             let bad = session.bad.contains(&self.rec.signals[c].label);
             self.set_bad(c, bad);

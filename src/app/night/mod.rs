@@ -17,13 +17,15 @@ use std::path::{Path, PathBuf};
 use eframe::egui::{self, Color32, Pos2, Rect, Sense, Stroke};
 
 use super::browser::Browser;
-use crate::recording::{OpenOptions, Recording};
+use crate::recording::{OpenOptions, Recording, sibling_hypnogram};
 
 /// Heights of the strips, points.
 const CDSA_H: f32 = 72.0;
 const AEEG_H: f32 = 64.0;
 const HYPNOGRAM_H: f32 = 58.0;
 const HEART_H: f32 = 52.0;
+/// The clock-time axis under the strips.
+const AXIS_H: f32 = 16.0;
 /// The label column, as wide as the traces' (`browser::LABEL_WIDTH`).
 const LABEL_W: f32 = 110.0;
 
@@ -50,6 +52,8 @@ struct TimeAxis {
     left: f32,
     right: f32,
     total_s: f64,
+    /// The recording's first sample, in clock time: the axis reads the time of day.
+    start: chrono::NaiveDateTime,
 }
 
 impl TimeAxis {
@@ -59,6 +63,46 @@ impl TimeAxis {
 
     fn t(&self, x: f32) -> f64 {
         ((x - self.left) / (self.right - self.left).max(1.0)) as f64 * self.total_s
+    }
+
+    /// Clock-time ticks under the strips, on whole steps of the time of day (a step that
+    /// leaves room for each label: 1 min to 6 h).
+    fn draw(&self, p: &egui::Painter, rect: Rect) {
+        use chrono::Timelike;
+        let colour = Color32::from_gray(90);
+        p.line_segment(
+            [
+                Pos2::new(self.left, rect.top()),
+                Pos2::new(self.right, rect.top()),
+            ],
+            Stroke::new(1.0, Color32::from_gray(160)),
+        );
+        let width = (self.right - self.left).max(1.0) as f64;
+        let fits = (width / 70.0).max(1.0);
+        let step = [60.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0, 10800.0, 21600.0]
+            .into_iter()
+            .find(|&s| self.total_s / s <= fits)
+            .unwrap_or(21600.0);
+        let day_s =
+            self.start.num_seconds_from_midnight() as f64 + self.start.nanosecond() as f64 * 1e-9;
+        let mut tick = (day_s / step).ceil() * step - day_s;
+        while tick <= self.total_s {
+            let x = self.x(tick);
+            p.line_segment(
+                [Pos2::new(x, rect.top()), Pos2::new(x, rect.top() + 4.0)],
+                Stroke::new(1.0, colour),
+            );
+            let at = (self.start + chrono::Duration::milliseconds((tick * 1e3).round() as i64))
+                .format(if step < 3600.0 { "%H:%M" } else { "%H:00" });
+            p.text(
+                Pos2::new(x, rect.top() + 4.0),
+                egui::Align2::CENTER_TOP,
+                at.to_string(),
+                egui::FontId::proportional(10.0),
+                colour,
+            );
+            tick += step;
+        }
     }
 }
 
@@ -89,7 +133,7 @@ impl Night {
             show_hypnogram.then_some(HYPNOGRAM_H),
             (self.strips && self.heart.available()).then_some(HEART_H),
         ];
-        let total: f32 = heights.iter().flatten().sum::<f32>() + 30.0;
+        let total: f32 = heights.iter().flatten().sum::<f32>() + AXIS_H + 30.0;
         egui::Panel::top("night strips")
             .exact_size(total)
             .frame(egui::Frame::new().fill(Color32::from_rgb(246, 246, 243)))
@@ -104,6 +148,7 @@ impl Night {
                     left: full.left() + LABEL_W,
                     right,
                     total_s: b.rec.time_span_s(),
+                    start: b.rec.start,
                 };
                 let header = ui.horizontal(|ui| self.header(b, ui)).response.rect;
                 let mut top = header.bottom() + 2.0;
@@ -128,6 +173,7 @@ impl Night {
                 if let Some(h) = heights[3] {
                     jump = jump.or(self.heart.strip(ui, row(h), axis));
                 }
+                axis.draw(ui.painter(), row(AXIS_H));
                 let strips = Rect::from_min_max(
                     Pos2::new(axis.left, header.bottom() + 2.0),
                     Pos2::new(axis.right, top - 3.0),
@@ -166,12 +212,20 @@ impl Night {
         self.trends.controls(b, ui);
         ui.separator();
         if self.scoring {
+            // Where the scorer is: the epoch on the page, of how many, and its stage so far.
+            let (t0, _) = b.visible_span();
+            let epoch = (t0 / scoring::EPOCH_S + 1e-6).floor() as usize;
+            let epochs = (b.rec.time_span_s() / scoring::EPOCH_S).ceil() as usize;
+            let stage = (self.hypnogram.of(b).get(epoch)).map_or("unscored", |s| s.yasa());
             ui.label(
-                egui::RichText::new(
-                    "Scoring: W 1 2 3 R (0-5), ? unscored, M movement; Backspace undoes",
-                )
+                egui::RichText::new(format!(
+                    "Epoch {} of {epochs} ({}): {stage}",
+                    epoch + 1,
+                    clock(t0)
+                ))
                 .strong(),
             );
+            ui.label("W 1 2 3 R (0-5), ? unscored, M movement; Backspace undoes");
         }
         show_message(ui, &self.message);
     }
@@ -251,29 +305,6 @@ impl Night {
     }
 }
 
-/// The Sleep-EDF hypnogram beside a PSG file, if there is one.
-pub fn sibling_hypnogram(psg: &Path) -> Option<PathBuf> {
-    let name = psg.file_name()?.to_str()?;
-    let stem = name.strip_suffix("-PSG.edf")?;
-    let prefix = stem.get(..6)?;
-    let dir = psg
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(prefix) && n.ends_with("-Hypnogram.edf"))
-        })
-        .collect();
-    found.sort();
-    found.into_iter().next()
-}
-
 /// Adds the events of an annotation file to the browser's (one undo step).
 pub fn load_annotations(b: &mut Browser, path: &Path) -> Result<String, String> {
     let other = Recording::open(path, &OpenOptions::default()).map_err(|e| e.to_string())?;
@@ -342,24 +373,4 @@ fn clicked_time(response: &egui::Response, axis: TimeAxis) -> Option<f64> {
 fn clock(t: f64) -> String {
     let s = t.max(0.0).round() as u64;
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_sleep_edf_psg_finds_its_hypnogram() {
-        let dir = tempfile::tempdir().unwrap();
-        let psg = dir.path().join("SC4001E0-PSG.edf");
-        std::fs::write(&psg, b"").unwrap();
-        assert!(sibling_hypnogram(&psg).is_none());
-        std::fs::write(dir.path().join("SC4001EC-Hypnogram.edf"), b"").unwrap();
-        std::fs::write(dir.path().join("SC4002EC-Hypnogram.edf"), b"").unwrap();
-        assert_eq!(
-            sibling_hypnogram(&psg).unwrap().file_name().unwrap(),
-            "SC4001EC-Hypnogram.edf"
-        );
-        assert!(sibling_hypnogram(&dir.path().join("other.edf")).is_none());
-    }
 }

@@ -12,13 +12,14 @@ use crate::analysis::trend::{PagePsd, page_psd};
 use crate::app::browser::Browser;
 use crate::app::browser::format::nice_amplitude;
 
-/// The bands shaded, Hz.
+/// The bands shaded, Hz, by their Greek letters: a name must fit inside delta's few points on a 0-100 Hz
+/// axis (the words were cut to "t…" and "al…").
 const BANDS: [(&str, f64, f64); 5] = [
-    ("delta", 0.5, 4.0),
-    ("theta", 4.0, 8.0),
-    ("alpha", 8.0, 13.0),
-    ("beta", 13.0, 30.0),
-    ("gamma", 30.0, 45.0),
+    ("δ", 0.5, 4.0),
+    ("θ", 4.0, 8.0),
+    ("α", 8.0, 13.0),
+    ("β", 13.0, 30.0),
+    ("γ", 30.0, 45.0),
 ];
 
 /// What the shown spectra are of: traces, time range, segment seconds, the recording.
@@ -94,7 +95,8 @@ impl PsdDock {
         ui.horizontal_wrapped(|ui| {
             ui.checkbox(&mut self.log_y, "log power");
             ui.checkbox(&mut self.log_x, "log frequency");
-            ui.checkbox(&mut self.bands, "bands");
+            ui.checkbox(&mut self.bands, "bands")
+                .on_hover_text("δ 0.5-4, θ 4-8, α 8-13, β 13-30, γ 30-45 Hz");
             ui.add(
                 egui::DragValue::new(&mut self.segment_s)
                     .range(0.25..=30.0)
@@ -138,10 +140,17 @@ impl PsdDock {
         } else {
             unit.clone()
         };
-        // No legend: twenty traces would cover the plot; the readout names the nearest.
+        // A legend in small type (a click on a name hides its trace); the readout names the
+        // nearest trace too.
         let mut plot = Plot::new("psd plot")
             .x_axis_label("Hz")
-            .y_axis_label(y_label);
+            .y_axis_label(y_label)
+            .legend(
+                egui_plot::Legend::default()
+                    .position(egui_plot::Corner::RightTop)
+                    .text_style(egui::TextStyle::Small)
+                    .background_alpha(0.8),
+            );
         plot = match log_x {
             true => plot.x_axis_formatter(|m, _| format!("{:.3}", 10f64.powf(m.value))),
             // About six labelled steps of 1, 2 or 5 x 10^k Hz: egui_plot's own spacing left only

@@ -288,6 +288,22 @@ impl Trends {
             let uv = Rect::from_min_max(Pos2::ZERO, Pos2::new(1.0, 1.0));
             ui.painter_at(area)
                 .image(tex.id(), image_rect, uv, Color32::WHITE);
+            // The colours' dB range, in the label column under the strip's name.
+            let bar = Rect::from_min_size(
+                Pos2::new(rect.left() + 6.0, rect.bottom() - 24.0),
+                egui::vec2(62.0, 7.0),
+            );
+            let last = range.1;
+            ColourMap::Viridis.bar(
+                ui.painter(),
+                bar,
+                *range,
+                Color32::from_gray(60),
+                |v| match v == last {
+                    true => format!("{v:.0} dB"),
+                    false => format!("{v:.0}"),
+                },
+            );
             for (hz, align) in [
                 (0.0, egui::Align2::RIGHT_BOTTOM),
                 (10.0, egui::Align2::RIGHT_CENTER),

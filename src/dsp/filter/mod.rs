@@ -75,10 +75,20 @@ pub enum FilterError {
         hz: f32,
         nyquist: f64,
     },
+    #[error("{what} {hz} Hz: a corner must be above 0 Hz (leave it out for none)")]
+    NotPositive { what: &'static str, hz: f32 },
+    #[error("{0:?}: {1:?} is not a number")]
+    NotANumber(String, String),
     #[error("{what}: order {order} is not between 1 and {MAX_ORDER}")]
     Order { what: &'static str, order: u8 },
     #[error("band-stop {0}-{1} Hz: the lower edge must be below the upper")]
     Band(f32, f32),
+    #[error(
+        "high-pass {0} Hz is at or above the low-pass {1} Hz: the band would pass nothing (a band-stop is bs=F1-F2)"
+    )]
+    EmptyBand(f32, f32),
+    #[error("notch Q {0} must be above 0")]
+    NotchQ(f32),
     #[error(
         "unknown filter setting {0:?} (hp=F, lp=F, order=N, hp-order=N, lp-order=N, bs=F1-F2, notch=50|60, q=Q, zero-phase, causal)"
     )]
@@ -122,6 +132,60 @@ impl DisplayFilter {
             || self.lowpass.is_some()
             || self.bandstop.is_some()
             || self.notch.is_some()
+    }
+
+    /// Refuses what no sampling rate can make: a corner at or below 0 Hz (or not a number), an
+    /// order outside 1-`MAX_ORDER`, a high-pass at or above the low-pass, a band-stop upside
+    /// down, a notch Q at or below 0. Settings a rate cannot make are `validate_at`'s.
+    pub fn validate(&self) -> Result<(), FilterError> {
+        let corner = |what: &'static str, hz: f32| {
+            if hz.is_finite() && hz > 0.0 {
+                Ok(())
+            } else {
+                Err(FilterError::NotPositive { what, hz })
+            }
+        };
+        let order = |what: &'static str, order: u8| {
+            if (1..=MAX_ORDER).contains(&order) {
+                Ok(())
+            } else {
+                Err(FilterError::Order { what, order })
+            }
+        };
+        if let Some(h) = self.highpass {
+            corner("high-pass", h)?;
+            order("high-pass", self.highpass_order)?;
+        }
+        if let Some(l) = self.lowpass {
+            corner("low-pass", l)?;
+            order("low-pass", self.lowpass_order)?;
+        }
+        if let (Some(h), Some(l)) = (self.highpass, self.lowpass)
+            && h >= l
+        {
+            return Err(FilterError::EmptyBand(h, l));
+        }
+        if let Some([a, b]) = self.bandstop {
+            corner("band-stop", a)?;
+            corner("band-stop", b)?;
+            order("band-stop", self.bandstop_order)?;
+            if a >= b {
+                return Err(FilterError::Band(a, b));
+            }
+        }
+        if let Some(n) = self.notch {
+            corner("notch", n)?;
+            if !(self.notch_q.is_finite() && self.notch_q > 0.0) {
+                return Err(FilterError::NotchQ(self.notch_q));
+            }
+        }
+        Ok(())
+    }
+
+    /// `validate`, and every corner below the Nyquist frequency of rate `fs`.
+    pub fn validate_at(&self, fs: f64) -> Result<(), FilterError> {
+        self.validate()?;
+        self.sections(fs).map(|_| ())
     }
 
     /// The cascade at rate `fs`: high-pass, low-pass, band-stop, notches.
@@ -226,8 +290,9 @@ impl DisplayFilter {
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (key, value) = item.split_once('=').unwrap_or((item, ""));
             let key = key.trim().to_ascii_lowercase().replace('_', "-");
-            let hz = || value.trim().parse::<f32>().map_err(|_| bad(item));
-            let ord = || value.trim().parse::<u8>().map_err(|_| bad(item));
+            let nan = || FilterError::NotANumber(item.to_string(), value.trim().to_string());
+            let hz = || value.trim().parse::<f32>().map_err(|_| nan());
+            let ord = || value.trim().parse::<u8>().map_err(|_| nan());
             match key.as_str() {
                 "hp" | "highpass" | "high-pass" => f.highpass = Some(hz()?),
                 "lp" | "lowpass" | "low-pass" => f.lowpass = Some(hz()?),
@@ -251,6 +316,7 @@ impl DisplayFilter {
                 _ => return Err(bad(item)),
             }
         }
+        f.validate()?;
         Ok(f)
     }
 

@@ -55,7 +55,7 @@ fn parse_and_describe_round_trip_and_bad_settings_are_said() {
     );
     assert!(matches!(
         DisplayFilter::parse("hp=x"),
-        Err(FilterError::Unknown(_))
+        Err(FilterError::NotANumber(..))
     ));
     assert!(matches!(
         DisplayFilter::parse("wobble"),
@@ -65,14 +65,23 @@ fn parse_and_describe_round_trip_and_bad_settings_are_said() {
         parse("lp=200").sections(256.0),
         Err(FilterError::OutOfRange { .. })
     ));
-    assert!(matches!(
-        parse("hp=1,order=9").sections(256.0),
-        Err(FilterError::Order { .. })
-    ));
-    assert!(matches!(
-        parse("bs=55-45").sections(256.0),
-        Err(FilterError::Band(..))
-    ));
+    // What no rate can make is refused as it is typed.
+    for (text, why) in [
+        ("lp=0", "above 0 Hz"),
+        ("hp=-1", "above 0 Hz"),
+        ("hp=30,lp=10", "at or above the low-pass"),
+        ("hp=10,lp=10", "at or above the low-pass"),
+        ("hp=1,order=9", "not between 1 and 8"),
+        ("lp=30,order=0", "not between 1 and 8"),
+        ("bs=55-45", "lower edge"),
+        ("notch=50,q=0", "Q 0"),
+        ("lp=nan", "above 0 Hz"),
+    ] {
+        let e = DisplayFilter::parse(text).expect_err(text).to_string();
+        assert!(e.contains(why), "{text}: {e}");
+    }
+    assert!(parse("lp=200").validate_at(1000.0).is_ok());
+    assert!(parse("lp=200").validate_at(256.0).is_err());
     // One filter for channels of every rate: a corner above a channel's Nyquist is left out.
     assert!(parse("lp=200").build(256.0).is_empty());
     assert!(!parse("lp=200").build(1000.0).is_empty());

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{DerivationSpec, Minus, Montage, mastoids};
-use crate::recording::electrodes::electrode_position;
+use crate::recording::electrodes::{electrode_label, electrode_position};
 use crate::recording::{ChannelType, Recording};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -151,11 +151,17 @@ impl BuiltIn {
         let derivations: Vec<DerivationSpec> = match self {
             BuiltIn::AsRecorded => (0..rec.signals.len()).map(|i| recorded(rec, i)).collect(),
             BuiltIn::Average => {
-                if eeg.len() < 3 {
+                // The scalp electrodes against their mean; whatever else the file types EEG
+                // (polygraphic inputs, DC, ears) as recorded, after them.
+                let scalp = rec.scalp_electrodes();
+                if scalp.len() < 3 {
                     return None;
                 }
-                eeg.iter()
+                let rest = (eeg.iter().filter(|i| !scalp.contains(i))).map(|&i| recorded(rec, i));
+                scalp
+                    .iter()
                     .map(|&i| referred(rec, i, "AVG", Minus::Average))
+                    .chain(rest)
                     .chain(others())
                     .collect()
             }
@@ -190,22 +196,32 @@ fn referred(rec: &Recording, i: usize, suffix: &str, minus: Minus) -> Derivation
     DerivationSpec::new(format!("{}-{suffix}", l.trim()), l.clone(), minus)
 }
 
-/// The pairs the recording has, labelled in 10-20 names; `None` when fewer than two fit.
+/// Every pair, labelled in the electrode names the file uses ("T7-P7" where it has T7 and
+/// P7, "FP1-F7" where it writes FP1); `None` when fewer than two fit. Pairs the recording
+/// cannot make stay in, under the template's names, so that `resolve` says which are left out.
 fn bipolar(rec: &Recording, pairs: &[(&str, &str)]) -> Option<Vec<DerivationSpec>> {
+    let mut fits = 0;
     let v: Vec<DerivationSpec> = pairs
         .iter()
         .filter_map(|&(a, b)| {
-            let (pa, pb) = (super::find_channel(rec, a)?, super::find_channel(rec, b)?);
-            (rec.signals[pa].fs == rec.signals[pb].fs).then(|| {
-                DerivationSpec::new(
-                    format!("{}-{}", a.to_uppercase(), b.to_uppercase()),
-                    rec.signals[pa].label.clone(),
-                    Minus::Channel(rec.signals[pb].label.clone()),
-                )
+            let found = (super::find_channel(rec, a)).zip(super::find_channel(rec, b));
+            Some(match found {
+                // A pair at two rates cannot be subtracted: left out as before.
+                Some((pa, pb)) if rec.signals[pa].fs != rec.signals[pb].fs => return None,
+                Some((pa, pb)) => {
+                    fits += 1;
+                    let name = |i: usize| electrode_label(&rec.signals[i].label).to_string();
+                    DerivationSpec::new(
+                        format!("{}-{}", name(pa), name(pb)),
+                        rec.signals[pa].label.clone(),
+                        Minus::Channel(rec.signals[pb].label.clone()),
+                    )
+                }
+                None => DerivationSpec::new(format!("{a}-{b}"), a, Minus::Channel(b.into())),
             })
         })
         .collect();
-    (v.len() >= pairs.len().min(2)).then_some(v)
+    (fits >= pairs.len().min(2)).then_some(v)
 }
 
 /// Each EEG channel with a position (the file's, else its 10-20/10-10 name's) against the mean

@@ -274,7 +274,7 @@ pub enum MontageError {
         other: String,
         other_fs: f64,
     },
-    #[error("no good {0} channels to average")]
+    #[error("no good {0} to average")]
     NothingToAverage(String),
     #[error("montage {0:?}: none of its derivations fits this recording ({1})")]
     NothingFits(String, String),
@@ -345,13 +345,19 @@ pub fn resolve(
     }
     let mut derivations = Vec::new();
     let mut skipped = Vec::new();
+    // Worked out once: every average of every derivation asks for them.
+    let scalp = rec.scalp_electrodes();
     for spec in &montage.derivations {
-        match resolve_one(rec, spec, reference) {
+        match resolve_one(rec, spec, reference, &scalp) {
             Ok(d) => derivations.push(d),
             // A channel the file lacks leaves that trace out; anything else is the montage's
             // or the reference's error, said as is.
             Err(MontageError::MissingChannel(c)) => {
                 skipped.push(format!("{}: no channel {c:?}", spec.label))
+            }
+            // A channel at a rate no scalp electrode shares has no average to take.
+            Err(e @ MontageError::NothingToAverage(_)) => {
+                skipped.push(format!("{}: {e} at its rate", spec.label))
             }
             Err(e) => return Err(e),
         }
@@ -372,6 +378,7 @@ fn resolve_one(
     rec: &Recording,
     spec: &DerivationSpec,
     reference: &Reference,
+    scalp: &[usize],
 ) -> Result<Derivation, MontageError> {
     let find = |name: &str| {
         find_channel(rec, name).ok_or_else(|| MontageError::MissingChannel(name.to_string()))
@@ -381,7 +388,7 @@ fn resolve_one(
         let mut w = Weights::from([(c, 1.0)]);
         // As MNE-Python does, a bad channel is neither in a reference nor re-referenced.
         if rec.signals[c].kind == ChannelType::Eeg && !rec.signals[c].bad {
-            let r = reference_channels(rec, reference, c)?;
+            let r = reference_channels(rec, reference, c, scalp)?;
             if !r.is_empty() {
                 add(&mut w, &mean_of(&r), -1.0);
             }
@@ -402,17 +409,22 @@ fn resolve_one(
             let cs: Vec<usize> = cs.iter().map(|c| find(c)).collect::<Result<_, _>>()?;
             subtract(&mut weights, &cs)?
         }
-        Minus::Average => subtract(&mut weights, &average_group(rec, plus)?)?,
+        Minus::Average => subtract(&mut weights, &average_group(rec, plus, scalp)?)?,
         Minus::Mastoids => subtract(
             &mut weights,
             &mastoids(rec).ok_or(MontageError::NoMastoids)?,
         )?,
     }
     // minus = e_plus - weights, without the terms that cancel (a bipolar pair under any
-    // reference is the pair alone).
+    // reference is the pair alone); each channel taken into the plus channel's unit (a mV
+    // channel in a uV trace counts a thousand times its number).
     let mut minus = Vec::new();
     for (&c, &w) in &weights {
-        let m = if c == plus { 1.0 - w } else { -w };
+        let m = if c == plus {
+            1.0 - w
+        } else {
+            -w * rec.unit_factor(c, plus)
+        };
         if m.abs() > 1e-9 {
             if rec.signals[c].fs != rec.signals[plus].fs {
                 return Err(MontageError::MixedRates {
@@ -434,17 +446,31 @@ fn resolve_one(
     })
 }
 
-/// The good channels of `channel`'s type and rate: what `average` means for it.
-pub fn average_group(rec: &Recording, channel: usize) -> Result<Vec<usize>, MontageError> {
+/// What `average` means for `channel`: for EEG the good ones of the scalp electrodes `scalp`
+/// (`Recording::scalp_electrodes`) at its rate, for other types the good channels of its type
+/// and rate.
+pub fn average_group(
+    rec: &Recording,
+    channel: usize,
+    scalp: &[usize],
+) -> Result<Vec<usize>, MontageError> {
     let s = &rec.signals[channel];
-    let group: Vec<usize> = (0..rec.signals.len())
-        .filter(|&i| {
-            let o = &rec.signals[i];
-            o.kind == s.kind && o.fs == s.fs && !o.bad
-        })
+    let pool: Vec<usize> = if s.kind == ChannelType::Eeg {
+        scalp.to_vec()
+    } else {
+        (0..rec.signals.len())
+            .filter(|&i| rec.signals[i].kind == s.kind)
+            .collect()
+    };
+    let group: Vec<usize> = (pool.into_iter())
+        .filter(|&i| rec.signals[i].fs == s.fs && !rec.signals[i].bad)
         .collect();
     if group.is_empty() {
-        return Err(MontageError::NothingToAverage(s.kind.name().to_string()));
+        let what = match s.kind {
+            ChannelType::Eeg => "scalp electrodes".to_string(),
+            k => format!("{} channels", k.name()),
+        };
+        return Err(MontageError::NothingToAverage(what));
     }
     Ok(group)
 }
@@ -455,10 +481,11 @@ fn reference_channels(
     rec: &Recording,
     reference: &Reference,
     channel: usize,
+    scalp: &[usize],
 ) -> Result<Vec<usize>, MontageError> {
     Ok(match reference {
         Reference::AsRecorded => Vec::new(),
-        Reference::Average => average_group(rec, channel)?,
+        Reference::Average => average_group(rec, channel, scalp)?,
         Reference::Mastoids => mastoids(rec).ok_or(MontageError::NoMastoids)?.to_vec(),
         Reference::Channels(names) => names
             .iter()
