@@ -330,7 +330,12 @@ impl BlinkView {
         let left = (c.result.events.iter())
             .filter(|e| !c.result.blinks.iter().any(|b| b.overlaps(&e.span)))
             .map(|e| (e.span, e.class.name(), if whole { red } else { amber }));
-        for (b, name, colour) in removed.chain(left) {
+        // Each label in the lowest row where it clears the one before it ("eye move" and
+        // "blink" side by side overprinted), on a backing so the traces under it do not hide it.
+        let mut row_ends: Vec<f32> = Vec::new();
+        let mut spans: Vec<_> = removed.chain(left).collect();
+        spans.sort_by_key(|s| s.0.start);
+        for (b, name, colour) in spans {
             let (a, z) = (
                 (c.offset + b.start) as f64 / c.data.fs,
                 (c.offset + b.end) as f64 / c.data.fs,
@@ -348,13 +353,24 @@ impl BlinkView {
                 let stroke = egui::Stroke::new(1.0, colour.gamma_multiply(0.8));
                 painter.rect_stroke(r, 0.0, stroke, egui::StrokeKind::Inside);
             }
-            painter.text(
-                Pos2::new(r.left() + 2.0, plot.bottom() - 2.0),
-                egui::Align2::LEFT_BOTTOM,
-                name,
-                egui::FontId::proportional(11.0),
-                colour,
+            let font = egui::FontId::proportional(11.0);
+            let galley = painter.layout_no_wrap(name.to_string(), font, colour);
+            let left = r.left() + 2.0;
+            let row = match row_ends.iter().position(|&end| end + 3.0 <= left) {
+                Some(k) => k,
+                None => {
+                    row_ends.push(f32::NEG_INFINITY);
+                    row_ends.len() - 1
+                }
+            };
+            row_ends[row] = left + galley.size().x;
+            let at = Pos2::new(
+                left,
+                plot.bottom() - 2.0 - row as f32 * (galley.size().y + 1.0),
             );
+            let label = Rect::from_min_size(at - egui::vec2(0.0, galley.size().y), galley.size());
+            painter.rect_filled(label.expand(1.0), 2.0, Color32::from_white_alpha(210));
+            painter.galley(label.min, galley, colour);
         }
     }
 

@@ -130,8 +130,9 @@ impl ColourMap {
         }
     }
 
-    /// A bar of the map over `range`: vertical with five labels to its right, or, in a rect
-    /// wider than tall, horizontal with three labels under it; each written by `label`.
+    /// A bar of the map over `range`: vertical with five labels to its right (three on a short
+    /// bar), or, in a rect wider than tall, horizontal with three labels under it; each
+    /// written by `label`.
     pub fn bar(
         self,
         painter: &egui::Painter,
@@ -166,7 +167,8 @@ impl ColourMap {
             Stroke::new(1.0, Color32::from_gray(120)),
             egui::StrokeKind::Outside,
         );
-        let ticks = if across { 2 } else { 4 };
+        // Five labels where they fit, else the ends and the middle.
+        let ticks = if across || rect.height() < 80.0 { 2 } else { 4 };
         for k in 0..=ticks {
             let f = k as f64 / ticks as f64;
             let (at, align) = match across {

@@ -10,8 +10,10 @@ use super::colormap::ColourMap;
 use crate::dsp::ica::Ica;
 use crate::recording::electrodes::electrode_position;
 
+/// The smallest map drawn, points across.
+const MIN_SIDE: f32 = 30.0;
 /// Points beside the maps for their colour bar.
-const BAR_WIDTH: f32 = 44.0;
+const BAR_WIDTH: f32 = 40.0;
 
 /// Pixels across a map's texture.
 const SIZE: usize = 64;
@@ -185,26 +187,53 @@ impl ScalpMaps {
         let red = Color32::from_rgb(220, 50, 47);
         let line = ui.visuals().text_color();
         let width = ui.available_width() - BAR_WIDTH;
-        let side = (width / per_row as f32 - ui.spacing().item_spacing.x).clamp(30.0, 110.0);
+        let gap = ui.spacing().item_spacing.x;
+        // As many to a row as fit at the smallest size readable: no map cut off at the edge.
+        let fits = (width / (MIN_SIDE + gap)).floor().max(1.0) as usize;
+        // One row where the caller asks for every map in one (a short panel): it scrolls
+        // sideways; otherwise as many to a row as fit.
+        let (per_row, visible_rows) = match per_row >= shown {
+            true => (shown.max(1), 1),
+            false => (per_row.min(fits), 2),
+        };
+        let side = (width / per_row as f32 - gap).clamp(MIN_SIDE, 110.0);
+        // Every component has its map, in rows of `per_row`; what the panel cannot show
+        // scrolls, so that the traces below keep their room (and their labels).
+        let rows = self.textures.len().div_ceil(per_row).max(1);
+        let row_h = side + 20.0;
+        let height = row_h * rows.min(visible_rows) as f32;
         ui.horizontal_top(|ui| {
-            ui.vertical(|ui| {
-                for row in self.textures.chunks(per_row).enumerate() {
-                    ui.horizontal(|ui| {
-                        for (j, tex) in row.1.iter().enumerate() {
-                            let k = row.0 * per_row + j;
-                            map(ui, tex, at, side, removed.contains(&k), k, (red, line));
+            let down = egui::Layout::top_down(egui::Align::Min);
+            ui.allocate_ui_with_layout(Vec2::new(width, height), down, |ui| {
+                ui.set_width(width);
+                ui.set_max_height(height);
+                egui::ScrollArea::both()
+                    .id_salt("scalp maps")
+                    .max_height(height)
+                    .max_width(width)
+                    .show(ui, |ui| {
+                        for row in self.textures.chunks(per_row).enumerate() {
+                            ui.horizontal(|ui| {
+                                for (j, tex) in row.1.iter().enumerate() {
+                                    let k = row.0 * per_row + j;
+                                    let gone = removed.contains(&k);
+                                    map(ui, tex, at, side, gone, k, (red, line));
+                                }
+                            });
                         }
                     });
-                }
             });
             // One bar for every map: each is scaled to its own peak, made positive.
             let (rect, response) =
-                ui.allocate_exact_size(Vec2::new(BAR_WIDTH, side), egui::Sense::hover());
+                ui.allocate_exact_size(Vec2::new(BAR_WIDTH, height), egui::Sense::hover());
             let bar = egui::Rect::from_min_size(
-                rect.min + Vec2::new(4.0, 6.0),
-                Vec2::new(9.0, (side - 12.0).max(10.0)),
+                rect.min + Vec2::new(4.0, 8.0),
+                Vec2::new(9.0, (height - 16.0).max(10.0)),
             );
-            ColourMap::RdBu.bar(ui.painter(), bar, (-1.0, 1.0), line, |v| format!("{v:+.1}"));
+            ColourMap::RdBu.bar(ui.painter(), bar, (-1.0, 1.0), line, |v| match v {
+                0.0 => "0".into(),
+                v => format!("{v:+.0}"),
+            });
             response.on_hover_text(
                 "each map's weights over its largest one (ICA leaves a component's sign and \
                  scale free: the largest weight is drawn positive)",
@@ -334,5 +363,24 @@ mod tests {
                 "cell {k}"
             );
         }
+    }
+
+    #[test]
+    fn a_topography_of_both_signs_draws_red_and_blue() {
+        let labels: Vec<String> = ["Fp1", "Fp2", "Fz", "Cz", "Pz", "O1", "O2"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let at = layout(&labels, &[]).unwrap();
+        let grid = Interpolation::new(&at, SIZE);
+        // Frontal positive, occipital negative: a blink-like dipole.
+        let img = image(&[3.0, 3.0, 1.0, 0.0, -1.0, -2.0, -2.0], &at, &grid);
+        let red = (img.pixels.iter())
+            .filter(|c| c.r() as i32 > c.b() as i32 + 40)
+            .count();
+        let blue = (img.pixels.iter())
+            .filter(|c| c.b() as i32 > c.r() as i32 + 40)
+            .count();
+        assert!(red > 100 && blue > 100, "red {red}, blue {blue}");
     }
 }

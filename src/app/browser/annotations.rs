@@ -119,7 +119,11 @@ impl Browser {
             for &k in &matches[rows] {
                 let a = &annotations[k];
                 let visible = a.onset >= t0 && a.onset < t1;
-                let text = format!("{}  {}", format_time(a.onset), a.text);
+                // A channel's event names its channel after the text, not EDF+'s "@@".
+                let text = match a.channel() {
+                    Some(c) => format!("{}  {} ({c})", format_time(a.onset), a.description()),
+                    None => format!("{}  {}", format_time(a.onset), a.text),
+                };
                 let chosen = self.events.selected == Some(k);
                 if ui.selectable_label(visible || chosen, text).clicked() {
                     jump = Some(a.onset);

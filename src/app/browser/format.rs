@@ -71,6 +71,14 @@ pub(super) fn shown_in(v: f32, unit: &str) -> (f32, &str) {
     }
 }
 
+/// A unit as the screen writes it: "µV" however a file or a JSON result spells it, "²" for
+/// "^2" ("dB re 1 uV^2/Hz" reads "dB re 1 µV²/Hz").
+pub fn unit_text(unit: &str) -> String {
+    unit.replace("uV", "µV")
+        .replace("μV", "µV")
+        .replace("^2", "²")
+}
+
 pub(super) fn fmt_amp(v: f32) -> String {
     if v >= 100.0 {
         format!("{v:.0}")

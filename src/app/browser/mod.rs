@@ -306,8 +306,16 @@ impl Browser {
         let mut spreads: HashMap<ChannelType, Vec<f32>> = HashMap::new();
         for (der, cols) in self.traces.spec.derivations.iter().zip(&screen.columns) {
             let values: Vec<f32> = cols.iter().flat_map(|c| [c[0], c[1]]).collect();
-            if let Some(s) = crate::dsp::stats::robust_spread(&values) {
-                let kind = self.rec.signals[der.plus].kind;
+            let kind = self.rec.signals[der.plus].kind;
+            // A trigger's codes are brief steps the percentiles pass over: its lane is from the
+            // largest code in the window, which then reaches half a lane.
+            let spread = match kind {
+                ChannelType::Stim => Some(values.iter().fold(0f32, |m, v| m.max(v.abs())))
+                    .filter(|&m| m > 0.0)
+                    .map(|m| 4.0 / 3.0 * m),
+                _ => crate::dsp::stats::robust_spread(&values),
+            };
+            if let Some(s) = spread {
                 spreads.entry(kind).or_default().push(s);
             }
         }

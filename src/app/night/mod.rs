@@ -224,8 +224,10 @@ impl Night {
                     clock(t0)
                 ))
                 .strong(),
+            )
+            .on_hover_text(
+                "W 1 2 3 R (or 0-5) score and advance, ? unscored, M movement; Backspace undoes",
             );
-            ui.label("W 1 2 3 R (0-5), ? unscored, M movement; Backspace undoes");
         }
         show_message(ui, &self.message);
     }

@@ -10,7 +10,7 @@ use egui_plot::{HoverPosition, Line, Plot, PlotPoints, Span};
 
 use crate::analysis::trend::{PagePsd, page_psd};
 use crate::app::browser::Browser;
-use crate::app::browser::format::nice_amplitude;
+use crate::app::browser::format::{nice_amplitude, unit_text};
 
 /// The bands shaded, Hz, by their Greek letters: a name must fit inside delta's few points on a 0-100 Hz
 /// axis (the words were cut to "t…" and "al…").
@@ -134,7 +134,7 @@ impl PsdDock {
                 p
             }
         };
-        let unit = psd.unit.clone();
+        let unit = unit_text(&psd.unit);
         let y_label = if log_y {
             format!("dB re 1 {unit}")
         } else {

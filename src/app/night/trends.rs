@@ -10,6 +10,7 @@ use eframe::egui::{self, Color32, ColorImage, Pos2, Rect, Stroke, TextureHandle}
 use super::{TimeAxis, clicked_time, strip_frame};
 use crate::analysis::trend::{self, CdsaParams, Group, TrendJob};
 use crate::app::browser::Browser;
+use crate::app::browser::format::unit_text;
 use crate::app::colormap::ColourMap;
 use crate::app::worker::{Outcome, Worker};
 use crate::dsp::aeeg::{AeegParams, LINEAR_UP_TO_UV, semilog};
@@ -326,7 +327,7 @@ impl Trends {
                     super::clock(axis.t(pos.x)),
                     range.0,
                     range.1,
-                    c.unit
+                    unit_text(&c.unit)
                 ));
             }
         }
@@ -334,7 +335,7 @@ impl Trends {
     }
 
     pub fn aeeg_strip(&mut self, ui: &mut egui::Ui, rect: Rect, axis: TimeAxis) -> Option<f64> {
-        let (area, response) = strip_frame(ui, rect, axis, "aEEG uV");
+        let (area, response) = strip_frame(ui, rect, axis, "aEEG µV");
         let Some(a) = self.shown.as_ref().and_then(|(_, t)| t.aeeg.as_ref()) else {
             pending(ui, area);
             return clicked_time(&response, axis);
@@ -391,7 +392,7 @@ impl Trends {
             let s = (t / seg).floor().max(0.0) as usize;
             if let (Some(lo), Some(hi)) = (a.lower_uv[k].get(s), a.upper_uv[k].get(s)) {
                 response.clone().on_hover_text(format!(
-                    "{} {}: {lo:.1} to {hi:.1} uV",
+                    "{} {}: {lo:.1} to {hi:.1} µV",
                     a.channels[k],
                     super::clock(t)
                 ));
