@@ -87,7 +87,8 @@ const SHARED: &[(&str, Format, usize, f64, f64, usize)] = &[
         4,
         500.0,
         10.0,
-        0,
+        // Its Status channel's 9 triggers (tests/real_files.rs).
+        9,
     ),
     (
         "bdf/multiple_annotation_chans.bdf",

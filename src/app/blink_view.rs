@@ -376,7 +376,10 @@ impl BlinkView {
 
     fn panel(&mut self, ui: &mut egui::Ui, browser: &Browser) {
         let Some((_, c)) = &self.shown else {
-            ui.centered_and_justified(|ui| ui.label("cleaning…"));
+            // A refused request (no EOG or frontal channel, a setting out of range) cleans
+            // nothing: say why, not "cleaning".
+            let text = self.error.as_deref().unwrap_or("cleaning…");
+            ui.centered_and_justified(|ui| ui.label(text));
             return;
         };
         let fs = c.data.fs;

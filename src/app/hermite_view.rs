@@ -510,7 +510,9 @@ impl HermiteView {
             self.pick_visible = false;
         }
         let Some((req, s)) = &self.shown else {
-            ui.centered_and_justified(|ui| ui.label("fitting…"));
+            // Nothing is fitting while the request itself is refused: say why, not "fitting".
+            let text = self.error.as_deref().unwrap_or("fitting…");
+            ui.centered_and_justified(|ui| ui.label(text));
             return;
         };
         if s.fits.is_empty() {

@@ -847,6 +847,8 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
         ..Default::default()
     };
     let screenshot = args.screenshot.clone();
+    let failed_open = Arc::new(std::sync::Mutex::new(None::<String>));
+    let failed = failed_open.clone();
     eframe::run_native(
         "ede",
         options,
@@ -863,6 +865,7 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
             if let Some(e) = &app.error {
                 // A screenshot of the demo in place of the file asked for would pass for it.
                 if screenshot.is_some() {
+                    *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.clone());
                     return Err(e.clone().into());
                 }
                 eprintln!("ede: {e}");
@@ -925,7 +928,13 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
             Ok(Box::new(app))
         }),
     )
-    .map_err(|e| anyhow::anyhow!("the window could not start: {e}"))
+    .map_err(|e| {
+        // The file's own error, not the window's, where that is what stopped it.
+        match failed_open.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(file) => anyhow::anyhow!(file),
+            None => anyhow::anyhow!("the window could not start: {e}"),
+        }
+    })
 }
 
 #[cfg(test)]
