@@ -135,6 +135,24 @@ fn stimulus_steps_follow_find_events() {
         .collect();
     // 2.9 is code 2 and -4 is code 4, as MNE truncates and takes magnitudes.
     assert_eq!(steps, [(3, 5, 3), (9, 2, 1), (10, 4, 1)]);
+    // A "Trigger" channel carrying an analog signal in uV (integer-valued, never steady) makes
+    // no events, and says so.
+    let Some(data) = shared_data() else { return };
+    let rec = Recording::open(
+        &data.join("bdf/multiple_annotation_chans.bdf"),
+        &OpenOptions::default(),
+    )
+    .unwrap();
+    assert!(
+        rec.annotations
+            .iter()
+            .all(|a| a.channel() != Some("Trigger"))
+    );
+    assert!(
+        rec.warnings
+            .iter()
+            .any(|w| w.contains("Trigger: its value steps up"))
+    );
 }
 
 /// pNN50 on MIT-BIH record 100 counts differences strictly over 50 ms, decided in samples:

@@ -206,7 +206,21 @@ pub(crate) fn stim_events(
         }
         let mut v = vec![0f32; s.samples];
         source.read(i, 0, &mut v)?;
-        for step in stim_steps(&v) {
+        let steps = stim_steps(&v);
+        // Trigger codes hold for a while; a channel whose value steps up at more than one
+        // sample in 20 carries an analog signal under a trigger's name (a BDF's "Trigger" in
+        // uV wandering 924-938: MNE finds 14,643 "events" in its 4 minutes), not events.
+        if steps.len() * ANALOG_STEPS > v.len() {
+            warnings.push(format!(
+                "{}: its value steps up at {} of {} samples, an analog signal rather than \
+                 trigger codes: no events made of it",
+                s.label.trim(),
+                steps.len(),
+                v.len()
+            ));
+            continue;
+        }
+        for step in steps {
             let onset = time_of(i, step.sample);
             annotations.push(Annotation {
                 onset,
@@ -218,6 +232,9 @@ pub(crate) fn stim_events(
     annotations.sort_by(|a, b| a.onset.total_cmp(&b.onset));
     Ok(())
 }
+
+/// A stimulus channel stepping up at more than one sample in this many is analog, not codes.
+const ANALOG_STEPS: usize = 20;
 
 /// An event of a stimulus channel: the code it steps up to, at which sample, for how many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
