@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::ui::{harness, settle};
 use ede::app::hermite_view::HermiteView;
 use ede::app::scalogram_view::ScalogramView;
 use ede::app::xapen_view::XapenView;
@@ -10,13 +11,6 @@ use ede::app::{EdeApp, Purpose, Settings};
 use eframe::egui;
 use egui_kittest::kittest::{NodeT, Queryable};
 use egui_kittest::{Harness, SnapshotOptions};
-
-fn harness(app: EdeApp) -> Harness<'static, EdeApp> {
-    Harness::builder()
-        .with_size(egui::vec2(1280.0, 800.0))
-        .wgpu()
-        .build_ui_state(|ui, app: &mut EdeApp| app.ui(ui), app)
-}
 
 /// A headless GPU (lavapipe in CI), or `None` outside CI when there is no adapter.
 fn headless_gpu() -> Option<ede::gpu::GpuContext> {
@@ -30,18 +24,6 @@ fn headless_gpu() -> Option<ede::gpu::GpuContext> {
             None
         }
     }
-}
-
-/// Steps until the overview pyramid is built, so the frame does not depend on thread timing.
-fn settle(h: &mut Harness<'_, EdeApp>) {
-    for _ in 0..500 {
-        h.step();
-        if h.state().browser.ready() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    h.run_steps(3);
 }
 
 fn wheel(h: &Harness<'_, EdeApp>, lines: f32, modifiers: egui::Modifiers) {

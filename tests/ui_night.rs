@@ -1,6 +1,9 @@
 //! The night on the UI (wgpu on lavapipe in CI): scoring keys write stages and page by epochs,
 //! Backspace undoes; the strips compute in the background and a click on them jumps there.
 
+mod common;
+
+use common::ui::harness;
 use ede::app::night::Night;
 use ede::app::{EdeApp, Purpose, Settings};
 use ede::dsp::sleep::{Stage, hypnogram};
@@ -8,27 +11,13 @@ use eframe::egui;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 
-fn harness(app: EdeApp) -> Harness<'static, EdeApp> {
-    Harness::builder()
-        .with_size(egui::vec2(1280.0, 800.0))
-        .wgpu()
-        .build_ui_state(|ui, app: &mut EdeApp| app.ui(ui), app)
-}
-
 /// Steps until the browser (and the strips it shows) are ready.
 fn settle(h: &mut Harness<'_, EdeApp>) {
-    for _ in 0..2000 {
-        h.step();
-        if h.state().browser.ready() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    common::ui::settle(h);
     assert!(
         h.state().browser.ready(),
         "the browser and its strips settle"
     );
-    h.run_steps(3);
 }
 
 fn stages(h: &Harness<'_, EdeApp>) -> Vec<Stage> {

@@ -7,31 +7,12 @@
 mod common;
 
 use common::shared_data;
+use common::ui::{harness, settle};
 use ede::app::browser::MontageChoice;
 use ede::app::{EdeApp, Settings};
 use ede::dsp::filter::DisplayFilter;
 use ede::dsp::montage::{BuiltIn, Reference};
-use eframe::egui;
-use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-
-fn harness(app: EdeApp) -> Harness<'static, EdeApp> {
-    Harness::builder()
-        .with_size(egui::vec2(1280.0, 800.0))
-        .wgpu()
-        .build_ui_state(|ui, app: &mut EdeApp| app.ui(ui), app)
-}
-
-fn settle(h: &mut Harness<'_, EdeApp>) {
-    for _ in 0..500 {
-        h.step();
-        if h.state().browser.ready() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    h.run_steps(3);
-}
 
 #[test]
 fn every_shared_file_at_the_default_and_the_clinical_page() {

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod ui;
+
 /// A JSON array of numbers.
 pub fn floats(v: &serde_json::Value) -> Vec<f64> {
     (v.as_array().expect("an array").iter())
