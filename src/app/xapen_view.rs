@@ -55,7 +55,7 @@ struct Done {
     report: XapenReport,
 }
 
-/// The brain channels (EEG, MEG) not marked bad, at their most common rate (the command
+/// The brain channels (scalp electrodes, MEG) not marked bad, at their most common rate (the command
 /// line's default too: `Recording::brain_signals`).
 fn default_selection(rec: &Recording) -> Vec<bool> {
     let picked = rec.brain_signals();

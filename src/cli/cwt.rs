@@ -26,7 +26,7 @@ pub struct CwtArgs {
     /// The channel to transform (its label).
     #[arg(long, required_unless_present = "all_channels")]
     pub channel: Option<String>,
-    /// Every brain channel (EEG, MEG) of their most common sampling rate (with --band-power).
+    /// Every brain channel (scalp electrodes, MEG) of their most common sampling rate (with --band-power).
     #[arg(long, requires = "band_power", conflicts_with = "channel")]
     pub all_channels: bool,
     /// Start of the stretch, seconds from the recording's start.

@@ -35,7 +35,7 @@ pub struct XapenArgs {
     #[arg(long, default_value_t = 0.0)]
     pub start: f64,
     /// Channel labels or types (eeg, meg, mag, grad, ...), comma-separated; the brain
-    /// channels (EEG, MEG) of their most common rate when omitted.
+    /// channels (scalp electrodes, MEG) of their most common rate when omitted.
     #[arg(long, value_delimiter = ',')]
     pub channels: Vec<String>,
     /// Correction for windows without matches.

@@ -887,8 +887,9 @@ impl Recording {
     }
 
     /// The scalp electrodes, good or bad: EEG channels with a position in the file or a
-    /// 10-20/10-10 name, the earlobes (A1, A2) aside. A recording none of whose EEG channels
-    /// is placed or named so (numbered nets, "EEG 001") counts every EEG channel in a voltage.
+    /// 10-20/10-10 name, the earlobes (A1, A2) aside. A recording with fewer than three such,
+    /// or with them under a quarter of its EEG channels (numbered nets, "EEG 001"), counts
+    /// every EEG channel in a voltage.
     /// The average reference and every montage's arithmetic take these, never DC, oximetry,
     /// polygraphic or ear channels that a file types EEG.
     pub fn scalp_electrodes(&self) -> Vec<usize> {
@@ -901,7 +902,10 @@ impl Recording {
                     && (s.position.is_some() || electrodes::is_scalp_name(&s.label))
             })
             .collect();
-        if !placed.is_empty() {
+        // A net numbered but for a name or two (EGI's E1-E256 beside "Cz") is placed by none:
+        // its few named channels would make an average of themselves.
+        let eeg_count = (0..self.signals.len()).filter(eeg).count();
+        if placed.len() >= 3 && 4 * placed.len() >= eeg_count {
             return placed;
         }
         (0..self.signals.len())
@@ -936,11 +940,17 @@ impl Recording {
         Ok(())
     }
 
-    /// The brain channels (EEG, MEG) not marked bad, at the rate most of them share: what
-    /// whole-head analyses take by default. Without any, every signal at the most common rate.
+    /// The brain channels (MEG, and of EEG the scalp electrodes) not marked bad, at the rate
+    /// most of them share: what whole-head analyses take by default. Without any, every signal
+    /// at the most common rate.
     pub fn brain_signals(&self) -> Vec<usize> {
+        let scalp = self.scalp_electrodes();
         let brain: Vec<usize> = (0..self.signals.len())
-            .filter(|&i| self.signals[i].kind.is_brain() && !self.signals[i].bad)
+            .filter(|&i| {
+                let s = &self.signals[i];
+                let on_head = s.kind != ChannelType::Eeg || scalp.contains(&i);
+                s.kind.is_brain() && on_head && !s.bad
+            })
             .collect();
         let pool = if brain.is_empty() {
             (0..self.signals.len()).collect()
