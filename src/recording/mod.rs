@@ -21,6 +21,8 @@ pub mod electrodes;
 pub mod fif;
 pub mod mat5;
 pub mod mat73;
+mod pairing;
+mod stim;
 pub mod wfdb;
 pub mod xdf;
 
@@ -32,6 +34,9 @@ use chrono::NaiveDateTime;
 use serde::Serialize;
 
 pub use channel::{ChannelType, reading_unit, si_per_unit, volts_per_unit};
+pub use pairing::sibling_hypnogram;
+pub(crate) use stim::stim_events;
+pub use stim::{StimStep, stim_steps};
 
 /// A reader's error, always naming the file and saying what is wrong with it.
 #[derive(Debug, thiserror::Error)]
@@ -171,110 +176,6 @@ pub(crate) fn nominal_range(unit: &str) -> (f64, f64) {
         "T/m" => (-5e-9, 5e-9),
         _ => (-1.0, 1.0),
     }
-}
-
-/// Stimulus channels are read at open for their events where the data hold up to this many
-/// bytes: in multiplexed data a channel's samples lie strided through all of it, so reading
-/// one touches the whole data (128 MB: about 25 ms from the page cache; 88 MB took 15 ms).
-const MAX_STIM_SCAN_BYTES: usize = 128 << 20;
-
-/// The steps of the stimulus channels among `signals` (read through `source`, whose data
-/// span `data_bytes`; `time_of(signal, sample)` in seconds) as events, as MNE-Python's `find_events` finds them with its defaults
-/// (`stim_steps`): the text is the code, tied to its channel (`code@@channel`); the duration
-/// runs until the code changes again. `annotations` sorted by onset after. Longer recordings
-/// are not read whole at open: a warning says so.
-pub(crate) fn stim_events(
-    source: &dyn SampleSource,
-    signals: &[SignalInfo],
-    time_of: &dyn Fn(usize, usize) -> f64,
-    data_bytes: usize,
-    annotations: &mut Vec<Annotation>,
-    warnings: &mut Vec<String>,
-) -> Result<(), ReadError> {
-    for (i, s) in signals.iter().enumerate() {
-        if s.kind != ChannelType::Stim {
-            continue;
-        }
-        // Gaps (FIF skips) hold samples but no bytes: the scan's own buffer counts as well.
-        if data_bytes > MAX_STIM_SCAN_BYTES || s.samples > MAX_STIM_SCAN_BYTES / 4 {
-            warnings.push(format!(
-                "{}: steps not turned into events (a recording this long opens without \
-                 reading it whole)",
-                s.label
-            ));
-            continue;
-        }
-        let mut v = vec![0f32; s.samples];
-        source.read(i, 0, &mut v)?;
-        let steps = stim_steps(&v);
-        // Trigger codes hold for a while; a channel whose value steps up at more than one
-        // sample in 20 carries an analog signal under a trigger's name (a BDF's "Trigger" in
-        // uV wandering 924-938: MNE finds 14,643 "events" in its 4 minutes), not events.
-        if steps.len() * ANALOG_STEPS > v.len() {
-            warnings.push(format!(
-                "{}: its value steps up at {} of {} samples, an analog signal rather than \
-                 trigger codes: no events made of it",
-                s.label.trim(),
-                steps.len(),
-                v.len()
-            ));
-            continue;
-        }
-        for step in steps {
-            let onset = time_of(i, step.sample);
-            annotations.push(Annotation {
-                onset,
-                duration: time_of(i, step.sample + step.samples - 1) - onset + 1.0 / s.fs,
-                text: Annotation::on_channel(&step.code.to_string(), s.label.trim()),
-            });
-        }
-    }
-    annotations.sort_by(|a, b| a.onset.total_cmp(&b.onset));
-    Ok(())
-}
-
-/// A stimulus channel stepping up at more than one sample in this many is analog, not codes.
-const ANALOG_STEPS: usize = 20;
-
-/// An event of a stimulus channel: the code it steps up to, at which sample, for how many.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StimStep {
-    pub sample: usize,
-    pub code: i64,
-    pub samples: usize,
-}
-
-/// MNE-Python's `find_events(raw, consecutive='increasing')`: values are taken as integer
-/// codes (truncated toward zero, their magnitude), and every step up to a higher code is an
-/// event; a code the channel starts on is none. Analog noise below 1 (0.006-0.07 on some
-/// Neuromag STI channels) is code 0 throughout and so gives no event.
-pub fn stim_steps(values: &[f32]) -> Vec<StimStep> {
-    let code = |x: f32| if x.is_finite() { (x as i64).abs() } else { 0 };
-    let mut out: Vec<StimStep> = Vec::new();
-    let mut prev = values.first().map_or(0, |&x| code(x));
-    let mut changed_at = 0;
-    for (k, &x) in values.iter().enumerate().skip(1) {
-        let c = code(x);
-        if c == prev {
-            continue;
-        }
-        if let Some(last) = out.last_mut().filter(|l| l.sample == changed_at) {
-            last.samples = k - last.sample;
-        }
-        if c > prev {
-            out.push(StimStep {
-                sample: k,
-                code: c,
-                samples: 0,
-            });
-        }
-        changed_at = k;
-        prev = c;
-    }
-    if let Some(last) = out.last_mut().filter(|l| l.sample == changed_at) {
-        last.samples = values.len() - last.sample;
-    }
-    out
 }
 
 /// The sampling rate most of `rates` share (of equally common ones, the last seen), `None` for
@@ -519,29 +420,6 @@ pub(crate) fn release_mapped_pages(map: &memmap2::Mmap) {
     unsafe {
         let _ = map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed);
     }
-}
-
-/// The Sleep-EDF hypnogram beside a PSG file, if there is one.
-pub fn sibling_hypnogram(psg: &Path) -> Option<PathBuf> {
-    let name = psg.file_name()?.to_str()?;
-    let stem = name.strip_suffix("-PSG.edf")?;
-    let prefix = stem.get(..6)?;
-    let dir = psg
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(prefix) && n.ends_with("-Hypnogram.edf"))
-        })
-        .collect();
-    found.sort();
-    found.into_iter().next()
 }
 
 /// An opened recording: headers, annotations and a handle to decode samples.
@@ -1132,24 +1010,4 @@ pub fn unknown_start() -> NaiveDateTime {
     chrono::NaiveDate::from_ymd_opt(1985, 1, 1)
         .and_then(|d| d.and_hms_opt(0, 0, 0))
         .expect("valid constant date")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_sleep_edf_psg_finds_its_hypnogram() {
-        let dir = tempfile::tempdir().unwrap();
-        let psg = dir.path().join("SC4001E0-PSG.edf");
-        std::fs::write(&psg, b"").unwrap();
-        assert!(sibling_hypnogram(&psg).is_none());
-        std::fs::write(dir.path().join("SC4001EC-Hypnogram.edf"), b"").unwrap();
-        std::fs::write(dir.path().join("SC4002EC-Hypnogram.edf"), b"").unwrap();
-        assert_eq!(
-            sibling_hypnogram(&psg).unwrap().file_name().unwrap(),
-            "SC4001EC-Hypnogram.edf"
-        );
-        assert!(sibling_hypnogram(&dir.path().join("other.edf")).is_none());
-    }
 }
