@@ -18,7 +18,7 @@
 // gemm: C[z c_batch + i c_rs + j] = alpha sum_k A(i,k) B(k,j) + beta C[..], k over
 //   [z k_chunk, min(k, (z+1) k_chunk)), A(i,k) = a[i a_rs + k a_cs], B(k,j) = b[k b_rs + j b_cs];
 //   mode 1 (gemm_wide only, k_chunk = k) writes g(sum) to C and the sums of g'(sum) over each
-//   tile's 64 columns to D[i ceil(n / 64) + wg.x] (contrast: 0 tanh, 1 cube, 2 gauss); mode 2
+//   tile's 64 columns to D[i ceil(n / 64) + wg.x] (contrast: 0 tanh(alpha y), 1 cube, 2 gauss); mode 2
 //   takes beta B(i,j) in place of beta C (square B). gemm_wide (the products with the data):
 //   dispatch (ceil(n/64), ceil(m/64), chunks) of 16 x 16 threads, 4 x 4 outputs each; gemm
 //   (the decorrelation's r x r products) and gemm_direct (those of them whose B is read along
@@ -70,9 +70,9 @@ fn store(z: u32, i: u32, j: u32, acc: f32) -> f32 {
     if (p.mode == 1u) {
         let y = acc;
         if (p.contrast == 0u) {
-            let g = tanh(y);
+            let g = tanh(p.alpha * y);
             c[at] = g;
-            return 1.0 - g * g;
+            return p.alpha * (1.0 - g * g);
         } else if (p.contrast == 1u) {
             c[at] = y * y * y;
             return 3.0 * y * y;

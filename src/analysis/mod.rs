@@ -6,6 +6,7 @@ pub mod cwt;
 pub mod group;
 pub mod heart;
 pub mod hermite;
+pub mod ica;
 pub mod live;
 pub mod trend;
 pub mod xapen;

@@ -125,6 +125,7 @@ impl PipelineArgs {
                 max_iter: self.max_iter.unwrap_or(max_iter),
                 seed: self.seed,
                 components: self.components,
+                ..FastIcaParams::default()
             },
             detect: self.detect_channels.clone(),
             keep: self.keep.clone(),

@@ -325,9 +325,11 @@ impl<'a> GpuFastIca<'a> {
             beta,
             ..Default::default()
         };
+        // The logcosh contrast's alpha scales the projections (the shader's tanh(alpha y)).
         let p_wz = uniform(Params {
             contrast,
             mode: 1,
+            alpha: p.alpha as f32,
             ..Params::rotation(r32, t32)
         });
         let p_gz = uniform(Params {

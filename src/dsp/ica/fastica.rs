@@ -55,7 +55,7 @@ pub fn symmetric(
     mut w: DMatrix<f64>,
 ) -> (DMatrix<f64>, usize, bool) {
     for it in 1..=p.max_iter {
-        let next = update(&w, z, p.contrast);
+        let next = update(&w, z, p);
         let Some(next) = symmetric_decorrelation(&next) else {
             return (w, it, false);
         };
@@ -68,13 +68,22 @@ pub fn symmetric(
     (w, p.max_iter, false)
 }
 
-/// One fixed-point step for every row of `w`: E{z g(w^T z)} - E{g'(w^T z)} w.
-pub fn update(w: &DMatrix<f64>, z: &Observations, contrast: Contrast) -> DMatrix<f64> {
-    let (gz, gp) = expectations(w, z, contrast);
+/// One fixed-point step for every row of `w`: E{z g(w^T z)} - E{g'(w^T z)} w. The logcosh
+/// contrast's alpha scales the projections: tanh(alpha y) is the unit contrast of (alpha w)^T z,
+/// and its derivative alpha times the unit one's.
+pub fn update(w: &DMatrix<f64>, z: &Observations, p: &FastIcaParams) -> DMatrix<f64> {
+    let alpha = match p.contrast {
+        Contrast::Tanh => p.alpha,
+        _ => 1.0,
+    };
+    let (gz, gp) = match alpha == 1.0 {
+        true => expectations(w, z, p.contrast),
+        false => expectations(&(w * alpha), z, p.contrast),
+    };
     let mut next = gz;
     for i in 0..w.nrows() {
         for j in 0..w.ncols() {
-            next[(i, j)] -= gp[i] * w[(i, j)];
+            next[(i, j)] -= alpha * gp[i] * w[(i, j)];
         }
     }
     next
@@ -104,7 +113,7 @@ pub fn deflation(
         let mut it = 0;
         while it < p.max_iter {
             it += 1;
-            let next = update(&DMatrix::from_row_slice(1, r, v.as_slice()), z, p.contrast)
+            let next = update(&DMatrix::from_row_slice(1, r, v.as_slice()), z, p)
                 .row(0)
                 .transpose();
             let next = orthonormal_to(&w, c, next);

@@ -13,11 +13,13 @@
 //! - `fastica`: FastICA (Hyvarinen 1999), symmetric or deflation, contrasts tanh, cube, gauss;
 //!   converged when every unmixing vector's cosine with its previous value is within `tol` of
 //!   +-1 (the thesis's epsilon).
+//! - `infomax`: (extended) Infomax, runica's natural-gradient rule with MNE's defaults.
 //! - `jade`: JADE (Cardoso 1999): the fourth-order cumulant matrices of the whitened data,
 //!   jointly diagonalized by Jacobi (Givens) rotations.
 //! - `reference`: FastICA written out in plain f64 loops, for tests.
 
 pub mod fastica;
+pub mod infomax;
 pub mod jade;
 pub mod reference;
 
@@ -107,11 +109,15 @@ impl Observations {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Contrast {
-    /// g(y) = tanh(y): robust, the default.
+    /// g(y) = tanh(alpha y): robust, the default (scikit-learn's and MNE's "logcosh").
+    #[serde(alias = "logcosh")]
+    #[value(alias = "logcosh")]
     Tanh,
     /// g(y) = y^3 (kurtosis).
     Cube,
-    /// g(y) = y exp(-y^2 / 2).
+    /// g(y) = y exp(-y^2 / 2) (scikit-learn's and MNE's "exp").
+    #[serde(alias = "exp")]
+    #[value(alias = "exp")]
     Gauss,
 }
 
@@ -136,6 +142,10 @@ pub enum Algorithm {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct FastIcaParams {
     pub contrast: Contrast,
+    /// The logcosh contrast's alpha, g(y) = tanh(alpha y), in [1, 2] as scikit-learn
+    /// requires (the other contrasts have none).
+    #[serde(default = "one")]
+    pub alpha: f64,
     pub approach: Approach,
     pub tol: f64,
     pub max_iter: usize,
@@ -150,6 +160,7 @@ impl Default for FastIcaParams {
     fn default() -> Self {
         FastIcaParams {
             contrast: Contrast::Tanh,
+            alpha: 1.0,
             approach: Approach::Symmetric,
             tol: 1e-4,
             max_iter: 1000,
@@ -157,6 +168,10 @@ impl Default for FastIcaParams {
             components: None,
         }
     }
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 impl FastIcaParams {
@@ -169,6 +184,12 @@ impl FastIcaParams {
         }
         if self.components.is_some_and(|c| c < 2) {
             return Err(IcaError::Params("ICA needs at least 2 components".into()));
+        }
+        if !(1.0..=2.0).contains(&self.alpha) {
+            return Err(IcaError::Params(format!(
+                "the logcosh contrast's alpha must be between 1 and 2, got {}",
+                self.alpha
+            )));
         }
         if self.max_iter == 0 {
             return Err(IcaError::Params("at least one iteration is needed".into()));
@@ -563,7 +584,7 @@ fn rotate_blocks(w: &DMatrix<f64>, z: &Observations, means: Option<&[f64]>) -> O
 /// a tenth of a live hop on 64 channels. Each block is centred in f64 in a buffer its thread
 /// keeps (a centred copy of the whole of `x` was a fresh allocation, filled on one core,
 /// every hop).
-fn centred_products(
+pub fn centred_products(
     x: &Observations,
     means: &[f64],
     blocks: &[(usize, usize)],

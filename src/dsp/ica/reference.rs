@@ -5,11 +5,11 @@ use nalgebra::{DMatrix, DVector};
 
 use super::{Approach, Contrast, FastIcaParams, Observations, symmetric_decorrelation};
 
-fn g(c: Contrast, y: f64) -> (f64, f64) {
+fn g(c: Contrast, alpha: f64, y: f64) -> (f64, f64) {
     match c {
         Contrast::Tanh => {
-            let t = y.tanh();
-            (t, 1.0 - t * t)
+            let t = (alpha * y).tanh();
+            (t, alpha * (1.0 - t * t))
         }
         Contrast::Cube => (y * y * y, 3.0 * y * y),
         Contrast::Gauss => {
@@ -20,13 +20,13 @@ fn g(c: Contrast, y: f64) -> (f64, f64) {
 }
 
 /// w+ = E{z g(w^T z)} - E{g'(w^T z)} w for one unit vector.
-fn step(z: &Observations, c: Contrast, w: &DVector<f64>) -> DVector<f64> {
+fn step(z: &Observations, (c, alpha): (Contrast, f64), w: &DVector<f64>) -> DVector<f64> {
     let (r, t) = (z.rows, z.cols);
     let mut out = DVector::zeros(r);
     let mut gp_sum = 0.0;
     for s in 0..t {
         let y: f64 = (0..r).map(|i| w[i] * z.data[i * t + s] as f64).sum();
-        let (gy, gp) = g(c, y);
+        let (gy, gp) = g(c, alpha, y);
         gp_sum += gp;
         for i in 0..r {
             out[i] += z.data[i * t + s] as f64 * gy;
@@ -48,7 +48,7 @@ pub fn fastica_whitened(
             for it in 1..=p.max_iter {
                 let mut next = DMatrix::zeros(r, r);
                 for i in 0..r {
-                    let row = step(z, p.contrast, &w.row(i).transpose());
+                    let row = step(z, (p.contrast, p.alpha), &w.row(i).transpose());
                     next.row_mut(i).copy_from(&row.transpose());
                 }
                 let next = symmetric_decorrelation(&next).expect("decorrelation");
@@ -78,7 +78,7 @@ pub fn fastica_whitened(
                 let mut it = 0;
                 while it < p.max_iter && !done {
                     it += 1;
-                    let next = project(step(z, p.contrast, &v), &w);
+                    let next = project(step(z, (p.contrast, p.alpha), &v), &w);
                     done = (1.0 - next.dot(&v).abs()).abs() < p.tol;
                     v = next;
                 }
