@@ -8,6 +8,7 @@ pub mod export;
 pub mod group;
 pub mod hermite;
 pub mod hrv;
+pub mod ica;
 pub mod info;
 pub mod live;
 pub mod psd;
@@ -229,6 +230,8 @@ pub enum Command {
     Hermite(hermite::HermiteArgs),
     /// Remove eye blinks with ICA; the cleaned recording keeps the input's format.
     Deblink(deblink::DeblinkArgs),
+    /// ICA of the whole recording as MNE fits it: MNE's ICA file, labels, the cleaned recording.
+    Ica(ica::IcaArgs),
     /// Clean a live LSL stream, or a recording played as one, of blinks hop by hop (no
     /// window); record the session.
     Live(live::LiveArgs),
@@ -477,6 +480,7 @@ pub fn main_with(args: Vec<String>) -> u8 {
         Some(Command::Cwt(args)) => cwt::run(args),
         Some(Command::Hermite(args)) => hermite::run(args),
         Some(Command::Deblink(args)) => deblink::run(args),
+        Some(Command::Ica(args)) => ica::run(args),
         Some(Command::Live(args)) => live::run(args),
         Some(Command::Stream(args)) => stream::run(args),
         Some(Command::Blinks(cmd)) => blinks::run(cmd),

@@ -15,6 +15,7 @@
 
 pub mod marks;
 pub mod mne_fif;
+pub mod report;
 
 use nalgebra::{DMatrix, SymmetricEigen};
 use serde::{Deserialize, Serialize};

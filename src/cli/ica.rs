@@ -1,0 +1,196 @@
+//! `ede ica FILE --out NAME-ica.fif [--labels LABELS.json] [--clean OUT.edf]`: ICA of the whole
+//! recording as MNE-Python fits it (`analysis::ica`), written as MNE's ICA file for
+//! `mne.preprocessing.read_ica`, with the components' labels and the recording cleaned of the
+//! excluded ones.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+
+use super::BackendChoice;
+use crate::analysis::Backend;
+use crate::analysis::ica::mne_fif::{self, FifExtras};
+use crate::analysis::ica::report::{Fitted, mne_labels};
+use crate::analysis::ica::{ComponentCount, IcaMethod, IcaSettings};
+use crate::dsp::filter::DisplayFilter;
+use crate::dsp::ica::Contrast;
+use crate::dsp::montage::Reference;
+use crate::recording::{convert, edf_write};
+
+#[derive(Debug, clap::Args)]
+pub struct IcaArgs {
+    pub file: PathBuf,
+    #[arg(long, value_enum, default_value_t = IcaMethod::Fastica)]
+    pub method: IcaMethod,
+    /// FastICA's contrast: logcosh (tanh), exp (gauss) or cube.
+    #[arg(long, value_enum, default_value_t = Contrast::Tanh)]
+    pub contrast: Contrast,
+    /// The logcosh contrast's alpha, 1 to 2.
+    #[arg(long, default_value_t = 1.0)]
+    pub alpha: f64,
+    /// Components: a number, a fraction of the variance (0.99), or all that carry variance.
+    #[arg(long, default_value = "all")]
+    pub n_components: ComponentCount,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// FastICA's tolerance.
+    #[arg(long, default_value_t = 1e-4)]
+    pub tol: f64,
+    /// FastICA's iterations or Infomax's steps at most (default 1000 and 512).
+    #[arg(long)]
+    pub max_iter: Option<usize>,
+    /// Reference of the EEG channels before the fit (ICLabel's condition: average).
+    #[arg(long, default_value = "average")]
+    pub reference: Reference,
+    /// Filter before the fit, e.g. hp=1,lp=100 (ICLabel's condition), zero-phase unless
+    /// `causal`; `none` for none.
+    #[arg(long, default_value = "none", value_parser = parse_filter)]
+    pub filter: DisplayFilter,
+    /// Components excluded: `auto` (those the EOG and ECG channels' correlations mark, as
+    /// MNE's find_bads_eog/find_bads_ecg), a list (0,3), or `none`.
+    #[arg(long, default_value = "auto")]
+    pub exclude: String,
+    /// The decomposition as MNE's ICA file (its name ends in -ica.fif, as MNE requires).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The components' labels and scores as JSON.
+    #[arg(long)]
+    pub labels: Option<PathBuf>,
+    /// The recording with the excluded components removed from the fitted channels (in its
+    /// own format where it is EDF or BDF, else EDF/BDF by the name).
+    #[arg(long)]
+    pub clean: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+}
+
+fn parse_filter(s: &str) -> Result<DisplayFilter, String> {
+    match s.trim() {
+        "none" | "" => Ok(DisplayFilter::default()),
+        s => {
+            let f = DisplayFilter::parse(s).map_err(|e| e.to_string())?;
+            // A zero-phase fit, as MNE filters before ICA, unless asked otherwise.
+            Ok(DisplayFilter {
+                zero_phase: f.zero_phase || !s.contains("causal"),
+                ..f
+            })
+        }
+    }
+}
+
+pub fn run(args: &IcaArgs) -> anyhow::Result<()> {
+    if args.out.is_none() && args.labels.is_none() && args.clean.is_none() {
+        bail!("nothing to write: give --out NAME-ica.fif, --labels FILE.json or --clean FILE");
+    }
+    if let Some(out) = &args.out {
+        let name = out.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !(name.ends_with("-ica.fif") || name.ends_with("_ica.fif")) {
+            bail!(
+                "--out {}: MNE reads ICA files named …-ica.fif or …_ica.fif",
+                out.display()
+            );
+        }
+    }
+    let settings = IcaSettings {
+        method: args.method,
+        contrast: args.contrast,
+        alpha: args.alpha,
+        components: args.n_components,
+        seed: args.seed,
+        tol: args.tol,
+        max_iter: args.max_iter.unwrap_or(match args.method {
+            IcaMethod::Fastica => 1000,
+            IcaMethod::Infomax => 512,
+        }),
+    };
+    settings.validate()?;
+    let rec = super::open(&args.file, None)?;
+    let gpu = match args.method {
+        IcaMethod::Fastica => super::open_gpu("ede ica", args.backend),
+        IcaMethod::Infomax => None,
+    };
+    let backend = match gpu {
+        Some(_) => Backend::Gpu,
+        None => Backend::Cpu,
+    };
+    let fitted = Fitted::run(
+        &rec,
+        (&args.reference, &args.filter),
+        &settings,
+        (backend, gpu.as_ref()),
+    )
+    .with_context(|| format!("ICA of {}", args.file.display()))?;
+    let d = &fitted.decomposition;
+    let excluded = excluded(&args.exclude, &fitted)?;
+    eprintln!(
+        "ede ica: {} channels, {} components, {} in {:.2} s ({} iterations{}); excluded {:?}",
+        d.labels.len(),
+        d.components(),
+        d.settings.describe(),
+        fitted.seconds,
+        d.iterations,
+        if d.converged { "" } else { ", NOT converged" },
+        excluded
+    );
+    if let Some(out) = &args.out {
+        let f = &fitted.data.filter;
+        let extras = FifExtras {
+            exclude: &excluded,
+            labels: &mne_labels(&fitted.scores),
+            highpass_hz: f.highpass.unwrap_or(0.0),
+            lowpass_hz: f.lowpass.unwrap_or((d.fs / 2.0) as f32),
+        };
+        mne_fif::write(out, d, &extras)?;
+    }
+    if let Some(path) = &args.labels {
+        let text = serde_json::to_string_pretty(&fitted.labels_file(&excluded))?;
+        crate::recording::write_whole(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.clean {
+        let data = &fitted.data;
+        let cleaned = d.clean(&data.data, &excluded);
+        let rows: Vec<(usize, Vec<f32>)> = (data.signals.iter().enumerate())
+            .map(|(k, &i)| {
+                let per = data.units[k].1;
+                (
+                    i,
+                    cleaned
+                        .row(k)
+                        .iter()
+                        .map(|&v| (v as f64 / per) as f32)
+                        .collect(),
+                )
+            })
+            .collect();
+        let replaced: Vec<(usize, &[f32])> = rows.iter().map(|(i, r)| (*i, &r[..])).collect();
+        match rec.format.edf_family() {
+            Some(_) => edf_write::write_replacing(&rec, path, &replaced)?,
+            None => convert::write_converted(&rec, path, &replaced)?,
+        }
+    }
+    Ok(())
+}
+
+/// `--exclude`: auto, none, or component numbers below the count.
+fn excluded(spec: &str, fitted: &Fitted) -> anyhow::Result<Vec<usize>> {
+    let n = fitted.decomposition.components();
+    match spec.trim() {
+        "auto" => Ok(fitted.auto_excluded()),
+        "none" | "" => Ok(Vec::new()),
+        list => {
+            let mut out = Vec::new();
+            for item in list.split(',') {
+                let c: usize = (item.trim().parse())
+                    .with_context(|| format!("--exclude: {item:?} is not a component number"))?;
+                if c >= n {
+                    bail!("--exclude: component {c} of {n} (numbered from 0)");
+                }
+                out.push(c);
+            }
+            out.sort_unstable();
+            out.dedup();
+            Ok(out)
+        }
+    }
+}
