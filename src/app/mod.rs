@@ -12,6 +12,7 @@ pub mod envelope;
 pub mod events;
 pub mod export;
 pub mod hermite_view;
+pub mod ica_view;
 pub mod lanes;
 pub mod live_view;
 pub mod night;
@@ -104,6 +105,11 @@ pub const VIEWS: &[ViewInfo] = &[
         id: "blinks",
         title: "Blinks",
         make: |rec, gpu| Box::new(blink_view::BlinkView::new(rec, gpu)),
+    },
+    ViewInfo {
+        id: "ica",
+        title: "ICA",
+        make: |rec, gpu| Box::new(ica_view::IcaView::new(rec, gpu)),
     },
     ViewInfo {
         id: "live",

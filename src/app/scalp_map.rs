@@ -9,6 +9,7 @@ use eframe::egui::{self, Color32, ColorImage, Pos2, Stroke, TextureHandle, Textu
 use super::colormap::ColourMap;
 use crate::dsp::ica::Ica;
 use crate::recording::electrodes::electrode_position;
+use nalgebra::DMatrix;
 
 /// The smallest map drawn, points across.
 const MIN_SIDE: f32 = 30.0;
@@ -144,46 +145,72 @@ pub struct ScalpMaps {
     labels: Vec<String>,
 }
 
+/// A click on a map of the grid: the component, and whether it was the secondary button.
+pub struct MapClick {
+    pub component: usize,
+    pub secondary: bool,
+}
+
+/// What is written under a map, and whether the component is removed (drawn in red).
+pub struct Caption {
+    pub text: String,
+    pub gone: bool,
+}
+
 impl ScalpMaps {
     /// Draws the first `shown` components' maps, `per_row` to a row, the removed ones in red.
     pub fn ui(
         &mut self,
         ui: &mut egui::Ui,
-        (labels, positions): (&[String], &[Option<[f64; 3]>]),
+        channels: (&[String], &[Option<[f64; 3]>]),
         ica: &Ica,
         removed: &[usize],
         (shown, per_row): (usize, usize),
     ) {
-        // A new ICA has a new mixing matrix: its bits tell windows (and refits) apart.
-        let window = (ica.mixing.iter()).fold(ica.mixing.ncols() as u64, |h, v| {
-            h.rotate_left(5) ^ v.to_bits()
-        });
-        if self.labels != labels {
-            self.labels = labels.to_vec();
-            self.layout = layout(labels, positions).map(|at| {
-                let grid = Interpolation::new(&at, SIZE);
-                (at, grid)
-            });
-            self.made_for = None;
-        }
-        let Some((at, grid)) = &self.layout else {
+        let captions: Vec<Caption> = (0..ica.mixing.ncols())
+            .map(|k| {
+                let gone = removed.contains(&k);
+                Caption {
+                    text: if gone {
+                        format!("IC {k} removed")
+                    } else {
+                        format!("IC {k}")
+                    },
+                    gone,
+                }
+            })
+            .collect();
+        self.grid(
+            ui,
+            channels,
+            &ica.mixing,
+            &captions,
+            (shown, per_row, false),
+            None,
+        );
+    }
+
+    /// The maps of the columns of `mixing` (channels x components) with their `captions`, in
+    /// rows as `ui` draws them (two rows in view, or as many as the height holds where `fill`);
+    /// the `selected` one outlined. Returns the map clicked.
+    pub fn grid(
+        &mut self,
+        ui: &mut egui::Ui,
+        (labels, positions): (&[String], &[Option<[f64; 3]>]),
+        mixing: &DMatrix<f64>,
+        captions: &[Caption],
+        (shown, per_row, fill): (usize, usize, bool),
+        selected: Option<usize>,
+    ) -> Option<MapClick> {
+        let shown = shown.min(mixing.ncols());
+        if !self.prepare(ui, (labels, positions), mixing, shown) {
             ui.small("no scalp maps: no channel has a position (in the file or by a 10-10 label)");
-            return;
-        };
-        let shown = shown.min(ica.mixing.ncols());
-        if self.made_for != Some(window) || self.textures.len() != shown {
-            self.textures = (0..shown)
-                .map(|k| {
-                    let column: Vec<f64> = ica.mixing.column(k).iter().copied().collect();
-                    ui.ctx().load_texture(
-                        format!("scalp map {k}"),
-                        image(&column, at, grid),
-                        TextureOptions::LINEAR,
-                    )
-                })
-                .collect();
-            self.made_for = Some(window);
+            return None;
         }
+        let Some((at, _)) = &self.layout else {
+            return None;
+        };
+        let mut clicked = None;
         let red = Color32::from_rgb(220, 50, 47);
         let line = ui.visuals().text_color();
         let width = ui.available_width() - BAR_WIDTH;
@@ -192,16 +219,22 @@ impl ScalpMaps {
         let fits = (width / (MIN_SIDE + gap)).floor().max(1.0) as usize;
         // One row where the caller asks for every map in one (a short panel): it scrolls
         // sideways; otherwise as many to a row as fit.
-        let (per_row, visible_rows) = match per_row >= shown {
-            true => (shown.max(1), 1),
-            false => (per_row.min(fits), 2),
+        let per_row = match per_row >= shown {
+            true => shown.max(1),
+            false => per_row.min(fits),
         };
         let side = (width / per_row as f32 - gap).clamp(MIN_SIDE, 110.0);
+        let visible_rows = match (per_row >= shown, fill) {
+            (true, _) => 1,
+            (false, true) => ((ui.available_height() / (side + 20.0)).floor() as usize).max(2),
+            (false, false) => 2,
+        };
         // Every component has its map, in rows of `per_row`; what the panel cannot show
         // scrolls, so that the traces below keep their room (and their labels).
-        let rows = self.textures.len().div_ceil(per_row).max(1);
+        let rows = shown.div_ceil(per_row).max(1);
         let row_h = side + 20.0;
-        let height = row_h * rows.min(visible_rows) as f32;
+        let height = (row_h * rows.min(visible_rows) as f32).min(ui.available_height().max(row_h));
+        let textures = &self.textures[..shown];
         ui.horizontal_top(|ui| {
             let down = egui::Layout::top_down(egui::Align::Min);
             ui.allocate_ui_with_layout(Vec2::new(width, height), down, |ui| {
@@ -212,54 +245,149 @@ impl ScalpMaps {
                     .max_height(height)
                     .max_width(width)
                     .show(ui, |ui| {
-                        for row in self.textures.chunks(per_row).enumerate() {
+                        for (r, row) in textures.chunks(per_row).enumerate() {
                             ui.horizontal(|ui| {
-                                for (j, tex) in row.1.iter().enumerate() {
-                                    let k = row.0 * per_row + j;
-                                    let gone = removed.contains(&k);
-                                    map(ui, tex, at, side, gone, k, (red, line));
+                                for (j, tex) in row.iter().enumerate() {
+                                    let k = r * per_row + j;
+                                    let caption = &captions[k];
+                                    let response = map(
+                                        ui,
+                                        (tex, at, side),
+                                        caption,
+                                        selected == Some(k),
+                                        (red, line),
+                                    );
+                                    if response.clicked() || response.secondary_clicked() {
+                                        clicked = Some(MapClick {
+                                            component: k,
+                                            secondary: response.secondary_clicked(),
+                                        });
+                                    }
                                 }
                             });
                         }
                     });
             });
-            // One bar for every map: each is scaled to its own peak, made positive.
-            let (rect, response) =
-                ui.allocate_exact_size(Vec2::new(BAR_WIDTH, height), egui::Sense::hover());
-            let bar = egui::Rect::from_min_size(
-                rect.min + Vec2::new(4.0, 8.0),
-                Vec2::new(9.0, (height - 16.0).max(10.0)),
-            );
-            ColourMap::RdBu.bar(ui.painter(), bar, (-1.0, 1.0), line, |v| match v {
-                0.0 => "0".into(),
-                v => format!("{v:+.0}"),
-            });
-            response.on_hover_text(
-                "each map's weights over its largest one (ICA leaves a component's sign and \
-                 scale free: the largest weight is drawn positive)",
-            );
+            bar(ui, height, line);
         });
+        clicked
+    }
+
+    /// Component `k`'s map alone, `side` points across, with the colour bar beside it.
+    pub fn one(
+        &mut self,
+        ui: &mut egui::Ui,
+        channels: (&[String], &[Option<[f64; 3]>]),
+        mixing: &DMatrix<f64>,
+        k: usize,
+        (side, caption): (f32, &Caption),
+    ) {
+        if k >= mixing.ncols() || !self.prepare(ui, channels, mixing, k + 1) {
+            return;
+        }
+        let Some((at, _)) = &self.layout else {
+            return;
+        };
+        let red = Color32::from_rgb(220, 50, 47);
+        let line = ui.visuals().text_color();
+        ui.horizontal_top(|ui| {
+            map(
+                ui,
+                (&self.textures[k], at, side),
+                caption,
+                false,
+                (red, line),
+            );
+            bar(ui, side, line);
+        });
+    }
+
+    /// Makes the layout, and the textures of at least the first `count` maps, where the
+    /// channels or the maps changed (the Live tab draws a dozen maps of every new window);
+    /// false where no channel has a position.
+    fn prepare(
+        &mut self,
+        ui: &egui::Ui,
+        (labels, positions): (&[String], &[Option<[f64; 3]>]),
+        mixing: &DMatrix<f64>,
+        count: usize,
+    ) -> bool {
+        // A new ICA has a new mixing matrix: its bits tell windows (and refits) apart.
+        let made_for =
+            (mixing.iter()).fold(mixing.ncols() as u64, |h, v| h.rotate_left(5) ^ v.to_bits());
+        if self.labels != labels {
+            self.labels = labels.to_vec();
+            self.layout = layout(labels, positions).map(|at| {
+                let grid = Interpolation::new(&at, SIZE);
+                (at, grid)
+            });
+            self.made_for = None;
+        }
+        let Some((at, grid)) = &self.layout else {
+            return false;
+        };
+        if self.made_for != Some(made_for) || self.textures.len() < count {
+            self.textures = (0..count.min(mixing.ncols()))
+                .map(|k| {
+                    let column: Vec<f64> = mixing.column(k).iter().copied().collect();
+                    ui.ctx().load_texture(
+                        format!("scalp map {k}"),
+                        image(&column, at, grid),
+                        TextureOptions::LINEAR,
+                    )
+                })
+                .collect();
+            self.made_for = Some(made_for);
+        }
+        true
     }
 }
 
-/// One map: the image in the head's outline with the nose and electrodes, and its name.
+/// One bar for every map: each is scaled to its own peak, made positive.
+fn bar(ui: &mut egui::Ui, height: f32, line: Color32) {
+    let (rect, response) =
+        ui.allocate_exact_size(Vec2::new(BAR_WIDTH, height), egui::Sense::hover());
+    let bar = egui::Rect::from_min_size(
+        rect.min + Vec2::new(4.0, 8.0),
+        Vec2::new(9.0, (height - 16.0).max(10.0)),
+    );
+    ColourMap::RdBu.bar(ui.painter(), bar, (-1.0, 1.0), line, |v| match v {
+        0.0 => "0".into(),
+        v if v.fract() == 0.0 => format!("{v:+.0}"),
+        v => format!("{v:+.1}"),
+    });
+    response.on_hover_text(
+        "each map's weights over its largest one (ICA leaves a component's sign and scale \
+         free: the largest weight is drawn positive)",
+    );
+}
+
+/// One map: the image in the head's outline with the nose and electrodes, and its caption;
+/// clickable.
 fn map(
     ui: &mut egui::Ui,
-    tex: &TextureHandle,
-    at: &[Option<[f64; 2]>],
-    side: f32,
-    gone: bool,
-    k: usize,
+    (tex, at, side): (&TextureHandle, &[Option<[f64; 2]>], f32),
+    caption: &Caption,
+    selected: bool,
     (red, line): (Color32, Color32),
-) {
+) -> egui::Response {
     ui.vertical(|ui| {
-        let (rect, _) = ui.allocate_exact_size(Vec2::splat(side), egui::Sense::hover());
+        let (rect, response) = ui.allocate_exact_size(Vec2::splat(side), egui::Sense::click());
         let p = ui.painter_at(rect.expand(2.0));
+        if selected {
+            p.rect_stroke(
+                rect,
+                3.0,
+                Stroke::new(2.0, ui.visuals().selection.bg_fill),
+                egui::StrokeKind::Inside,
+            );
+        }
         let c = rect.center();
         let r = side * 0.5 - 4.0;
         let uv = egui::Rect::from_min_max(Pos2::ZERO, Pos2::new(1.0, 1.0));
         let head = egui::Rect::from_center_size(c, Vec2::splat(2.0 * r));
         p.image(tex.id(), head, uv, Color32::WHITE);
+        let gone = caption.gone;
         let colour = if gone { red } else { line };
         let stroke = Stroke::new(if gone { 2.0 } else { 1.0 }, colour);
         p.circle_stroke(c, r, stroke);
@@ -274,13 +402,13 @@ fn map(
             let e = c + Vec2::new(q[0] as f32 * r, -q[1] as f32 * r);
             p.circle_filled(e, 1.2, Color32::from_gray(40));
         }
-        let name = if gone {
-            format!("IC {k} removed")
-        } else {
-            format!("IC {k}")
-        };
-        ui.label(egui::RichText::new(name).small().color(colour));
-    });
+        ui.add(
+            egui::Label::new(egui::RichText::new(&caption.text).small().color(colour)).truncate(),
+        );
+        ui.set_max_width(side);
+        response
+    })
+    .inner
 }
 
 #[cfg(test)]

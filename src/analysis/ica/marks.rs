@@ -195,12 +195,16 @@ impl Decomposition {
         }
     }
 
-    /// This refit ordered so that each component that matches one of `previous`'s (|r| of
-    /// the maps at least `SAME_COMPONENT`) takes its place; the others follow in their own
-    /// order. Also returns, per component, the previous index it continues.
-    pub fn following(&self, previous: &Decomposition) -> (Decomposition, Vec<Option<usize>>) {
+    /// The order of this refit's components (order[k]: the component shown at k) that gives
+    /// each component matching one of `previous`'s (|r| of the maps at least `SAME_COMPONENT`)
+    /// its place; the others follow in their own order. Also, per place, whether it continues
+    /// the previous component there.
+    pub fn following(&self, previous: &Decomposition) -> (Vec<usize>, Vec<bool>) {
         if previous.labels != self.labels {
-            return (self.clone(), vec![None; self.components()]);
+            return (
+                (0..self.components()).collect(),
+                vec![false; self.components()],
+            );
         }
         let pairs = match_maps(&previous.mixing, &self.mixing);
         let r = self.components();
@@ -214,19 +218,24 @@ impl Decomposition {
         }
         let mut rest = (0..r).filter(|&c| !placed[c]);
         let mut order = Vec::with_capacity(r);
-        let mut from = Vec::with_capacity(r);
-        for (k, s) in slot.iter().enumerate().take(r) {
-            match s {
-                Some(new) => {
-                    order.push(*new);
-                    from.push(Some(k));
-                }
-                None => {
-                    order.push(rest.next().expect("as many slots as components"));
-                    from.push(None);
-                }
-            }
+        let mut continues = Vec::with_capacity(r);
+        for s in slot.iter().take(r) {
+            order.push(s.unwrap_or_else(|| rest.next().expect("as many slots as components")));
+            continues.push(s.is_some());
         }
-        (self.reordered(&order), from)
+        (order, continues)
+    }
+}
+
+impl ArtifactScores {
+    /// The scores of the components in `order` (as `Decomposition::reordered`).
+    pub fn reordered(&self, order: &[usize]) -> ArtifactScores {
+        ArtifactScores {
+            correlations: order.iter().map(|&c| self.correlations[c]).collect(),
+            marked: (0..order.len())
+                .filter(|&k| self.marked.contains(&order[k]))
+                .collect(),
+            ..self.clone()
+        }
     }
 }
