@@ -305,6 +305,51 @@ def deblink(inst, sfreq=None, *, ch_names=None, ch_types=None, progress=None, **
     return out, report
 
 
+def ica(inst, *, method="fastica", contrast="logcosh", alpha=1.0, n_components=None, seed=1,
+        tol=1e-4, max_iter=None, reference="as-recorded", filter=None, exclude="auto",
+        backend="auto"):
+    """ICA of a whole recording fitted by ede (`ede ica`), returned as a fitted
+    `mne.preprocessing.ICA` and the components' labels: `(ica, labels)`.
+
+    `inst`: an MNE Raw (fitted as given: its good EEG channels, or MEG where it has no EEG,
+    the spans of `BAD…` annotations left out) or a recording's path. `method` "fastica" or
+    "infomax" (extended, runica's schedule); `contrast` "logcosh", "exp" or "cube";
+    `n_components` a number, a fraction of the variance, or None for all that carry variance;
+    `reference` "as-recorded" (default: re-reference in MNE first) or "average"; `filter` e.g.
+    "hp=1,lp=100" (zero-phase) or None; `exclude` "auto" (the EOG/ECG correlation marks), a
+    list of components, or "none". `ica.apply(raw)` then cleans as `ede ica --clean` does.
+    `labels`: the labels file `ede ica --labels` writes."""
+    import json
+    import shutil
+
+    import mne
+
+    folder = tempfile.mkdtemp(prefix="ede-ica-")
+    try:
+        if hasattr(inst, "save"):
+            path = os.path.join(folder, "fit_raw.fif")
+            inst.save(path, overwrite=True, verbose="error")
+        else:
+            path = os.fspath(inst)
+        out, labels = os.path.join(folder, "fit-ica.fif"), os.path.join(folder, "labels.json")
+        if isinstance(exclude, (list, tuple)):
+            exclude = ",".join(map(str, exclude)) if exclude else "none"
+        flags = _flags(dict(method=method, contrast=contrast, alpha=alpha,
+                            n_components="all" if n_components is None else n_components,
+                            seed=seed, tol=tol, max_iter=max_iter, reference=reference,
+                            filter=filter, exclude=exclude, backend=backend))
+        run = subprocess.run([sys.executable, "-m", "ede", "ica", path, "--out", out,
+                              "--labels", labels, *flags], capture_output=True, text=True)
+        if run.returncode != 0:
+            lines = [line for line in run.stderr.splitlines() if line.strip()]
+            raise ValueError(lines[-1] if lines else f"ede ica failed ({run.returncode})")
+        fitted = mne.preprocessing.read_ica(out, verbose="error")
+        with open(labels) as f:
+            return fitted, json.load(f)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def view(raw_or_path, *, screenshot=None) -> subprocess.Popen:
     """Opens the viewer on a file, or on an MNE Raw handed over as a temporary FIF, in a
     process of its own: Python goes on. Returns the process. With `screenshot` (a PNG path)

@@ -238,3 +238,35 @@ def test_the_kept_gpu_kernels_give_each_call_its_own_result(tmp_path):
     cpu = ede.hermite(data[0], info["sfreq"], backend="cpu")
     np.testing.assert_allclose(fits["coefficients"], cpu["coefficients"], rtol=1e-3,
                                atol=1e-4 * np.abs(cpu["coefficients"]).max())
+
+
+@pytest.mark.skipif(not EEGLAB.exists(), reason="needs ../shared/data")
+def test_ica_gives_a_fitted_mne_ica_that_cleans(tmp_path):
+    mne = pytest.importorskip("mne")
+    raw = mne.io.read_raw_edf(EEGLAB, preload=True, verbose="error")
+    raw.set_channel_types({"EOG1": "eog", "EOG2": "eog"})
+    raw.set_eeg_reference("average", projection=False, verbose="error")
+    fitted, labels = ede.ica(raw, n_components=15, exclude=[0, 3], backend="cpu")
+    assert fitted.n_components_ == 15 and list(fitted.exclude) == [0, 3]
+    assert fitted.ch_names == [c for c, t in zip(raw.ch_names, raw.get_channel_types())
+                               if t == "eeg"]
+    assert [c["index"] for c in labels["components"] if c["excluded"]] == [0, 3]
+    sources = fitted.get_sources(raw).get_data()
+    np.testing.assert_allclose(sources.std(axis=1), 1.0, rtol=0.02)
+    # What ica.apply removes is the excluded components' part of the data, nothing else.
+    cleaned = fitted.apply(raw.copy(), verbose="error").get_data(picks="eeg")
+    removed = raw.get_data(picks="eeg") - cleaned
+    mixing = fitted.get_components()[:, [0, 3]]
+    part = mixing @ np.linalg.lstsq(mixing, removed, rcond=None)[0]
+    np.testing.assert_allclose(part, removed, atol=1e-3 * np.abs(removed).max())
+
+
+def test_ica_refuses_what_it_cannot_fit(tmp_path):
+    mne = pytest.importorskip("mne")
+    info = mne.create_info(["Fp1", "Fz", "Cz", "Pz"], 128.0, "eeg")
+    raw = mne.io.RawArray(np.random.default_rng(0).normal(size=(4, 1280)) * 1e-5, info,
+                          verbose="error")
+    with pytest.raises(ValueError, match="at least 2"):
+        ede.ica(raw, n_components=1)
+    with pytest.raises(ValueError, match="alpha"):
+        ede.ica(raw, alpha=5)

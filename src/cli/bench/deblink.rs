@@ -95,7 +95,7 @@ struct Report {
 /// `channels` channels of `samples` samples: the recording's channels mixed by a fixed random
 /// matrix, plus 1 % independent noise so that every channel adds a dimension. Real EEG
 /// statistics at any channel count.
-fn mixed(x: &Observations, channels: usize, samples: usize) -> Observations {
+pub(super) fn mixed(x: &Observations, channels: usize, samples: usize) -> Observations {
     let mut rng = crate::recording::demo::SplitMix(7);
     let mut data = vec![0.0f32; channels * samples];
     for row in data.chunks_exact_mut(samples) {
@@ -113,7 +113,7 @@ fn mixed(x: &Observations, channels: usize, samples: usize) -> Observations {
     Observations::new(channels, samples, data)
 }
 
-fn time<T>(repeat: usize, mut f: impl FnMut() -> T) -> (Stats, T) {
+pub(super) fn time<T>(repeat: usize, mut f: impl FnMut() -> T) -> (Stats, T) {
     let mut times = Vec::new();
     let mut last = None;
     for _ in 0..repeat.max(1) {

@@ -7,6 +7,7 @@ pub mod deblink;
 pub mod first_call;
 pub mod group;
 pub mod hermite;
+pub mod ica;
 pub mod io;
 mod io_formats;
 pub mod live;
@@ -36,6 +37,8 @@ pub enum BenchCommand {
     Hermite(hermite::HermiteBenchArgs),
     /// Blink removal: FastICA and JADE at 25 x 5000, the EEGLAB sample, GPU crossover.
     Deblink(deblink::DeblinkBenchArgs),
+    /// ICA of a whole recording: the EEGLAB sample (fits, a contrast change) and 64 ch x 1 h.
+    Ica(ica::IcaBenchArgs),
     /// The group step of a study over 1,000 recordings' generated outputs.
     Group(group::GroupBenchArgs),
     /// Whole-recording trends: CDSA and aEEG of 64 channels x 16 h from disk.
@@ -56,6 +59,7 @@ pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Cwt(args) => cwt::run(args),
         BenchCommand::Hermite(args) => hermite::run(args),
         BenchCommand::Deblink(args) => deblink::run(args),
+        BenchCommand::Ica(args) => ica::run(args),
         BenchCommand::Live(args) => live::run(args),
         BenchCommand::Peak(args) => peak::run(args),
         BenchCommand::Trend(args) => trend::run(args),

@@ -1,0 +1,201 @@
+//! `ede bench ica`: the whole-recording ICA's speed goals (issue 61), in one run:
+//!
+//! - the EEGLAB sample as the ICA tab fits it (30 EEG channels, average reference, 1 Hz
+//!   high-pass, every component): FastICA on the CPU and the GPU, extended Infomax on the CPU,
+//!   and a contrast change (logcosh to exp, warm-started, scored against the EOG channels:
+//!   what the tab does before the grid redraws);
+//! - 64 channels x 1 h x 256 Hz (the sample's channels mixed into 64 and repeated): FastICA on
+//!   the GPU, and on the CPU and extended Infomax where asked (they take minutes).
+//!
+//! MNE's and mne-icalabel's figures on the same machine come from `tools/bench_ica_mne.py`.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::Stats;
+use super::deblink::{mixed, time};
+use crate::analysis::Backend;
+use crate::analysis::ica::report::Fitted;
+use crate::analysis::ica::{Decomposition, IcaData, IcaMethod, IcaSettings, decompose};
+use crate::analysis::xapen::cpu_name;
+use crate::cli::write_json;
+use crate::dsp::filter::DisplayFilter;
+use crate::dsp::ica::{Contrast, Observations};
+use crate::dsp::montage::Reference;
+use crate::gpu::GpuContext;
+use crate::recording::{ChannelType, OpenOptions, Recording};
+
+#[derive(Debug, clap::Args)]
+pub struct IcaBenchArgs {
+    #[arg(
+        long,
+        default_value = "../shared/data/eeg/eeglab_sample_32ch_128hz.edf"
+    )]
+    pub record: PathBuf,
+    /// Repetitions of each timing (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// Also fit the hour with FastICA on the CPU.
+    #[arg(long)]
+    pub cpu_hour: bool,
+    /// Also fit the hour with extended Infomax (CPU).
+    #[arg(long)]
+    pub infomax_hour: bool,
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+struct Fit {
+    what: String,
+    backend: &'static str,
+    channels: usize,
+    samples: usize,
+    components: usize,
+    seconds: Stats,
+    iterations: usize,
+    converged: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    cpu: String,
+    gpu: Option<String>,
+    fits: Vec<Fit>,
+}
+
+fn fit(
+    what: &str,
+    data: &IcaData,
+    settings: &IcaSettings,
+    (backend, gpu): (Backend, Option<&GpuContext>),
+    repeat: usize,
+) -> anyhow::Result<(Fit, Decomposition)> {
+    let (seconds, d) = time(repeat, || decompose(data, settings, (backend, gpu), None));
+    let d = d?;
+    let f = Fit {
+        what: what.into(),
+        backend: if backend == Backend::Gpu {
+            "gpu"
+        } else {
+            "cpu"
+        },
+        channels: data.data.rows,
+        samples: data.data.cols,
+        components: d.components(),
+        seconds,
+        iterations: d.iterations,
+        converged: d.converged,
+    };
+    eprintln!(
+        "{what} ({}): {}x{} -> {} components in {:.3} s, {} iterations",
+        f.backend, f.channels, f.samples, f.components, f.seconds.median, f.iterations
+    );
+    Ok((f, d))
+}
+
+/// The sample's EEG mixed into `channels` channels and repeated to `samples` samples.
+fn hour(sample: &IcaData, channels: usize, samples: usize) -> IcaData {
+    let x = &sample.data;
+    let mut tiled = Vec::with_capacity(x.rows * samples);
+    for i in 0..x.rows {
+        tiled.extend(x.row(i).iter().cycle().take(samples));
+    }
+    let tiled = Observations::new(x.rows, samples, tiled);
+    IcaData {
+        signals: Vec::new(),
+        labels: (1..=channels).map(|c| format!("E{c}")).collect(),
+        kinds: vec![ChannelType::Eeg; channels],
+        positions: vec![None; channels],
+        units: vec![("uV", 1.0); channels],
+        fs: 256.0,
+        data: mixed(&tiled, channels, samples),
+        good: vec![(0, samples)],
+        reference: Reference::AsRecorded,
+        filter: DisplayFilter::default(),
+    }
+}
+
+pub fn run(args: &IcaBenchArgs) -> anyhow::Result<()> {
+    let rec = Recording::open(&args.record, &OpenOptions::default())?;
+    let gpu = GpuContext::headless().ok().filter(|g| !g.is_software());
+    let tab_filter = DisplayFilter {
+        highpass: Some(1.0),
+        highpass_order: 4,
+        zero_phase: true,
+        ..Default::default()
+    };
+    let sample = IcaData::load(&rec, &Reference::Average, &tab_filter)?;
+    let fastica = IcaSettings::default();
+    let infomax = IcaSettings {
+        method: IcaMethod::Infomax,
+        max_iter: 512,
+        ..IcaSettings::default()
+    };
+    let mut fits = Vec::new();
+    let cpu = (Backend::Cpu, None);
+    let (f, cpu_fit) = fit("sample fastica", &sample, &fastica, cpu, args.repeat)?;
+    fits.push(f);
+    let mut backends = vec![(cpu, cpu_fit)];
+    if let Some(g) = &gpu {
+        let on = (Backend::Gpu, Some(g));
+        let (f, gpu_fit) = fit("sample fastica", &sample, &fastica, on, args.repeat)?;
+        fits.push(f);
+        backends.push((on, gpu_fit));
+    }
+    fits.push(fit("sample infomax", &sample, &infomax, cpu, 1)?.0);
+    // A contrast change as the tab makes it: warm-started from the shown fit, then scored.
+    let exp = IcaSettings {
+        contrast: Contrast::Gauss,
+        ..fastica
+    };
+    for (on, previous) in &backends {
+        let (seconds, d) = time(args.repeat, || -> anyhow::Result<Decomposition> {
+            let d = decompose(&sample, &exp, *on, Some(previous))?;
+            Fitted::score(&rec, &sample, &d)?;
+            Ok(d)
+        });
+        let d = d?;
+        let f = Fit {
+            what: "sample contrast change (logcosh to exp, warm, scored)".into(),
+            backend: if on.0 == Backend::Gpu { "gpu" } else { "cpu" },
+            channels: sample.data.rows,
+            samples: sample.data.cols,
+            components: d.components(),
+            seconds,
+            iterations: d.iterations,
+            converged: d.converged,
+        };
+        eprintln!(
+            "contrast change ({}): {:.3} s, {} iterations",
+            f.backend, f.seconds.median, f.iterations
+        );
+        fits.push(f);
+    }
+    let hour = hour(&sample, 64, 3600 * 256);
+    if let Some(g) = &gpu {
+        fits.push(
+            fit(
+                "hour fastica",
+                &hour,
+                &fastica,
+                (Backend::Gpu, Some(g)),
+                args.repeat,
+            )?
+            .0,
+        );
+    }
+    if args.cpu_hour || gpu.is_none() {
+        fits.push(fit("hour fastica", &hour, &fastica, cpu, 1)?.0);
+    }
+    if args.infomax_hour {
+        fits.push(fit("hour infomax", &hour, &infomax, cpu, 1)?.0);
+    }
+    let report = Report {
+        cpu: cpu_name(),
+        gpu: gpu.as_ref().map(|g| g.describe()),
+        fits,
+    };
+    write_json(&report, args.out.as_deref())
+}
