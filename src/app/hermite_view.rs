@@ -700,15 +700,9 @@ impl AnalysisView for HermiteView {
             .show(ui, |ui| {
                 egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
             });
-        match self.request() {
-            Ok(req) => {
-                self.worker.request(ui.ctx(), req);
-            }
-            Err(e) => {
-                self.error = Some(e);
-                self.worker.cancel();
-                self.worker.forget();
-            }
+        let request = self.request();
+        if let Some(e) = self.worker.request_or_refuse(ui.ctx(), request) {
+            self.error = Some(e);
         }
         egui::Panel::bottom("beats")
             .exact_size(self.panel_height)

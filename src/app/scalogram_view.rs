@@ -610,15 +610,9 @@ impl ScalogramView {
         let width_px = (rect.width() * ui.ctx().pixels_per_point())
             .round()
             .max(1.0) as usize;
-        match self.request_for(browser, width_px) {
-            Ok(req) => {
-                self.worker.request(ui.ctx(), req);
-            }
-            Err(e) => {
-                self.error = Some(e);
-                self.worker.cancel();
-                self.worker.forget();
-            }
+        let request = self.request_for(browser, width_px);
+        if let Some(e) = self.worker.request_or_refuse(ui.ctx(), request) {
+            self.error = Some(e);
         }
         // Wheel over the scalogram moves the browser as over the traces.
         if response.hovered() {

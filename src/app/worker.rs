@@ -186,6 +186,26 @@ where
         }
     }
 
+    /// Sends `request` where it could be made; where it could not (a setting out of range),
+    /// cancels the running one and returns why, to be shown instead of a result.
+    pub fn request_or_refuse(
+        &mut self,
+        ctx: &egui::Context,
+        request: Result<Req, String>,
+    ) -> Option<String> {
+        match request {
+            Ok(req) => {
+                self.request(ctx, req);
+                None
+            }
+            Err(e) => {
+                self.cancel();
+                self.forget();
+                Some(e)
+            }
+        }
+    }
+
     /// Forgets the last request, so that the same one is sent again (a retry, or inputs that
     /// changed behind an equal request).
     pub fn forget(&mut self) {

@@ -528,15 +528,9 @@ impl AnalysisView for IcaView {
             .show(ui, |ui| {
                 egui::ScrollArea::vertical().show(ui, |ui| self.controls(ui));
             });
-        match self.request() {
-            Ok(req) => {
-                self.worker.request(ui.ctx(), req);
-            }
-            Err(e) => {
-                self.error = Some(e);
-                self.worker.cancel();
-                self.worker.forget();
-            }
+        let request = self.request();
+        if let Some(e) = self.worker.request_or_refuse(ui.ctx(), request) {
+            self.error = Some(e);
         }
         if self.shown.is_none() {
             ui.centered_and_justified(|ui| {

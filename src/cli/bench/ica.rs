@@ -4,7 +4,7 @@
 //!   high-pass, every component): FastICA on the CPU and the GPU, extended Infomax on the CPU,
 //!   and a contrast change (logcosh to exp, warm-started, scored against the EOG channels:
 //!   what the tab does before the grid redraws);
-//! - 64 channels x 1 h x 256 Hz (the sample's channels mixed into 64 and repeated): FastICA on
+//! - 64 channels x 1 h x 256 Hz (the sample's channels, shifted copies of them, mixed): FastICA on
 //!   the GPU, and on the CPU and extended Infomax where asked (they take minutes).
 //!
 //! MNE's and mne-icalabel's figures on the same machine come from `tools/bench_ica_mne.py`.
@@ -95,14 +95,19 @@ fn fit(
     Ok((f, d))
 }
 
-/// The sample's EEG mixed into `channels` channels and repeated to `samples` samples.
+/// `channels` channels of `samples` samples with real EEG statistics and full rank: the
+/// sample's channels, each also taken again from other points of the recording (cyclically,
+/// prime offsets apart) until there are `channels` sources, repeated to `samples`, mixed by a
+/// random matrix (`deblink::mixed`).
 fn hour(sample: &IcaData, channels: usize, samples: usize) -> IcaData {
     let x = &sample.data;
-    let mut tiled = Vec::with_capacity(x.rows * samples);
-    for i in 0..x.rows {
-        tiled.extend(x.row(i).iter().cycle().take(samples));
+    let mut sources = Vec::with_capacity(channels * samples);
+    for c in 0..channels {
+        let row = x.row(c % x.rows);
+        let shift = (c / x.rows) * 7919 % x.cols;
+        sources.extend(row.iter().cycle().skip(shift).take(samples));
     }
-    let tiled = Observations::new(x.rows, samples, tiled);
+    let sources = Observations::new(channels, samples, sources);
     IcaData {
         signals: Vec::new(),
         labels: (1..=channels).map(|c| format!("E{c}")).collect(),
@@ -110,7 +115,7 @@ fn hour(sample: &IcaData, channels: usize, samples: usize) -> IcaData {
         positions: vec![None; channels],
         units: vec![("uV", 1.0); channels],
         fs: 256.0,
-        data: mixed(&tiled, channels, samples),
+        data: mixed(&sources, channels, samples),
         good: vec![(0, samples)],
         reference: Reference::AsRecorded,
         filter: DisplayFilter::default(),
