@@ -35,6 +35,8 @@ def sample():
     raw.set_channel_types({"EOG1": "eog", "EOG2": "eog"})
     raw.set_eeg_reference("average", projection=False, verbose="error")
     raw.filter(1.0, None, verbose="error")
+    # mne-icalabel needs positions: the 10-05 template's, by name (FPz is Fpz).
+    raw.set_montage("standard_1005", match_case=False, on_missing="ignore")
     return path, raw
 
 
@@ -42,6 +44,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ede", default="target/release/ede")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--methods", default="fastica,infomax,picard")
     ap.add_argument("--out")
     args = ap.parse_args()
     path, raw = sample()
@@ -60,6 +63,8 @@ def main():
     folder = tempfile.mkdtemp()
     fitted = None
     for name, (mne_kw, ede_flags) in methods.items():
+        if name not in args.methods.split(","):
+            continue
         mne_t, ede_t = [], []
         for _ in range(args.repeat):
             ica = mne.preprocessing.ICA(n_components=None, random_state=1, verbose="error",
