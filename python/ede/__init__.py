@@ -342,7 +342,9 @@ def ica(inst, *, method="fastica", contrast="logcosh", alpha=1.0, n_components=N
                               "--labels", labels, *flags], capture_output=True, text=True)
         if run.returncode != 0:
             lines = [line for line in run.stderr.splitlines() if line.strip()]
-            raise ValueError(lines[-1] if lines else f"ede ica failed ({run.returncode})")
+            # The reason: clap's "error: ..." or ede's "ede: ..." line, else the last.
+            said = [line for line in lines if line.startswith(("error:", "ede:"))]
+            raise ValueError((said or lines or [f"ede ica failed ({run.returncode})"])[-1])
         fitted = mne.preprocessing.read_ica(out, verbose="error")
         with open(labels) as f:
             return fitted, json.load(f)

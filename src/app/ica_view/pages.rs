@@ -58,15 +58,10 @@ pub fn page(
             .y_axis_min_width(44.0)
             .allow_scroll(false)
             .show(ui, |p| {
-                let lanes = all
-                    .iter()
-                    .map(|&k| Lane {
-                        samples: [s.row(k), &[]],
-                        runs: std::iter::once(0..s.cols).collect(),
-                        offset: -(k as f64) * LANE,
-                        gain: gains[k],
-                        color: if rejected.contains(&k) { red } else { text },
-                        width: 1.0,
+                let lanes = (all.iter())
+                    .map(|&k| {
+                        let colour = if rejected.contains(&k) { red } else { text };
+                        lane(&s, k, colour, gains[k])
                     })
                     .collect();
                 p.add(Envelopes::new(
@@ -102,16 +97,6 @@ pub fn page(
             .y_axis_min_width(44.0)
             .allow_scroll(false)
             .show(ui, |p| {
-                fn lane(x: &Observations, i: usize, color: Color32, gain: f64) -> Lane<'_> {
-                    Lane {
-                        samples: [x.row(i), &[]],
-                        runs: std::iter::once(0..x.cols).collect(),
-                        offset: -(i as f64) * LANE,
-                        gain,
-                        color,
-                        width: 1.0,
-                    }
-                }
                 let lanes = (rows.iter())
                     .flat_map(|&i| [lane(&window, i, grey, gain), lane(&cleaned, i, blue, gain)])
                     .collect();
@@ -122,6 +107,18 @@ pub fn page(
                     LANE / 2.0,
                 ));
             });
+    }
+}
+
+/// Row `i` of `x` as lane `i`.
+fn lane(x: &Observations, i: usize, color: Color32, gain: f64) -> Lane<'_> {
+    Lane {
+        samples: [x.row(i), &[]],
+        runs: std::iter::once(0..x.cols).collect(),
+        offset: -(i as f64) * LANE,
+        gain,
+        color,
+        width: 1.0,
     }
 }
 
