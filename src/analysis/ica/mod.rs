@@ -548,6 +548,9 @@ fn sum(x: &[f32]) -> f64 {
     x.iter().map(|&v| v as f64).sum()
 }
 
+/// FastICA's iterations on the GPU before the CPU takes over an unconverged fit.
+const GPU_ITERATIONS: usize = 300;
+
 /// Decomposes `data` (its good spans) with `settings` on `backend` (FastICA runs on the GPU
 /// where one is given; Infomax on the CPU). `warm`: a previous decomposition of the same
 /// channels whose unmixing starts FastICA (a refit after a parameter change).
@@ -584,9 +587,30 @@ pub fn decompose(
         IcaMethod::Fastica => {
             let p = settings.fastica(r);
             match (backend, gpu) {
-                (Backend::Gpu, Some(ctx)) => crate::gpu::ica::GpuFastIca::new(ctx)
-                    .symmetric(&z, &p, &start())
-                    .map_err(|e| IcaError::Gpu(e.to_string()))?,
+                (Backend::Gpu, Some(ctx)) => {
+                    // The device's f32 polynomial decorrelation cannot normalise the rows of
+                    // nearly Gaussian components (64 components of an hour stall above 1e-4):
+                    // where it has not converged within GPU_ITERATIONS, the CPU goes on from
+                    // where it stopped, so that a fit is never left unconverged for that.
+                    let on_gpu = FastIcaParams {
+                        max_iter: p.max_iter.min(GPU_ITERATIONS),
+                        ..p
+                    };
+                    let (w, done, converged) = crate::gpu::ica::GpuFastIca::new(ctx)
+                        .symmetric(&z, &on_gpu, &start())
+                        .map_err(|e| IcaError::Gpu(e.to_string()))?;
+                    match converged || done >= p.max_iter {
+                        true => (w, done, converged),
+                        false => {
+                            let rest = FastIcaParams {
+                                max_iter: p.max_iter - done,
+                                ..p
+                            };
+                            let (w, more, converged) = symmetric(&z, &rest, w);
+                            (w, done + more, converged)
+                        }
+                    }
+                }
                 _ => symmetric(&z, &p, start()),
             }
         }
