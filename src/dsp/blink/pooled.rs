@@ -51,7 +51,7 @@ const FIT_MARGIN_S: f64 = 0.05;
 pub const MIN_BLINKS: usize = 3;
 
 /// A stream's field is settled from this many blinks on: its topography carries the EEG of
-/// the blinks it was fitted on, tens of percent of it with a dozen (docs/BENCHMARKS.md, "What
+/// the blinks it was fitted on, tens of percent of it with a dozen (docs/BENCHMARKS.md in git history, "What
 /// the blinks so far allow"). On the independent families at 50-200 uV live leaves 0.59-1.43x
 /// the ideal spatial filter's residual over the blinks from the 30th on, 0.65-1.64x from the
 /// 20th and up to 2.6x over the whole recording; a stream replayed with the true blink

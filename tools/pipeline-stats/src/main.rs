@@ -7,7 +7,7 @@
 //!
 //! wgpu creates its pipelines without that flag, so ede cannot ask for these itself. Hermite's
 //! generated sources come from `EDE_HERMITE_SHADER_DUMP=DIR ede bench hermite ...`. Run on the
-//! GPU machine (docs/BENCHMARKS.md, "Hermite: what the driver makes of the fit"): the first
+//! GPU machine (docs/BENCHMARKS.md before its condensing: `git log -p docs/BENCHMARKS.md`, "Hermite: what the driver makes of the fit"): the first
 //! physical device is used, descriptor set 0 has a uniform buffer at binding 0 and storage
 //! buffers at 1-11.
 use ash::vk;
