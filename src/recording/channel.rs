@@ -271,6 +271,16 @@ pub fn is_eog(label: &str) -> bool {
     l.contains("EOG") || ["VEO", "HEO", "LOC", "ROC"].contains(&l.as_str())
 }
 
+/// A nominal range where the file states none that means anything (float samples).
+pub(crate) fn nominal_range(unit: &str) -> (f64, f64) {
+    match unit {
+        "V" => (-3.2e-3, 3.2e-3),
+        "T" => (-5e-11, 5e-11),
+        "T/m" => (-5e-9, 5e-9),
+        _ => (-1.0, 1.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::ChannelType::*;

@@ -24,6 +24,7 @@ pub mod mat73;
 mod pairing;
 mod stim;
 pub mod wfdb;
+mod whole_file;
 pub mod xdf;
 
 use std::fmt;
@@ -33,10 +34,12 @@ use std::sync::Arc;
 use chrono::NaiveDateTime;
 use serde::Serialize;
 
+pub(crate) use channel::nominal_range;
 pub use channel::{ChannelType, reading_unit, si_per_unit, volts_per_unit};
 pub use pairing::sibling_hypnogram;
 pub(crate) use stim::stim_events;
 pub use stim::{StimStep, stim_steps};
+pub use whole_file::write_whole;
 
 /// A reader's error, always naming the file and saying what is wrong with it.
 #[derive(Debug, thiserror::Error)]
@@ -168,31 +171,8 @@ pub const READERS: &[Reader] = &[
     },
 ];
 
-/// A nominal range where the file states none that means anything (float samples).
-pub(crate) fn nominal_range(unit: &str) -> (f64, f64) {
-    match unit {
-        "V" => (-3.2e-3, 3.2e-3),
-        "T" => (-5e-11, 5e-11),
-        "T/m" => (-5e-9, 5e-9),
-        _ => (-1.0, 1.0),
-    }
-}
-
 /// The sampling rate most of `rates` share (of equally common ones, the last seen), `None` for
 /// none.
-/// Writes `bytes` to a file beside `path` and renames it there, so that `path` holds either
-/// its earlier content or all of `bytes`: what every writer of ede does.
-pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(format!(".partial-{}", std::process::id()));
-    let partial = PathBuf::from(partial);
-    let written = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&partial);
-    }
-    written
-}
-
 pub fn most_common_rate(rates: impl IntoIterator<Item = f64>) -> Option<f64> {
     let mut counts: Vec<(f64, usize)> = Vec::new();
     for fs in rates {

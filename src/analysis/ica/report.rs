@@ -25,7 +25,8 @@ pub const ICLABEL_CLASSES: [&str; 7] = [
 
 /// One fit of a recording.
 pub struct Fitted {
-    pub data: IcaData,
+    /// Shared: a refit of the same data (the tab's) does not copy it.
+    pub data: std::sync::Arc<IcaData>,
     pub decomposition: Decomposition,
     pub scores: Vec<ArtifactScores>,
     /// Seconds the decomposition took (reading and scoring aside).
@@ -41,7 +42,7 @@ impl Fitted {
         settings: &IcaSettings,
         backend: (Backend, Option<&GpuContext>),
     ) -> Result<Fitted, IcaJobError> {
-        let data = IcaData::load(rec, reference, filter)?;
+        let data = std::sync::Arc::new(IcaData::load(rec, reference, filter)?);
         let started = std::time::Instant::now();
         let decomposition = decompose(&data, settings, backend, None)?;
         let seconds = started.elapsed().as_secs_f64();

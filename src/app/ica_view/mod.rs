@@ -101,7 +101,7 @@ fn compute(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Compute<Request, Arc
         let scores = Fitted::score(&rec, &d, &decomposition).map_err(|e| e.to_string())?;
         last = Some(decomposition.clone());
         Ok(Some(Arc::new(Fitted {
-            data: (*d).clone(),
+            data: d,
             decomposition,
             scores,
             seconds,

@@ -51,26 +51,25 @@ pub fn page(
         let s = d.sources(&all, &window);
         let names: Vec<String> = all.iter().map(|k| format!("IC{k}")).collect();
         let gains = gains(&s, &all);
-        Plot::new("ica sources")
-            .x_axis_label("s · rejected components in red")
-            .y_axis_formatter(lane_names(names))
-            .y_grid_spacer(egui_plot::uniform_grid_spacer(|_| [LANE, LANE, LANE]))
-            .y_axis_min_width(44.0)
-            .allow_scroll(false)
-            .show(ui, |p| {
-                let lanes = (all.iter())
-                    .map(|&k| {
-                        let colour = if rejected.contains(&k) { red } else { text };
-                        lane(&s, k, colour, gains[k])
-                    })
-                    .collect();
-                p.add(Envelopes::new(
-                    "sources",
-                    lanes,
-                    (a as f64 / fs, fs),
-                    LANE / 2.0,
-                ));
-            });
+        lanes_plot(
+            "ica sources",
+            "s · rejected components in red".into(),
+            names,
+        )
+        .show(ui, |p| {
+            let lanes = (all.iter())
+                .map(|&k| {
+                    let colour = if rejected.contains(&k) { red } else { text };
+                    lane(&s, k, colour, gains[k])
+                })
+                .collect();
+            p.add(Envelopes::new(
+                "sources",
+                lanes,
+                (a as f64 / fs, fs),
+                LANE / 2.0,
+            ));
+        });
     } else {
         let cleaned = d.clean(&window, rejected);
         let rows: Vec<usize> = (0..window.rows).collect();
@@ -87,26 +86,21 @@ pub fn page(
             .max(1e-6) as f64;
         let gain = LANE / 1.5 / common;
         let unit = data.units.first().map_or("uV", |u| u.0);
-        Plot::new("ica cleaned page")
-            .x_axis_label(format!(
-                "s · original grey, cleaned blue (without {rejected:?}) · {:.0} {unit} per lane",
-                LANE / gain
-            ))
-            .y_axis_formatter(lane_names(d.labels.clone()))
-            .y_grid_spacer(egui_plot::uniform_grid_spacer(|_| [LANE, LANE, LANE]))
-            .y_axis_min_width(44.0)
-            .allow_scroll(false)
-            .show(ui, |p| {
-                let lanes = (rows.iter())
-                    .flat_map(|&i| [lane(&window, i, grey, gain), lane(&cleaned, i, blue, gain)])
-                    .collect();
-                p.add(Envelopes::new(
-                    "cleaned",
-                    lanes,
-                    (a as f64 / fs, fs),
-                    LANE / 2.0,
-                ));
-            });
+        let label = format!(
+            "s · original grey, cleaned blue (without {rejected:?}) · {:.0} {unit} per lane",
+            LANE / gain
+        );
+        lanes_plot("ica cleaned page", label, d.labels.clone()).show(ui, |p| {
+            let lanes = (rows.iter())
+                .flat_map(|&i| [lane(&window, i, grey, gain), lane(&cleaned, i, blue, gain)])
+                .collect();
+            p.add(Envelopes::new(
+                "cleaned",
+                lanes,
+                (a as f64 / fs, fs),
+                LANE / 2.0,
+            ));
+        });
     }
 }
 
@@ -120,6 +114,16 @@ fn lane(x: &Observations, i: usize, color: Color32, gain: f64) -> Lane<'_> {
         color,
         width: 1.0,
     }
+}
+
+/// A plot of lanes `LANE` apart, named on the y axis.
+fn lanes_plot(id: &str, x_label: String, names: Vec<String>) -> Plot<'static> {
+    Plot::new(id.to_string())
+        .x_axis_label(x_label)
+        .y_axis_formatter(lane_names(names))
+        .y_grid_spacer(egui_plot::uniform_grid_spacer(|_| [LANE, LANE, LANE]))
+        .y_axis_min_width(44.0)
+        .allow_scroll(false)
 }
 
 /// The y axis's labels: lane k's name at -k LANE, nothing between.
