@@ -2,6 +2,7 @@
 //! the fast version the application runs.
 
 pub mod aeeg;
+pub mod biharmonic;
 pub mod blink;
 pub mod cwt;
 pub mod decimate;
@@ -11,6 +12,7 @@ pub mod hrv;
 pub mod ica;
 pub mod montage;
 pub mod qrs;
+pub mod resample_poly;
 pub mod sleep;
 pub mod spectrum;
 pub mod stats;

@@ -42,26 +42,44 @@ const ELECTRODES: &str = include_str!("../../assets/electrodes_1010.tsv");
 
 /// The table, keyed by `electrode_name`, read once.
 static POSITIONS: std::sync::LazyLock<std::collections::HashMap<String, [f64; 3]>> =
-    std::sync::LazyLock::new(|| {
-        ELECTRODES
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .filter_map(|line| {
-                let mut f = line.split('\t');
-                let name = f.next()?;
-                let mut xyz = [0.0; 3];
-                for v in &mut xyz {
-                    *v = f.next()?.trim().parse().ok()?;
-                }
-                Some((electrode_name(name), xyz))
-            })
-            .collect()
-    });
+    std::sync::LazyLock::new(|| read_table(ELECTRODES, electrode_name));
+
+/// A table of `label TAB x TAB y TAB z` lines, keyed by `key(label)`.
+fn read_table(
+    table: &str,
+    key: fn(&str) -> String,
+) -> std::collections::HashMap<String, [f64; 3]> {
+    (table.lines())
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|line| {
+            let mut f = line.split('\t');
+            let name = f.next()?;
+            let mut xyz = [0.0; 3];
+            for v in &mut xyz {
+                *v = f.next()?.trim().parse().ok()?;
+            }
+            Some((key(name), xyz))
+        })
+        .collect()
+}
 
 /// Where a channel's electrode sits, from its label's 10-20/10-10 name; `None` for labels that
 /// name no scalp position (EOG, ECG, unknown names).
 pub fn electrode_position(label: &str) -> Option<[f64; 3]> {
     POSITIONS.get(&electrode_name(label)).copied()
+}
+
+/// MNE's `standard_1005` template (assets/standard_1005.tsv: metres, MNE's head frame), keyed
+/// by `electrode_label` in capitals. ICLabel's scalp images need MNE's positions, not the
+/// idealized sphere above, to equal mne-icalabel's.
+const TEMPLATE_1005: &str = include_str!("../../assets/standard_1005.tsv");
+
+static TEMPLATE: std::sync::LazyLock<std::collections::HashMap<String, [f64; 3]>> =
+    std::sync::LazyLock::new(|| read_table(TEMPLATE_1005, |name| name.to_ascii_uppercase()));
+
+/// Where MNE's `standard_1005` template places a label's electrode (10-05 names, any case).
+pub fn template_1005_position(label: &str) -> Option<[f64; 3]> {
+    TEMPLATE.get(&electrode_label(label).to_ascii_uppercase()).copied()
 }
 
 /// An earlobe electrode (A1, A2): a reference site off the scalp, left out of the average.
