@@ -307,7 +307,7 @@ def deblink(inst, sfreq=None, *, ch_names=None, ch_types=None, progress=None, **
 
 def ica(inst, *, method="fastica", contrast="logcosh", alpha=1.0, n_components=None, seed=1,
         tol=1e-4, max_iter=None, reference="as-recorded", filter=None, exclude="auto",
-        backend="auto"):
+        iclabel_marks="muscle=0.9,eye=0.9", backend="auto"):
     """ICA of a whole recording fitted by ede (`ede ica`), returned as a fitted
     `mne.preprocessing.ICA` and the components' labels: `(ica, labels)`.
 
@@ -316,9 +316,13 @@ def ica(inst, *, method="fastica", contrast="logcosh", alpha=1.0, n_components=N
     "infomax" (extended, runica's schedule); `contrast` "logcosh", "exp" or "cube";
     `n_components` a number, a fraction of the variance, or None for all that carry variance;
     `reference` "as-recorded" (default: re-reference in MNE first) or "average"; `filter` e.g.
-    "hp=1,lp=100" (zero-phase) or None; `exclude` "auto" (the EOG/ECG correlation marks), a
-    list of components, or "none". `ica.apply(raw)` then cleans as `ede ica --clean` does.
-    `labels`: the labels file `ede ica --labels` writes."""
+    "hp=1,lp=100" (zero-phase) or None; `exclude` "auto" (the EOG/ECG correlation marks and
+    the ICLabel classes of `iclabel_marks`, e.g. "eye=0.8,muscle=0.9"), a list of components,
+    or "none". `ica.apply(raw)` then cleans as `ede ica --clean` does.
+    `labels`: the labels file `ede ica --labels` writes, with ICLabel's seven probabilities per
+    component (as mne-icalabel's `label_components` gives them; also in `ica.labels_scores_`,
+    and each component under its most probable class in `ica.labels_`, as mne-icalabel
+    leaves them). Positions: the Raw's montage, else MNE's standard_1005 by channel name."""
     import json
     import shutil
 
@@ -337,7 +341,8 @@ def ica(inst, *, method="fastica", contrast="logcosh", alpha=1.0, n_components=N
         flags = _flags(dict(method=method, contrast=contrast, alpha=alpha,
                             n_components="all" if n_components is None else n_components,
                             seed=seed, tol=tol, max_iter=max_iter, reference=reference,
-                            filter=filter, exclude=exclude, backend=backend))
+                            filter=filter, exclude=exclude, iclabel_marks=iclabel_marks,
+                            backend=backend))
         run = subprocess.run([sys.executable, "-m", "ede", "ica", path, "--out", out,
                               "--labels", labels, *flags], capture_output=True, text=True)
         if run.returncode != 0:
@@ -347,7 +352,11 @@ def ica(inst, *, method="fastica", contrast="logcosh", alpha=1.0, n_components=N
             raise ValueError((said or lines or [f"ede ica failed ({run.returncode})"])[-1])
         fitted = mne.preprocessing.read_ica(out, verbose="error")
         with open(labels) as f:
-            return fitted, json.load(f)
+            labels = json.load(f)
+        scores = [c["iclabel"] for c in labels["components"]]
+        if scores and all(s is not None for s in scores):
+            fitted.labels_scores_ = np.asarray(scores)
+        return fitted, labels
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -251,6 +252,12 @@ def test_ica_gives_a_fitted_mne_ica_that_cleans(tmp_path):
     assert fitted.ch_names == [c for c, t in zip(raw.ch_names, raw.get_channel_types())
                                if t == "eeg"]
     assert [c["index"] for c in labels["components"] if c["excluded"]] == [0, 3]
+    # ICLabel's probabilities, per component, also where mne-icalabel leaves them.
+    assert labels["iclabel_error"] is None
+    assert fitted.labels_scores_.shape == (15, 7)
+    np.testing.assert_allclose(fitted.labels_scores_.sum(axis=1), 1.0, atol=1e-6)
+    classes = ("brain", "muscle", "eog", "ecg", "line_noise", "ch_noise", "other")
+    assert set().union(*(fitted.labels_.get(k, []) for k in classes)) == set(range(15))
     sources = fitted.get_sources(raw).get_data()
     np.testing.assert_allclose(sources.std(axis=1), 1.0, rtol=0.02)
     # What ica.apply removes is the excluded components' part of the data, nothing else.
@@ -270,3 +277,23 @@ def test_ica_refuses_what_it_cannot_fit(tmp_path):
         ede.ica(raw, n_components=1)
     with pytest.raises(ValueError, match="alpha"):
         ede.ica(raw, alpha=5)
+
+
+def test_ica_labels_equal_mne_icalabel_s_on_ede_s_file():
+    """ICLabel as ede runs it equals mne-icalabel's `label_components` on ede's ICA file
+    (skipped where mne-icalabel is not installed)."""
+    mne = pytest.importorskip("mne")
+    label_components = pytest.importorskip("mne_icalabel").label_components
+    pytest.importorskip("onnxruntime")
+    raw = mne.io.read_raw_edf(EEGLAB, preload=True, verbose="error")
+    raw.set_channel_types({"EOG1": "eog", "EOG2": "eog"})
+    raw.pick("eeg")
+    raw.set_eeg_reference("average", projection=False, verbose="error")
+    raw.set_montage("standard_1005", match_case=False, verbose="error")
+    fitted, labels = ede.ica(raw, method="infomax", backend="cpu")
+    ours = np.array([c["iclabel"] for c in labels["components"]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        label_components(raw, fitted, method="iclabel")  # sets labels_scores_, all 7 classes
+    theirs = fitted.labels_scores_
+    np.testing.assert_allclose(ours, theirs, atol=1e-3)

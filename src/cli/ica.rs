@@ -11,6 +11,7 @@ use super::BackendChoice;
 use crate::analysis::Backend;
 use crate::analysis::ica::mne_fif::{self, FifExtras};
 use crate::analysis::ica::report::{Fitted, mne_labels};
+use crate::analysis::ica::iclabel::Thresholds;
 use crate::analysis::ica::{ComponentCount, IcaMethod, IcaSettings};
 use crate::dsp::filter::DisplayFilter;
 use crate::dsp::ica::Contrast;
@@ -47,9 +48,15 @@ pub struct IcaArgs {
     #[arg(long, default_value = "none", value_parser = parse_filter)]
     pub filter: DisplayFilter,
     /// Components excluded: `auto` (those the EOG and ECG channels' correlations mark, as
-    /// MNE's find_bads_eog/find_bads_ecg), a list (0,3), or `none`.
+    /// MNE's find_bads_eog/find_bads_ecg, and those ICLabel's classes mark), a list (0,3), or
+    /// `none`.
     #[arg(long, default_value = "auto")]
     pub exclude: String,
+    /// The ICLabel classes that mark a component for `--exclude auto`, with the probability
+    /// each needs: e.g. eye=0.8,muscle=0.9,heart=0.8 (classes brain, muscle, eye, heart,
+    /// line, channel, other), or `none`.
+    #[arg(long, default_value = "muscle=0.9,eye=0.9")]
+    pub iclabel_marks: Thresholds,
     /// The decomposition as MNE's ICA file (its name ends in -ica.fif, as MNE requires).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -121,7 +128,7 @@ pub fn run(args: &IcaArgs) -> anyhow::Result<()> {
     )
     .with_context(|| format!("ICA of {}", args.file.display()))?;
     let d = &fitted.decomposition;
-    let excluded = excluded(&args.exclude, &fitted)?;
+    let excluded = excluded(&args.exclude, &fitted, &args.iclabel_marks)?;
     eprintln!(
         "ede ica: {} channels, {} components, {} in {:.2} s ({} iterations{}); excluded {:?}",
         d.labels.len(),
@@ -132,18 +139,22 @@ pub fn run(args: &IcaArgs) -> anyhow::Result<()> {
         if d.converged { "" } else { ", NOT converged" },
         excluded
     );
+    match &fitted.iclabel {
+        Ok(_) => eprintln!("ede ica: ICLabel in {:.2} s", fitted.label_seconds),
+        Err(why) => eprintln!("ede ica: no ICLabel: {why}"),
+    }
     if let Some(out) = &args.out {
         let f = &fitted.data.filter;
         let extras = FifExtras {
             exclude: &excluded,
-            labels: &mne_labels(&fitted.scores),
+            labels: &mne_labels(&fitted.scores, fitted.iclabel.as_deref().ok()),
             highpass_hz: f.highpass.unwrap_or(0.0),
             lowpass_hz: f.lowpass.unwrap_or((d.fs / 2.0) as f32),
         };
         mne_fif::write(out, d, &extras)?;
     }
     if let Some(path) = &args.labels {
-        let text = serde_json::to_string_pretty(&fitted.labels_file(&excluded))?;
+        let text = serde_json::to_string_pretty(&fitted.labels_file(&excluded, &args.iclabel_marks))?;
         crate::recording::write_whole(path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
     }
@@ -173,10 +184,10 @@ pub fn run(args: &IcaArgs) -> anyhow::Result<()> {
 }
 
 /// `--exclude`: auto, none, or component numbers below the count.
-fn excluded(spec: &str, fitted: &Fitted) -> anyhow::Result<Vec<usize>> {
+fn excluded(spec: &str, fitted: &Fitted, marks: &Thresholds) -> anyhow::Result<Vec<usize>> {
     let n = fitted.decomposition.components();
     match spec.trim() {
-        "auto" => Ok(fitted.auto_excluded()),
+        "auto" => Ok(fitted.auto_excluded(marks)),
         "none" | "" => Ok(Vec::new()),
         list => {
             let mut out = Vec::new();

@@ -22,6 +22,7 @@ use super::scalp_map::{Caption, ScalpMaps};
 use super::worker::{Compute, Outcome, Progress, Worker};
 use crate::analysis::Backend;
 use crate::analysis::ica::marks::ArtifactScores;
+use crate::analysis::ica::iclabel::{SHORT, Thresholds};
 use crate::analysis::ica::report::{Fitted, auto_excluded};
 use crate::analysis::ica::{ComponentCount, Decomposition, IcaMethod, IcaSettings, decompose};
 use crate::dsp::filter::DisplayFilter;
@@ -44,6 +45,14 @@ struct Shown {
     fitted: Arc<Fitted>,
     decomposition: Decomposition,
     scores: Vec<ArtifactScores>,
+    /// ICLabel's probabilities, or why there are none.
+    iclabel: Result<Vec<[f64; 7]>, String>,
+}
+
+impl Shown {
+    fn labels(&self) -> &[[f64; 7]] {
+        self.iclabel.as_deref().unwrap_or_default()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,6 +70,8 @@ pub struct IcaView {
     highpass: Option<f32>,
     lowpass: Option<f32>,
     backend: Backend,
+    /// The ICLabel classes (and probabilities) that mark components.
+    marks: Thresholds,
     shown: Option<Shown>,
     error: Option<String>,
     rejected: BTreeSet<usize>,
@@ -98,14 +109,9 @@ fn compute(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Compute<Request, Arc
         let decomposition = decompose(&d, &req.settings, (req.backend, gpu.as_ref()), warm)
             .map_err(|e| e.to_string())?;
         let seconds = started.elapsed().as_secs_f64();
-        let scores = Fitted::score(&rec, &d, &decomposition).map_err(|e| e.to_string())?;
         last = Some(decomposition.clone());
-        Ok(Some(Arc::new(Fitted {
-            data: d,
-            decomposition,
-            scores,
-            seconds,
-        })))
+        let fitted = Fitted::judged(&rec, d, decomposition, seconds).map_err(|e| e.to_string())?;
+        Ok(Some(Arc::new(fitted)))
     })
 }
 
@@ -126,6 +132,7 @@ impl IcaView {
             average_reference: true,
             highpass: Some(1.0),
             lowpass: proposed_lowpass(fs),
+            marks: Thresholds::default(),
             shown: None,
             error: None,
             rejected: BTreeSet::new(),
@@ -167,12 +174,14 @@ impl IcaView {
                 self.error = None;
                 let mut d = output.decomposition.clone();
                 let mut scores = output.scores.clone();
+                let mut iclabel = output.iclabel.clone();
                 let mut rejected = BTreeSet::new();
                 if let Some(previous) = &self.shown {
                     // The refit follows the grid: matched components keep place and mark.
                     let (order, continues) = d.following(&previous.decomposition);
                     d = d.reordered(&order);
                     scores = scores.iter().map(|s| s.reordered(&order)).collect();
+                    iclabel = iclabel.map(|p| order.iter().map(|&k| p[k]).collect());
                     rejected = (self.rejected.iter())
                         .copied()
                         .filter(|&k| continues.get(k) == Some(&true))
@@ -190,6 +199,7 @@ impl IcaView {
                     fitted: output,
                     decomposition: d,
                     scores,
+                    iclabel,
                 });
             }
             Some(Outcome::Failed { message, .. }) => self.error = Some(message),
@@ -344,19 +354,27 @@ impl IcaView {
                 d.iterations,
                 if d.converged { "" } else { " (NOT converged)" }
             ));
-            let marked = auto_excluded(&v.scores);
-            let what = (v.scores.iter())
-                .map(|s| s.channel.as_str())
-                .collect::<Vec<_>>()
-                .join(", ");
+            match &v.iclabel {
+                Ok(_) => ui.small(format!("ICLabel in {:.2} s", v.fitted.label_seconds)),
+                Err(why) => ui.colored_label(Color32::from_rgb(200, 120, 0), format!("no ICLabel: {why}")),
+            };
+        }
+        ui.separator();
+        marks_editor(ui, &mut self.marks);
+        if let Some(v) = &self.shown {
+            let marked = auto_excluded(&v.scores, v.labels(), &self.marks);
+            let channels: Vec<&str> = v.scores.iter().map(|s| s.channel.as_str()).collect();
             if v.scores.is_empty() {
-                ui.small("no EOG or ECG channel: no automatic marks");
-            } else if ui
-                .button(format!("Reject those {what} marks ({})", marked.len()))
-                .on_hover_text(
-                    "components whose correlation with an EOG (1-10 Hz) or ECG (8-16 Hz) \
-                     channel stands out (|z| > 3), as MNE's find_bads_eog/ecg",
-                )
+                ui.small("no EOG or ECG channel to correlate with");
+            }
+            if ui
+                .add_enabled(!marked.is_empty(), egui::Button::new(format!("Reject the marked ({})", marked.len())))
+                .on_hover_text(format!(
+                    "components ICLabel classes as above, and those whose correlation with an \
+                     EOG (1-10 Hz) or ECG (8-16 Hz) channel stands out (|z| > 3), as MNE's \
+                     find_bads_eog/ecg{}",
+                    if channels.is_empty() { String::new() } else { format!(" ({})", channels.join(", ")) }
+                ))
                 .clicked()
             {
                 let mut all = self.rejected.clone();
@@ -432,6 +450,10 @@ impl IcaView {
                     .map(|s| format!("{} {:.2}", s.channel, s.correlations[k]))
                     .collect();
                 let mut text = format!("IC{k} {:.1} %", 100.0 * d.explained_variance[k]);
+                if let Some(p) = v.labels().get(k) {
+                    let top = (0..7).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(6);
+                    text += &format!(" · {} {:.0}%", SHORT[top], 100.0 * p[top]);
+                }
                 if !marks.is_empty() {
                     text += &format!(" · {}", marks.join(" "));
                 }
@@ -489,6 +511,23 @@ impl IcaView {
     }
 }
 
+/// The ICLabel classes that mark components, each with a switch and its probability.
+fn marks_editor(ui: &mut egui::Ui, marks: &mut Thresholds) {
+    ui.label("automatic marks: ICLabel classes at or above");
+    egui::Grid::new("iclabel marks").num_columns(2).show(ui, |ui| {
+        for (c, name) in SHORT.iter().enumerate() {
+            let mut on = marks.0[c].is_some();
+            if ui.checkbox(&mut on, *name).changed() {
+                marks.0[c] = on.then_some(0.9);
+            }
+            if let Some(t) = &mut marks.0[c] {
+                ui.add(egui::DragValue::new(t).range(0.0..=1.0).speed(0.01));
+            }
+            ui.end_row();
+        }
+    });
+}
+
 /// A corner frequency with a switch: on at `default` Hz, off for none.
 fn corner(ui: &mut egui::Ui, what: &str, value: &mut Option<f32>, default: f32) {
     ui.horizontal(|ui| {
@@ -516,6 +555,8 @@ struct Saved {
     backend: Backend,
     rejected: Vec<usize>,
     mode: Mode,
+    #[serde(default)]
+    marks: Thresholds,
 }
 
 impl AnalysisView for IcaView {
@@ -565,6 +606,7 @@ impl AnalysisView for IcaView {
             backend: self.backend,
             rejected: self.rejected(),
             mode: self.mode,
+            marks: self.marks,
         })
     }
 
@@ -580,6 +622,9 @@ impl AnalysisView for IcaView {
         self.lowpass = s.lowpass.filter(|v| v.is_finite() && *v > 0.0);
         self.backend = super::saved_backend(s.backend, self.gpu.as_ref());
         self.mode = s.mode;
+        if s.marks.0.iter().flatten().all(|t| (0.0..=1.0).contains(t)) {
+            self.marks = s.marks;
+        }
         self.restored = Some(s.rejected.into_iter().collect());
     }
 }

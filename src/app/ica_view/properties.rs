@@ -1,12 +1,14 @@
 //! One component's properties, as EEGLAB's pop_prop and MNE's plot_properties show them: its
 //! map, its spectrum (Welch, 2 s Hann segments, dB), its time course over the whole run, its
 //! variance in consecutive 2 s segments, the segments stacked as an image, and its
-//! correlations with the EOG and ECG channels. Computed once per component and fit.
+//! correlations with the EOG and ECG channels, and ICLabel's seven probabilities. Computed once
+//! per component and fit.
 
 use eframe::egui::{self, Color32, ColorImage, TextureHandle, TextureOptions, Vec2};
 use egui_plot::{Line, Plot, PlotPoints, Points};
 
 use super::Shown;
+use crate::analysis::ica::iclabel::CLASSES;
 use crate::app::colormap::ColourMap;
 use crate::app::envelope::{Envelopes, Lane};
 use crate::app::scalp_map::{Caption, ScalpMaps};
@@ -87,6 +89,36 @@ fn epochs_image(ui: &egui::Ui, segments: &[&[f32]], k: usize) -> Option<(Texture
     Some((tex, scale))
 }
 
+/// ICLabel's seven probabilities of component `k` as bars, or why there are none.
+fn iclabel_bars(ui: &mut egui::Ui, v: &Shown, k: usize) {
+    let p = match &v.iclabel {
+        Ok(p) => p[k],
+        Err(why) => {
+            ui.small(format!("ICLabel: {why}"));
+            return;
+        }
+    };
+    ui.label("ICLabel");
+    let text = ui.visuals().text_color();
+    for (c, name) in CLASSES.iter().enumerate() {
+        let (rect, _) = ui.allocate_exact_size(Vec2::new(200.0, 14.0), egui::Sense::hover());
+        let painter = ui.painter();
+        let bar = egui::Rect::from_min_size(rect.min + Vec2::new(100.0, 2.0), Vec2::new(60.0, 10.0));
+        painter.rect_stroke(bar, 0.0, (1.0, Color32::GRAY), egui::StrokeKind::Inside);
+        let filled = egui::Rect::from_min_size(bar.min, Vec2::new(60.0 * p[c] as f32, 10.0));
+        painter.rect_filled(filled, 0.0, Color32::from_rgb(38, 139, 210));
+        let font = egui::FontId::proportional(11.0);
+        painter.text(rect.left_center(), egui::Align2::LEFT_CENTER, *name, font.clone(), text);
+        painter.text(
+            rect.right_center(),
+            egui::Align2::RIGHT_CENTER,
+            format!("{:.0} %", 100.0 * p[c]),
+            font,
+            text,
+        );
+    }
+}
+
 /// The panel of component `k`; true when its Reject/Keep button was clicked.
 pub fn panel(
     ui: &mut egui::Ui,
@@ -145,7 +177,7 @@ pub fn panel(
                 };
             }
             ui.add_space(6.0);
-            ui.small("ICLabel: not computed (ede does not run the ICLabel network yet)");
+            iclabel_bars(ui, v, k);
         });
     });
     let height = 150.0;

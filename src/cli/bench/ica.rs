@@ -5,7 +5,9 @@
 //!   and a contrast change (logcosh to exp, warm-started, scored against the EOG channels:
 //!   what the tab does before the grid redraws);
 //! - 64 channels x 1 h x 256 Hz (the sample's channels, shifted copies of them, mixed): FastICA on
-//!   the GPU, and on the CPU and extended Infomax where asked (they take minutes).
+//!   the GPU, and on the CPU and extended Infomax where asked (they take minutes);
+//! - ICLabel: features and network for the sample's components and the hour's 64, and the
+//!   network alone for those 64.
 //!
 //! MNE's and mne-icalabel's figures on the same machine come from `tools/bench_ica_mne.py`.
 
@@ -16,6 +18,7 @@ use serde::Serialize;
 use super::Stats;
 use super::deblink::{mixed, time};
 use crate::analysis::Backend;
+use crate::analysis::ica::iclabel;
 use crate::analysis::ica::report::Fitted;
 use crate::analysis::ica::{Decomposition, IcaData, IcaMethod, IcaSettings, decompose};
 use crate::analysis::xapen::cpu_name;
@@ -59,11 +62,57 @@ struct Fit {
 }
 
 #[derive(Debug, Serialize)]
+struct Labelling {
+    what: String,
+    components: usize,
+    seconds: Stats,
+}
+
+#[derive(Debug, Serialize)]
 struct Report {
     cpu: String,
     gpu: Option<String>,
     fits: Vec<Fit>,
+    iclabel: Vec<Labelling>,
 }
+
+/// ICLabel of `d`'s components: features and network, and (`network_only`) the network alone.
+fn labelling(
+    what: &str,
+    data: &IcaData,
+    d: &Decomposition,
+    repeat: usize,
+    network_only: bool,
+) -> anyhow::Result<Vec<Labelling>> {
+    let (seconds, out) = time(repeat, || iclabel::label(data, d));
+    let components = out.map_err(anyhow::Error::msg)?.len();
+    eprintln!("{what} iclabel: {components} components in {:.3} s", seconds.median);
+    let mut all = vec![Labelling {
+        what: format!("{what} iclabel (features and network)"),
+        components,
+        seconds,
+    }];
+    if network_only {
+        let inputs = iclabel::inputs(data, d).map_err(anyhow::Error::msg)?;
+        let (seconds, _) = time(repeat, || iclabel::Net::get().classify(&inputs));
+        eprintln!("{what} iclabel network: {:.3} s", seconds.median);
+        all.push(Labelling {
+            what: format!("{what} iclabel network"),
+            components,
+            seconds,
+        });
+    }
+    Ok(all)
+}
+
+/// 64 electrodes of the 10-10 system (the PhysioNet motor-imagery set): the hour's positions.
+const HOUR_ELECTRODES: [&str; 64] = [
+    "FC5", "FC3", "FC1", "FCz", "FC2", "FC4", "FC6", "C5", "C3", "C1", "Cz", "C2", "C4", "C6",
+    "CP5", "CP3", "CP1", "CPz", "CP2", "CP4", "CP6", "Fp1", "Fpz", "Fp2", "AF7", "AF3", "AFz",
+    "AF4", "AF8", "F7", "F5", "F3", "F1", "Fz", "F2", "F4", "F6", "F8", "FT7", "FT8", "T7", "T8",
+    "T9", "T10", "TP7", "TP8", "P7", "P5", "P3", "P1", "Pz", "P2", "P4", "P6", "P8", "PO7", "PO3",
+    "POz", "PO4", "PO8", "O1", "Oz", "O2", "Iz",
+];
 
 fn fit(
     what: &str,
@@ -110,7 +159,9 @@ fn hour(sample: &IcaData, channels: usize, samples: usize) -> IcaData {
     let sources = Observations::new(channels, samples, sources);
     IcaData {
         signals: Vec::new(),
-        labels: (1..=channels).map(|c| format!("E{c}")).collect(),
+        labels: (0..channels)
+            .map(|c| HOUR_ELECTRODES.get(c).map_or(format!("E{c}"), |l| l.to_string()))
+            .collect(),
         kinds: vec![ChannelType::Eeg; channels],
         positions: vec![None; channels],
         units: vec![("uV", 1.0); channels],
@@ -142,6 +193,7 @@ pub fn run(args: &IcaBenchArgs) -> anyhow::Result<()> {
     let cpu = (Backend::Cpu, None);
     let (f, cpu_fit) = fit("sample fastica", &sample, &fastica, cpu, args.repeat)?;
     fits.push(f);
+    let mut labels = labelling("sample", &sample, &cpu_fit, args.repeat, false)?;
     let mut backends = vec![(cpu, cpu_fit)];
     if let Some(g) = &gpu {
         let on = (Backend::Gpu, Some(g));
@@ -179,20 +231,20 @@ pub fn run(args: &IcaBenchArgs) -> anyhow::Result<()> {
         fits.push(f);
     }
     let hour = hour(&sample, 64, 3600 * 256);
+    let mut hour_fit = None;
     if let Some(g) = &gpu {
-        fits.push(
-            fit(
-                "hour fastica",
-                &hour,
-                &fastica,
-                (Backend::Gpu, Some(g)),
-                args.repeat,
-            )?
-            .0,
-        );
+        let on = (Backend::Gpu, Some(g));
+        let (f, d) = fit("hour fastica", &hour, &fastica, on, args.repeat)?;
+        fits.push(f);
+        hour_fit = Some(d);
     }
     if args.cpu_hour || gpu.is_none() {
-        fits.push(fit("hour fastica", &hour, &fastica, cpu, 1)?.0);
+        let (f, d) = fit("hour fastica", &hour, &fastica, cpu, 1)?;
+        fits.push(f);
+        hour_fit = Some(d);
+    }
+    if let Some(d) = &hour_fit {
+        labels.extend(labelling("hour", &hour, d, args.repeat, true)?);
     }
     if args.infomax_hour {
         fits.push(fit("hour infomax", &hour, &infomax, cpu, 1)?.0);
@@ -201,6 +253,7 @@ pub fn run(args: &IcaBenchArgs) -> anyhow::Result<()> {
         cpu: cpu_name(),
         gpu: gpu.as_ref().map(|g| g.describe()),
         fits,
+        iclabel: labels,
     };
     write_json(&report, args.out.as_deref())
 }
