@@ -138,6 +138,13 @@ fn the_mne_file_s_matrices_clean_the_data_as_the_cleaned_recording_is() {
         .map(|c| c["index"].as_u64().unwrap())
         .collect();
     assert_eq!(excluded, [0, 2]);
+    // ICLabel's seven probabilities for every component.
+    assert!(labels["iclabel_error"].is_null());
+    for c in components {
+        let p: Vec<f64> = serde_json::from_value(c["iclabel"].clone()).unwrap();
+        assert_eq!(p.len(), 7);
+        assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-6, "{p:?}");
+    }
     let variance: Vec<f64> = (components.iter())
         .map(|c| c["explained_variance"].as_f64().unwrap())
         .collect();

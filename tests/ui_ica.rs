@@ -58,6 +58,11 @@ fn the_ica_tab_shows_judges_refits_and_cleans() {
                 .total_cmp(&before.mixing[(0, b)].abs())
         })
         .unwrap();
+    // ICLabel classes that frontal component as an eye.
+    let labels = view(&h).iclabel().unwrap().unwrap().to_vec();
+    assert_eq!(labels.len(), 29);
+    let top = (0..7).max_by(|&a, &b| labels[eye][a].total_cmp(&labels[eye][b]));
+    assert_eq!(top, Some(2), "IC{eye}: {:?}", labels[eye]);
     h.state_mut().view_mut::<IcaView>().unwrap().select(eye);
     h.step();
     h.key_press(egui::Key::R);

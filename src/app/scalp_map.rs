@@ -224,15 +224,19 @@ impl ScalpMaps {
             false => per_row.min(fits),
         };
         let side = (width / per_row as f32 - gap).clamp(MIN_SIDE, 110.0);
+        let lines = (captions.iter().take(shown))
+            .map(|c| c.text.lines().count())
+            .max()
+            .unwrap_or(1);
+        let row_h = side + 7.0 + 13.0 * lines as f32;
         let visible_rows = match (per_row >= shown, fill) {
             (true, _) => 1,
-            (false, true) => ((ui.available_height() / (side + 20.0)).floor() as usize).max(2),
+            (false, true) => ((ui.available_height() / row_h).floor() as usize).max(2),
             (false, false) => 2,
         };
         // Every component has its map, in rows of `per_row`; what the panel cannot show
         // scrolls, so that the traces below keep their room (and their labels).
         let rows = shown.div_ceil(per_row).max(1);
-        let row_h = side + 20.0;
         let height = (row_h * rows.min(visible_rows) as f32).min(ui.available_height().max(row_h));
         let textures = &self.textures[..shown];
         ui.horizontal_top(|ui| {
@@ -402,10 +406,12 @@ fn map(
             let e = c + Vec2::new(q[0] as f32 * r, -q[1] as f32 * r);
             p.circle_filled(e, 1.2, Color32::from_gray(40));
         }
-        ui.add(
-            egui::Label::new(egui::RichText::new(&caption.text).small().color(colour)).truncate(),
-        );
+        // Each line of the caption cut to the map's width: neighbours never overprint.
         ui.set_max_width(side);
+        ui.spacing_mut().item_spacing.y = 0.0;
+        for line in caption.text.lines() {
+            ui.add(egui::Label::new(egui::RichText::new(line).small().color(colour)).truncate());
+        }
         response
     })
     .inner

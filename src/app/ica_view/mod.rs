@@ -270,6 +270,11 @@ impl IcaView {
         self.shown.as_ref().map(|s| &s.decomposition)
     }
 
+    /// ICLabel's probabilities of the components shown, in their order, or why there are none.
+    pub fn iclabel(&self) -> Option<Result<&[[f64; 7]], &str>> {
+        (self.shown.as_ref()).map(|v| v.iclabel.as_deref().map_err(String::as_str))
+    }
+
     pub fn error(&self) -> Option<&str> {
         self.error.as_deref()
     }
@@ -449,14 +454,15 @@ impl IcaView {
                     .filter(|s| s.marked.contains(&k))
                     .map(|s| format!("{} {:.2}", s.channel, s.correlations[k]))
                     .collect();
-                let mut text = format!("IC{k} {:.1} %", 100.0 * d.explained_variance[k]);
+                // Two lines: the component, then its class and marks.
+                let mut text = format!("IC{k} {:.1} %\n", 100.0 * d.explained_variance[k]);
+                let mut second = Vec::new();
                 if let Some(p) = v.labels().get(k) {
                     let top = (0..7).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(6);
-                    text += &format!(" · {} {:.0}%", SHORT[top], 100.0 * p[top]);
+                    second.push(format!("{} {:.0}%", SHORT[top], 100.0 * p[top]));
                 }
-                if !marks.is_empty() {
-                    text += &format!(" · {}", marks.join(" "));
-                }
+                second.extend(marks);
+                text += &second.join(" · ");
                 Caption {
                     text,
                     gone: self.rejected.contains(&k),
