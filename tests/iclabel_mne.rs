@@ -28,7 +28,10 @@ fn rows(v: &Value) -> Vec<Vec<f64>> {
 
 fn worst(a: &[f32], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (*x as f64 - y).abs()).fold(0.0, f64::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (*x as f64 - y).abs())
+        .fold(0.0, f64::max)
 }
 
 fn net_features(case: &Value, first: usize) -> Features {
@@ -54,9 +57,21 @@ fn net_features(case: &Value, first: usize) -> Features {
 fn the_network_on_mne_icalabel_s_features_gives_its_probabilities() {
     for case in fixture()["recordings"].as_array().unwrap() {
         let ours = Net::get().classify(&net_features(case, 4));
-        for (k, (o, want)) in ours.iter().zip(rows(&case["probabilities_0_3"])).enumerate() {
-            let err = o.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-            assert!(err < 1e-5, "{} component {k}: {o:?} vs {want:?}", case["file"]);
+        for (k, (o, want)) in ours
+            .iter()
+            .zip(rows(&case["probabilities_0_3"]))
+            .enumerate()
+        {
+            let err = o
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(
+                err < 1e-5,
+                "{} component {k}: {o:?} vs {want:?}",
+                case["file"]
+            );
         }
     }
 }
@@ -69,12 +84,19 @@ fn features_and_probabilities_equal_mne_icalabel_s() {
         let rec = Recording::open(&dir.join(file), &OpenOptions::default()).unwrap();
         let data = IcaData::load(&rec, &Reference::Average, &DisplayFilter::default()).unwrap();
         let channels: Vec<String> = serde_json::from_value(case["channels"].clone()).unwrap();
-        let ours: Vec<&str> = data.labels.iter().map(|l| l.trim_end_matches('.')).collect();
+        let ours: Vec<&str> = data
+            .labels
+            .iter()
+            .map(|l| l.trim_end_matches('.'))
+            .collect();
         assert_eq!(ours, channels, "{file}: the channels are mne-icalabel's");
         let w = rows(&case["weights"]);
         let weights = DMatrix::from_fn(w.len(), w[0].len(), |i, j| w[i][j]);
-        let positions: Vec<[f64; 3]> =
-            data.labels.iter().map(|l| template_1005_position(l).unwrap()).collect();
+        let positions: Vec<[f64; 3]> = data
+            .labels
+            .iter()
+            .map(|l| template_1005_position(l).unwrap())
+            .collect();
         let f = features(&weights, &data.data, &positions, data.fs).unwrap();
         for (k, img) in case["topo"].as_array().unwrap().iter().enumerate() {
             let want: Vec<f64> = rows(img).concat();
@@ -84,15 +106,26 @@ fn features_and_probabilities_equal_mne_icalabel_s() {
         for (key, ours) in [("psd", &f.psd), ("autocorr", &f.autocorr)] {
             for (k, want) in rows(&case[key]).iter().enumerate() {
                 let err = worst(&ours[k], want);
-                assert!(err < 1e-4, "{file}: {key} of component {k} differs by {err}");
+                assert!(
+                    err < 1e-4,
+                    "{file}: {key} of component {k} differs by {err}"
+                );
             }
         }
         let probabilities = Net::get().classify(&f);
         let mut err = 0.0f64;
         for (o, want) in probabilities.iter().zip(rows(&case["probabilities"])) {
-            err = err.max(o.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max));
+            err = err.max(
+                o.iter()
+                    .zip(&want)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0, f64::max),
+            );
         }
-        println!("{file}: {} components, worst probability error {err:.2e}", probabilities.len());
+        println!(
+            "{file}: {} components, worst probability error {err:.2e}",
+            probabilities.len()
+        );
         assert!(err < 1e-3, "{file}: probabilities differ by {err}");
     }
 }

@@ -123,7 +123,7 @@ fn a_study_runs_through_snakemake_into_group_tables() {
         .iter()
         .flat_map(|s| ["oddball", "rest"].map(|t| format!("sub-{s}_task-{t}")))
         .collect();
-    for analysis in ["xapen", "bandpower", "hermite", "deblink"] {
+    for analysis in ["xapen", "bandpower", "hermite", "deblink", "ica"] {
         for stem in &stems {
             let status = out.join(format!("status/{analysis}/{stem}.status"));
             assert_eq!(
@@ -213,8 +213,44 @@ fn a_study_runs_through_snakemake_into_group_tables() {
         .collect();
     assert_eq!(
         failed,
-        [("04", "bandpower"), ("04", "deblink"), ("04", "xapen")]
+        [
+            ("04", "bandpower"),
+            ("04", "deblink"),
+            ("04", "ica"),
+            ("04", "xapen")
+        ]
     );
+    // ICA: per recording and ICLabel class, the components as its labels file counts them.
+    let ica = csv(&g.join("ica.csv"));
+    assert_eq!(
+        ica[0][8..],
+        ["iclabel_class", "components", "variance_pct", "excluded", "method", "note"]
+    );
+    assert_eq!(ica.len(), 1 + 6 * 7);
+    for stem in &stems {
+        let sub = &stem[4..6];
+        let labels = json(&out.join(format!("sub-{sub}/eeg/{stem}_desc-iclabel.json")));
+        let components = labels["components"].as_array().unwrap();
+        let task = stem.split("task-").nth(1).unwrap();
+        let rows: Vec<&Vec<String>> = (ica[1..].iter())
+            .filter(|r| r[0] == sub && r[2] == task)
+            .collect();
+        assert_eq!(rows.len(), 7, "{stem}");
+        let counted: usize = rows.iter().map(|r| r[9].parse::<usize>().unwrap()).sum();
+        assert_eq!(counted, components.len(), "{stem}");
+        for (c, class) in ede::analysis::ica::iclabel::CLASSES.iter().enumerate() {
+            let argmax = (components.iter())
+                .filter(|x| {
+                    let p: Vec<f64> = serde_json::from_value(x["iclabel"].clone()).unwrap();
+                    (0..7).max_by(|&a, &b| p[a].total_cmp(&p[b])) == Some(c)
+                })
+                .count();
+            assert_eq!(rows[c][8], *class);
+            assert_eq!(rows[c][9].parse::<usize>().unwrap(), argmax, "{stem} {class}");
+        }
+        let fif = out.join(format!("sub-{sub}/eeg/{stem}_desc-decomposition_ica.fif"));
+        assert!(fif.is_file(), "{}", fif.display());
+    }
     for figure in ["xapen", "bandpower", "hermite", "blinks"] {
         let png = g.join(format!("figures/{figure}.png"));
         let img = image::open(&png).unwrap();
@@ -412,6 +448,7 @@ fn the_same_study_runs_on_a_one_node_slurm_cluster() {
             "bandpower=1",
             "hermite=1",
             "deblink=1",
+            "ica=1",
         ],
         &[],
         &env,

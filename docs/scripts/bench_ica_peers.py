@@ -5,7 +5,8 @@ average-referenced, high-passed at 1 Hz, every component that carries variance (
 method, MNE's `ICA.fit` on the preloaded, filtered Raw (the fit alone) and `ede ica` as a whole
 process (reading, referencing, filtering, fitting, scoring, writing MNE's ICA file), alternated,
 the median of `--repeat` runs each; the ratio MNE / ede. And mne-icalabel's `label_components`
-on MNE's FastICA (what ede's ICLabel, once built, will be measured against).
+on MNE's FastICA beside ede's ICLabel of its own FastICA (`iclabel_seconds` of its labels file:
+features and network, 29 components each).
 
   python3 -m venv /tmp/mnevenv && /tmp/mnevenv/bin/pip install mne scikit-learn python-picard \
       mne-icalabel onnxruntime
@@ -65,7 +66,7 @@ def main():
     for name, (mne_kw, ede_flags) in methods.items():
         if name not in args.methods.split(","):
             continue
-        mne_t, ede_t = [], []
+        mne_t, ede_t, label_t = [], [], []
         for _ in range(args.repeat):
             ica = mne.preprocessing.ICA(n_components=None, random_state=1, verbose="error",
                                         **mne_kw)
@@ -75,17 +76,21 @@ def main():
             if name == "fastica":
                 fitted = ica
             if ede_flags is not None:
+                labels = os.path.join(folder, "labels.json")
                 cmd = [args.ede, "ica", path, "--reference", "average", "--filter", "hp=1",
                        "--backend", "cpu", "--out", os.path.join(folder, "x-ica.fif"),
-                       *ede_flags]
+                       "--labels", labels, *ede_flags]
                 t = time.perf_counter()
                 subprocess.run(cmd, check=True, capture_output=True)
                 ede_t.append(time.perf_counter() - t)
+                with open(labels) as f:
+                    label_t.append(json.load(f)["iclabel_seconds"])
         row = dict(method=name, mne_fit_s=statistics.median(mne_t),
                    components=int(ica.n_components_), mne_iterations=int(ica.n_iter_))
         if ede_t:
             row["ede_process_s"] = statistics.median(ede_t)
             row["mne_over_ede"] = row["mne_fit_s"] / row["ede_process_s"]
+            row["ede_iclabel_s"] = statistics.median(label_t)
         rows.append(row)
         print(row)
     labelling = None

@@ -9,10 +9,10 @@ use anyhow::{Context, bail};
 
 use super::BackendChoice;
 use crate::analysis::Backend;
+use crate::analysis::ica::iclabel::Thresholds;
 use crate::analysis::ica::mne_fif::{self, FifExtras};
 use crate::analysis::ica::report::{Fitted, mne_labels};
-use crate::analysis::ica::iclabel::Thresholds;
-use crate::analysis::ica::{ComponentCount, IcaMethod, IcaSettings};
+use crate::analysis::ica::{ComponentCount, IcaMethod, IcaSettings, iclabel_filter};
 use crate::dsp::filter::DisplayFilter;
 use crate::dsp::ica::Contrast;
 use crate::dsp::montage::Reference;
@@ -43,10 +43,11 @@ pub struct IcaArgs {
     /// Reference of the EEG channels before the fit (ICLabel's condition: average).
     #[arg(long, default_value = "average")]
     pub reference: Reference,
-    /// Filter before the fit, e.g. hp=1,lp=100 (ICLabel's condition), zero-phase unless
-    /// `causal`; `none` for none.
+    /// Filter before the fit, e.g. hp=1,lp=100, zero-phase unless `causal`; `iclabel` for
+    /// ICLabel's conditions (1-100 Hz, without the low-pass where Nyquist is at or below 100
+    /// Hz); `none` for none.
     #[arg(long, default_value = "none", value_parser = parse_filter)]
-    pub filter: DisplayFilter,
+    pub filter: FitFilter,
     /// Components excluded: `auto` (those the EOG and ECG channels' correlations mark, as
     /// MNE's find_bads_eog/find_bads_ecg, and those ICLabel's classes mark), a list (0,3), or
     /// `none`.
@@ -71,8 +72,22 @@ pub struct IcaArgs {
     pub backend: BackendChoice,
 }
 
-fn parse_filter(s: &str) -> Result<DisplayFilter, String> {
+/// `--filter`: one given, or ICLabel's conditions (decided once the rate is known).
+#[derive(Debug, Clone, Copy)]
+pub enum FitFilter {
+    Given(DisplayFilter),
+    Iclabel,
+}
+
+fn parse_filter(s: &str) -> Result<FitFilter, String> {
     match s.trim() {
+        "iclabel" => Ok(FitFilter::Iclabel),
+        other => parse_given_filter(other).map(FitFilter::Given),
+    }
+}
+
+fn parse_given_filter(s: &str) -> Result<DisplayFilter, String> {
+    match s {
         "none" | "" => Ok(DisplayFilter::default()),
         s => {
             let f = DisplayFilter::parse(s).map_err(|e| e.to_string())?;
@@ -112,6 +127,13 @@ pub fn run(args: &IcaArgs) -> anyhow::Result<()> {
     };
     settings.validate()?;
     let rec = super::open(&args.file, None)?;
+    let filter = match args.filter {
+        FitFilter::Given(f) => f,
+        FitFilter::Iclabel => {
+            let brain = rec.brain_signals();
+            iclabel_filter(brain.first().map_or(rec.most_common_rate(), |&i| rec.signals[i].fs))
+        }
+    };
     let gpu = match args.method {
         IcaMethod::Fastica => super::open_gpu("ede ica", args.backend),
         IcaMethod::Infomax => None,
@@ -122,7 +144,7 @@ pub fn run(args: &IcaArgs) -> anyhow::Result<()> {
     };
     let fitted = Fitted::run(
         &rec,
-        (&args.reference, &args.filter),
+        (&args.reference, &filter),
         &settings,
         (backend, gpu.as_ref()),
     )
@@ -154,7 +176,8 @@ pub fn run(args: &IcaArgs) -> anyhow::Result<()> {
         mne_fif::write(out, d, &extras)?;
     }
     if let Some(path) = &args.labels {
-        let text = serde_json::to_string_pretty(&fitted.labels_file(&excluded, &args.iclabel_marks))?;
+        let text =
+            serde_json::to_string_pretty(&fitted.labels_file(&excluded, &args.iclabel_marks))?;
         crate::recording::write_whole(path, text.as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
     }

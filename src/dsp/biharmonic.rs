@@ -16,7 +16,11 @@ pub struct Biharmonic {
 
 fn green(d: f64) -> f64 {
     // g(0) = 0: the limit, and MATLAB's fixup of the diagonal.
-    if d.abs() <= 1e-8 { 0.0 } else { d * d * (d.ln() - 1.0) }
+    if d.abs() <= 1e-8 {
+        0.0
+    } else {
+        d * d * (d.ln() - 1.0)
+    }
 }
 
 impl Biharmonic {
@@ -28,9 +32,10 @@ impl Biharmonic {
             return None;
         }
         let span = |f: fn(&(f64, f64)) -> f64| {
-            let (lo, hi) = xy.iter().map(f).fold((f64::MAX, f64::MIN), |(lo, hi), v| {
-                (lo.min(v), hi.max(v))
-            });
+            let (lo, hi) = xy
+                .iter()
+                .map(f)
+                .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
             spacing(0.5 * (hi - lo)).cbrt()
         };
         let (ex, ey) = (span(|p| p.0), span(|p| p.1));

@@ -5,7 +5,10 @@
 
 /// `x` resampled by `up / down`: `ceil(len * up / down)` samples (after reducing the ratio).
 pub fn resample_poly(x: &[f64], up: usize, down: usize) -> Vec<f64> {
-    assert!(up >= 1 && down >= 1, "resample_poly: up and down must be >= 1");
+    assert!(
+        up >= 1 && down >= 1,
+        "resample_poly: up and down must be >= 1"
+    );
     let g = gcd(up, down);
     let (up, down) = (up / g, down / g);
     if up == 1 && down == 1 {
@@ -52,8 +55,8 @@ pub fn firwin_kaiser(taps: usize, cutoff: f64, beta: f64) -> Vec<f64> {
     let mut h: Vec<f64> = (0..taps)
         .map(|n| {
             let m = n as f64 - alpha;
-            let window = bessel_i0(beta * (1.0 - (m / alpha).powi(2)).max(0.0).sqrt())
-                / bessel_i0(beta);
+            let window =
+                bessel_i0(beta * (1.0 - (m / alpha).powi(2)).max(0.0).sqrt()) / bessel_i0(beta);
             cutoff * sinc(cutoff * m) * window
         })
         .collect();
@@ -92,9 +95,24 @@ mod tests {
             .map(|n| (n as f64 * 0.05).cos() * (-(n as f64) / 60.0).exp())
             .collect();
         let cases: [(usize, usize, usize, [f64; 5]); 3] = [
-            (100, 128, 101, [0.89002507, 1.01311897, 0.77844813, -0.34358452, 0.10494334]),
-            (100, 200, 65, [0.74762254, 1.02981838, 0.60920455, -0.34364534, 0.08867023]),
-            (3, 2, 194, [1.00060617, 1.09075003, 0.91428668, -0.33886445, 0.0360816]),
+            (
+                100,
+                128,
+                101,
+                [0.89002507, 1.01311897, 0.77844813, -0.34358452, 0.10494334],
+            ),
+            (
+                100,
+                200,
+                65,
+                [0.74762254, 1.02981838, 0.60920455, -0.34364534, 0.08867023],
+            ),
+            (
+                3,
+                2,
+                194,
+                [1.00060617, 1.09075003, 0.91428668, -0.33886445, 0.0360816],
+            ),
         ];
         for (up, down, len, want) in cases {
             let y = resample_poly(&x, up, down);

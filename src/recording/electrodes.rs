@@ -45,10 +45,7 @@ static POSITIONS: std::sync::LazyLock<std::collections::HashMap<String, [f64; 3]
     std::sync::LazyLock::new(|| read_table(ELECTRODES, electrode_name));
 
 /// A table of `label TAB x TAB y TAB z` lines, keyed by `key(label)`.
-fn read_table(
-    table: &str,
-    key: fn(&str) -> String,
-) -> std::collections::HashMap<String, [f64; 3]> {
+fn read_table(table: &str, key: fn(&str) -> String) -> std::collections::HashMap<String, [f64; 3]> {
     (table.lines())
         .filter(|l| !l.starts_with('#'))
         .filter_map(|line| {
@@ -79,7 +76,9 @@ static TEMPLATE: std::sync::LazyLock<std::collections::HashMap<String, [f64; 3]>
 
 /// Where MNE's `standard_1005` template places a label's electrode (10-05 names, any case).
 pub fn template_1005_position(label: &str) -> Option<[f64; 3]> {
-    TEMPLATE.get(&electrode_label(label).to_ascii_uppercase()).copied()
+    TEMPLATE
+        .get(&electrode_label(label).to_ascii_uppercase())
+        .copied()
 }
 
 /// An earlobe electrode (A1, A2): a reference site off the scalp, left out of the average.

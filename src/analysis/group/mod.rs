@@ -19,6 +19,7 @@ use anyhow::Context;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::analysis::ica::iclabel::CLASSES;
 use crate::recording::bids::Table;
 
 /// The bands of the band-power table, Hz: [low, high).
@@ -113,6 +114,20 @@ pub struct Blinks {
     pub posterior_change_pct: Option<f64>,
 }
 
+/// A recording's ICA: per ICLabel class (its most probable class), the components, their share
+/// of the variance, and how many were excluded.
+#[derive(Debug, Clone)]
+pub struct Ica {
+    pub key: Key,
+    pub method: String,
+    /// Per class of `iclabel::CLASSES`: (components, variance, excluded); empty where ICLabel
+    /// could not run.
+    pub classes: Vec<(usize, f64, usize)>,
+    pub components: usize,
+    pub excluded: usize,
+    pub iclabel_error: Option<String>,
+}
+
 /// A job a workflow recorded as failed.
 #[derive(Debug, Clone)]
 pub struct Failure {
@@ -131,18 +146,20 @@ pub struct Group {
     pub band_power: Vec<BandPower>,
     pub hermite: Vec<Hermite>,
     pub blinks: Vec<Blinks>,
+    pub ica: Vec<Ica>,
     pub failures: Vec<Failure>,
     /// Files that could not be read, with why: listed, not fatal.
     pub unreadable: Vec<(PathBuf, String)>,
 }
 
 /// Where each kind of output lies: (file name ending, kind).
-const OUTPUTS: [(&str, Kind); 5] = [
+const OUTPUTS: [(&str, Kind); 6] = [
     ("_desc-xapen.json", Kind::Xapen),
     ("_desc-bandpower.csv", Kind::BandPower),
     ("_desc-hermite.json", Kind::Hermite),
     ("_desc-deblink.json", Kind::Deblink),
     ("_desc-blinkquality.json", Kind::BlinkQuality),
+    ("_desc-iclabel.json", Kind::Ica),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -152,6 +169,7 @@ enum Kind {
     Hermite,
     Deblink,
     BlinkQuality,
+    Ica,
 }
 
 /// Gathers the outputs under `dir` (a derivatives folder), joining `participants`.
@@ -188,6 +206,7 @@ pub fn collect(dir: &Path, participants: Option<&Table>) -> anyhow::Result<Group
             Ok(Parsed::Xapen(x)) => g.xapen.push(x),
             Ok(Parsed::BandPower(b)) => g.band_power.push(b),
             Ok(Parsed::Hermite(h)) => g.hermite.push(h),
+            Ok(Parsed::Ica(i)) => g.ica.push(i),
             Ok(Parsed::Deblink(key, d)) => deblinks.push((key, d)),
             Ok(Parsed::Quality(stem, q)) => {
                 quality.insert(stem, (q.frontal_residual_pct, q.posterior_change_pct));
@@ -216,6 +235,7 @@ enum Parsed {
     Xapen(Xapen),
     BandPower(BandPower),
     Hermite(Hermite),
+    Ica(Ica),
     Deblink(Key, DeblinkFile),
     Quality(String, QualityFile),
     Failure(Failure),
@@ -241,6 +261,46 @@ struct BeatRow {
     label: Option<String>,
     sigma: f64,
     mse: f64,
+}
+
+/// `ede ica --labels`.
+#[derive(serde::Deserialize)]
+struct LabelsFile {
+    method: String,
+    components: Vec<ComponentRow>,
+    #[serde(default)]
+    iclabel_error: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct ComponentRow {
+    explained_variance: f64,
+    iclabel: Option<[f64; 7]>,
+    excluded: bool,
+}
+
+impl LabelsFile {
+    fn summary(self, key: Key) -> Ica {
+        let mut classes = Vec::new();
+        if self.components.iter().all(|c| c.iclabel.is_some()) {
+            classes = vec![(0, 0.0, 0); 7];
+            for c in &self.components {
+                let p = c.iclabel.expect("checked above");
+                let top = (0..7).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(6);
+                classes[top].0 += 1;
+                classes[top].1 += c.explained_variance;
+                classes[top].2 += usize::from(c.excluded);
+            }
+        }
+        Ica {
+            key,
+            method: self.method,
+            classes,
+            components: self.components.len(),
+            excluded: self.components.iter().filter(|c| c.excluded).count(),
+            iclabel_error: self.iclabel_error,
+        }
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -319,6 +379,7 @@ fn parse(
                         .collect(),
                 })
             }
+            Kind::Ica => Parsed::Ica(serde_json::from_slice::<LabelsFile>(&text)?.summary(key)),
             Kind::Deblink => Parsed::Deblink(key, serde_json::from_slice(&text)?),
             Kind::BlinkQuality => Parsed::Quality(stem.to_string(), serde_json::from_slice(&text)?),
             Kind::BandPower => unreachable!(),
@@ -447,7 +508,8 @@ impl Group {
             .join(",")
     }
 
-    /// Writes `xapen.csv`, `bandpower.csv`, `hermite.csv`, `blinks.csv` and `failures.csv`
+    /// Writes `xapen.csv`, `bandpower.csv`, `hermite.csv`, `blinks.csv`, `ica.csv` and
+    /// `failures.csv`
     /// into `dir`, each whole or not at all. Returns the paths written.
     pub fn write_tables(&self, dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         use std::fmt::Write;
@@ -538,6 +600,32 @@ impl Group {
         table(
             "blinks.csv",
             "duration_s,blinks,blinks_per_min,eye_events,frontal_residual_pct,posterior_change_pct",
+            body,
+        )?;
+        let mut body = String::new();
+        for i in &self.ica {
+            let k = Self::key_cells(&i.key);
+            let method = field(&i.method);
+            if i.classes.is_empty() {
+                let why = field(i.iclabel_error.as_deref().unwrap_or("no ICLabel"));
+                writeln!(
+                    body,
+                    "{k},n/a,{},n/a,{},{method},{why}",
+                    i.components, i.excluded
+                )?;
+            }
+            for (c, (n, variance, excluded)) in i.classes.iter().enumerate() {
+                writeln!(
+                    body,
+                    "{k},{},{n},{},{excluded},{method},",
+                    CLASSES[c],
+                    number(Some(100.0 * variance))
+                )?;
+            }
+        }
+        table(
+            "ica.csv",
+            "iclabel_class,components,variance_pct,excluded,method,note",
             body,
         )?;
         let mut body = String::new();

@@ -158,6 +158,19 @@ impl IcaSettings {
     }
 }
 
+/// ICLabel's conditions as a filter of data sampled at `fs`: 1-100 Hz, zero-phase, 4th order;
+/// without the low-pass where Nyquist is at or below 100 Hz (the data hold nothing above it).
+pub fn iclabel_filter(fs: f64) -> DisplayFilter {
+    DisplayFilter {
+        highpass: Some(1.0),
+        lowpass: (100.0 < fs / 2.0).then_some(100.0),
+        highpass_order: 4,
+        lowpass_order: 4,
+        zero_phase: true,
+        ..Default::default()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum IcaJobError {
     #[error("{0}")]

@@ -120,13 +120,18 @@ pub fn mne_labels(
         union.dedup();
         out.insert(kind.into(), json!(union));
         for (k, s) in of.iter().enumerate() {
-            out.insert(
-                format!("{kind}/{k}/{}", s.channel),
-                json!(s.marked),
-            );
+            out.insert(format!("{kind}/{k}/{}", s.channel), json!(s.marked));
         }
     }
-    const MNE: [&str; 7] = ["brain", "muscle", "eog", "ecg", "line_noise", "ch_noise", "other"];
+    const MNE: [&str; 7] = [
+        "brain",
+        "muscle",
+        "eog",
+        "ecg",
+        "line_noise",
+        "ch_noise",
+        "other",
+    ];
     for (k, p) in iclabel.unwrap_or_default().iter().enumerate() {
         let class = (0..7).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(6);
         let list = out.entry(MNE[class]).or_insert_with(|| json!([]));
@@ -174,7 +179,11 @@ pub struct ComponentLabels {
 }
 
 impl Fitted {
-    pub fn labels_file<'a>(&'a self, excluded: &[usize], thresholds: &Thresholds) -> LabelsFile<'a> {
+    pub fn labels_file<'a>(
+        &'a self,
+        excluded: &[usize],
+        thresholds: &Thresholds,
+    ) -> LabelsFile<'a> {
         let d = &self.decomposition;
         let labels = self.iclabel.as_deref().ok();
         LabelsFile {

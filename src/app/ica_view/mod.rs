@@ -21,10 +21,12 @@ use super::browser::Browser;
 use super::scalp_map::{Caption, ScalpMaps};
 use super::worker::{Compute, Outcome, Progress, Worker};
 use crate::analysis::Backend;
-use crate::analysis::ica::marks::ArtifactScores;
 use crate::analysis::ica::iclabel::{SHORT, Thresholds};
+use crate::analysis::ica::marks::ArtifactScores;
 use crate::analysis::ica::report::{Fitted, auto_excluded};
-use crate::analysis::ica::{ComponentCount, Decomposition, IcaMethod, IcaSettings, decompose};
+use crate::analysis::ica::{
+    ComponentCount, Decomposition, IcaMethod, IcaSettings, decompose, iclabel_filter,
+};
 use crate::dsp::filter::DisplayFilter;
 use crate::dsp::ica::Contrast;
 use crate::dsp::montage::Reference;
@@ -115,11 +117,6 @@ fn compute(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Compute<Request, Arc
     })
 }
 
-/// ICLabel's conditions: 1-100 Hz, or to just below Nyquist where it is lower.
-fn proposed_lowpass(fs: f64) -> Option<f32> {
-    (100.0 < fs / 2.0).then_some(100.0)
-}
-
 impl IcaView {
     pub fn new(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Self {
         let fs =
@@ -130,8 +127,8 @@ impl IcaView {
             gpu,
             settings: IcaSettings::default(),
             average_reference: true,
-            highpass: Some(1.0),
-            lowpass: proposed_lowpass(fs),
+            highpass: iclabel_filter(fs).highpass,
+            lowpass: iclabel_filter(fs).lowpass,
             marks: Thresholds::default(),
             shown: None,
             error: None,
@@ -361,7 +358,9 @@ impl IcaView {
             ));
             match &v.iclabel {
                 Ok(_) => ui.small(format!("ICLabel in {:.2} s", v.fitted.label_seconds)),
-                Err(why) => ui.colored_label(Color32::from_rgb(200, 120, 0), format!("no ICLabel: {why}")),
+                Err(why) => {
+                    ui.colored_label(Color32::from_rgb(200, 120, 0), format!("no ICLabel: {why}"))
+                }
             };
         }
         ui.separator();
@@ -373,12 +372,19 @@ impl IcaView {
                 ui.small("no EOG or ECG channel to correlate with");
             }
             if ui
-                .add_enabled(!marked.is_empty(), egui::Button::new(format!("Reject the marked ({})", marked.len())))
+                .add_enabled(
+                    !marked.is_empty(),
+                    egui::Button::new(format!("Reject the marked ({})", marked.len())),
+                )
                 .on_hover_text(format!(
                     "components ICLabel classes as above, and those whose correlation with an \
                      EOG (1-10 Hz) or ECG (8-16 Hz) channel stands out (|z| > 3), as MNE's \
                      find_bads_eog/ecg{}",
-                    if channels.is_empty() { String::new() } else { format!(" ({})", channels.join(", ")) }
+                    if channels.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", channels.join(", "))
+                    }
                 ))
                 .clicked()
             {
@@ -520,18 +526,20 @@ impl IcaView {
 /// The ICLabel classes that mark components, each with a switch and its probability.
 fn marks_editor(ui: &mut egui::Ui, marks: &mut Thresholds) {
     ui.label("automatic marks: ICLabel classes at or above");
-    egui::Grid::new("iclabel marks").num_columns(2).show(ui, |ui| {
-        for (c, name) in SHORT.iter().enumerate() {
-            let mut on = marks.0[c].is_some();
-            if ui.checkbox(&mut on, *name).changed() {
-                marks.0[c] = on.then_some(0.9);
+    egui::Grid::new("iclabel marks")
+        .num_columns(2)
+        .show(ui, |ui| {
+            for (c, name) in SHORT.iter().enumerate() {
+                let mut on = marks.0[c].is_some();
+                if ui.checkbox(&mut on, *name).changed() {
+                    marks.0[c] = on.then_some(0.9);
+                }
+                if let Some(t) = &mut marks.0[c] {
+                    ui.add(egui::DragValue::new(t).range(0.0..=1.0).speed(0.01));
+                }
+                ui.end_row();
             }
-            if let Some(t) = &mut marks.0[c] {
-                ui.add(egui::DragValue::new(t).range(0.0..=1.0).speed(0.01));
-            }
-            ui.end_row();
-        }
-    });
+        });
 }
 
 /// A corner frequency with a switch: on at `default` Hz, off for none.

@@ -103,12 +103,19 @@ fn iclabel_bars(ui: &mut egui::Ui, v: &Shown, k: usize) {
     for (c, name) in CLASSES.iter().enumerate() {
         let (rect, _) = ui.allocate_exact_size(Vec2::new(200.0, 14.0), egui::Sense::hover());
         let painter = ui.painter();
-        let bar = egui::Rect::from_min_size(rect.min + Vec2::new(100.0, 2.0), Vec2::new(60.0, 10.0));
+        let bar =
+            egui::Rect::from_min_size(rect.min + Vec2::new(100.0, 2.0), Vec2::new(60.0, 10.0));
         painter.rect_stroke(bar, 0.0, (1.0, Color32::GRAY), egui::StrokeKind::Inside);
         let filled = egui::Rect::from_min_size(bar.min, Vec2::new(60.0 * p[c] as f32, 10.0));
         painter.rect_filled(filled, 0.0, Color32::from_rgb(38, 139, 210));
         let font = egui::FontId::proportional(11.0);
-        painter.text(rect.left_center(), egui::Align2::LEFT_CENTER, *name, font.clone(), text);
+        painter.text(
+            rect.left_center(),
+            egui::Align2::LEFT_CENTER,
+            *name,
+            font.clone(),
+            text,
+        );
         painter.text(
             rect.right_center(),
             egui::Align2::RIGHT_CENTER,

@@ -86,7 +86,10 @@ fn labelling(
 ) -> anyhow::Result<Vec<Labelling>> {
     let (seconds, out) = time(repeat, || iclabel::label(data, d));
     let components = out.map_err(anyhow::Error::msg)?.len();
-    eprintln!("{what} iclabel: {components} components in {:.3} s", seconds.median);
+    eprintln!(
+        "{what} iclabel: {components} components in {:.3} s",
+        seconds.median
+    );
     let mut all = vec![Labelling {
         what: format!("{what} iclabel (features and network)"),
         components,
@@ -160,7 +163,11 @@ fn hour(sample: &IcaData, channels: usize, samples: usize) -> IcaData {
     IcaData {
         signals: Vec::new(),
         labels: (0..channels)
-            .map(|c| HOUR_ELECTRODES.get(c).map_or(format!("E{c}"), |l| l.to_string()))
+            .map(|c| {
+                HOUR_ELECTRODES
+                    .get(c)
+                    .map_or(format!("E{c}"), |l| l.to_string())
+            })
             .collect(),
         kinds: vec![ChannelType::Eeg; channels],
         positions: vec![None; channels],

@@ -95,7 +95,10 @@ fn eeglab_polar(p: &[f64; 3]) -> (f64, f64) {
     let (x, y, z) = (p[1], -p[0], p[2]);
     let azimuth = y.atan2(x);
     let elevation = z.atan2(x.hypot(y));
-    (-azimuth, (std::f64::consts::FRAC_PI_2 - elevation) / std::f64::consts::PI)
+    (
+        -azimuth,
+        (std::f64::consts::FRAC_PI_2 - elevation) / std::f64::consts::PI,
+    )
 }
 
 fn linspace(a: f64, b: f64, n: usize) -> Vec<f64> {
@@ -116,7 +119,11 @@ fn topo_images(icawinv: &DMatrix<f64>, positions: &[[f64; 3]]) -> Result<Vec<[f3
         .collect();
     let fold = |f: fn(&(f64, f64)) -> f64, lo: bool| {
         let v = xy.iter().map(f);
-        if lo { v.fold(-RMAX, f64::min) } else { v.fold(RMAX, f64::max) }
+        if lo {
+            v.fold(-RMAX, f64::min)
+        } else {
+            v.fold(RMAX, f64::max)
+        }
     };
     let xi = linspace(fold(|p| p.0, true), fold(|p| p.0, false), 32);
     let yi = linspace(fold(|p| p.1, true), fold(|p| p.1, false), 32);
@@ -180,7 +187,8 @@ fn spectrum(x: &[f64], fs: f64) -> [f32; 100] {
         for ((v, &xi), w) in input.iter_mut().zip(&x[s..s + n]).zip(&window) {
             *v = xi * w;
         }
-        fft.process(&mut input, &mut output).expect("FFT lengths match");
+        fft.process(&mut input, &mut output)
+            .expect("FFT lengths match");
         for (f, p) in power.iter_mut().enumerate() {
             let mut v = output[f + 1].norm_sqr() * 2.0 / denominator;
             if nfreqs == nyquist && f + 1 == nfreqs {
@@ -210,7 +218,11 @@ fn spectrum(x: &[f64], fs: f64) -> [f32; 100] {
 fn median(v: &mut [f64]) -> f64 {
     let n = v.len();
     v.sort_unstable_by(|a, b| a.total_cmp(b));
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 /// The autocorrelation over one second, normalised by lag 0, resampled to 100 lags per
@@ -219,7 +231,11 @@ fn median(v: &mut [f64]) -> f64 {
 fn autocorrelation(x: &[f64], fs: f64) -> Result<[f32; 100], String> {
     let per_second = fs as usize;
     let long = x.len() as f64 / fs > 5.0;
-    let n = if long { x.len().min((fs * 3.0) as usize) } else { x.len() };
+    let n = if long {
+        x.len().min((fs * 3.0) as usize)
+    } else {
+        x.len()
+    };
     let nfft = (2 * n - 1).next_power_of_two();
     let mut planner = RealFftPlanner::<f64>::new();
     let fft = planner.plan_fft_forward(nfft);
@@ -227,11 +243,16 @@ fn autocorrelation(x: &[f64], fs: f64) -> Result<[f32; 100], String> {
     let mut input = fft.make_input_vec();
     let mut spectrum = fft.make_output_vec();
     let mut power = vec![0.0f64; spectrum.len()];
-    let starts = if long { segment_starts(x.len(), n) } else { vec![0] };
+    let starts = if long {
+        segment_starts(x.len(), n)
+    } else {
+        vec![0]
+    };
     for &s in &starts {
         input[..n].copy_from_slice(&x[s..s + n]);
         input[n..].fill(0.0);
-        fft.process(&mut input, &mut spectrum).expect("FFT lengths match");
+        fft.process(&mut input, &mut spectrum)
+            .expect("FFT lengths match");
         for (p, c) in power.iter_mut().zip(&spectrum) {
             *p += c.norm_sqr() / starts.len() as f64;
         }
@@ -240,7 +261,8 @@ fn autocorrelation(x: &[f64], fs: f64) -> Result<[f32; 100], String> {
         *c = realfft::num_complex::Complex::new(p, 0.0);
     }
     let mut ac = ifft.make_output_vec();
-    ifft.process(&mut spectrum, &mut ac).expect("FFT lengths match");
+    ifft.process(&mut spectrum, &mut ac)
+        .expect("FFT lengths match");
     let lag0 = ac[0];
     let mut lags = vec![0.0f64; per_second + 1];
     for (k, l) in lags.iter_mut().enumerate() {
@@ -251,7 +273,11 @@ fn autocorrelation(x: &[f64], fs: f64) -> Result<[f32; 100], String> {
     if long {
         // Each lag's sum has n - k products (at least one past the segment's end).
         for (k, l) in lags.iter_mut().enumerate() {
-            let products = if k < per_second { n - k } else { 1.max(n.saturating_sub(per_second)) };
+            let products = if k < per_second {
+                n - k
+            } else {
+                1.max(n.saturating_sub(per_second))
+            };
             *l /= lag0 * products as f64 / n as f64;
         }
     } else {

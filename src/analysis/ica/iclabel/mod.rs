@@ -59,7 +59,9 @@ pub const CLASSES: [&str; 7] = [
 ];
 
 /// Short names for the classes, as `--iclabel-marks` takes them and the grid shows them.
-pub const SHORT: [&str; 7] = ["brain", "muscle", "eye", "heart", "line", "channel", "other"];
+pub const SHORT: [&str; 7] = [
+    "brain", "muscle", "eye", "heart", "line", "channel", "other",
+];
 
 /// The probability at or above which a class marks a component, per class (`None`: never).
 /// Default: muscle and eye at 0.9, as EEGLAB's tutorial flags components (`pop_icflag`).
@@ -94,7 +96,11 @@ impl std::fmt::Display for Thresholds {
         let set: Vec<String> = (0..7)
             .filter_map(|c| self.0[c].map(|t| format!("{}={t}", SHORT[c])))
             .collect();
-        if set.is_empty() { f.write_str("none") } else { f.write_str(&set.join(",")) }
+        if set.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&set.join(","))
+        }
     }
 }
 
@@ -131,10 +137,16 @@ mod tests {
     fn thresholds_parse_and_mark() {
         let t: Thresholds = "eye=0.8, heart=0.5".parse().unwrap();
         assert_eq!(t.to_string(), "eye=0.8,heart=0.5");
-        let p = [[0.1, 0.0, 0.85, 0.05, 0.0, 0.0, 0.0], [0.9, 0.0, 0.05, 0.05, 0.0, 0.0, 0.0]];
+        let p = [
+            [0.1, 0.0, 0.85, 0.05, 0.0, 0.0, 0.0],
+            [0.9, 0.0, 0.05, 0.05, 0.0, 0.0, 0.0],
+        ];
         assert_eq!(t.marked(&p), vec![0]);
         assert_eq!(t.mark(&p[0]), Some((2, 0.85)));
-        assert_eq!("none".parse::<Thresholds>().unwrap().marked(&p), Vec::<usize>::new());
+        assert_eq!(
+            "none".parse::<Thresholds>().unwrap().marked(&p),
+            Vec::<usize>::new()
+        );
         assert!("eye=1.5".parse::<Thresholds>().is_err());
         assert!("blink=0.5".parse::<Thresholds>().is_err());
         assert_eq!(Thresholds::default().to_string(), "muscle=0.9,eye=0.9");

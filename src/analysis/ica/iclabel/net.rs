@@ -48,7 +48,11 @@ impl Net {
     }
 
     fn parse() -> Net {
-        assert_eq!(&WEIGHTS[..8], MAGIC, "assets/iclabel/ICLabelNet.bin: not ICLabel weights");
+        assert_eq!(
+            &WEIGHTS[..8],
+            MAGIC,
+            "assets/iclabel/ICLabelNet.bin: not ICLabel weights"
+        );
         let mut at = 8;
         let mut take = |n: usize| -> Vec<f32> {
             let v: Vec<f32> = WEIGHTS[at..at + 4 * n]
@@ -61,13 +65,28 @@ impl Net {
         let mut conv = |out: usize, inp: usize, kh: usize, kw: usize| {
             let w = take(out * inp * kh * kw);
             let b = take(out);
-            Conv { out, inp, kh, kw, w, b }
+            Conv {
+                out,
+                inp,
+                kh,
+                kw,
+                w,
+                b,
+            }
         };
-        let img = [conv(128, 1, 4, 4), conv(256, 128, 4, 4), conv(512, 256, 4, 4)];
+        let img = [
+            conv(128, 1, 4, 4),
+            conv(256, 128, 4, 4),
+            conv(512, 256, 4, 4),
+        ];
         let psd = [conv(128, 1, 1, 3), conv(256, 128, 1, 3), conv(1, 256, 1, 3)];
         let autocorr = [conv(128, 1, 1, 3), conv(256, 128, 1, 3), conv(1, 256, 1, 3)];
         let join = conv(7, 712, 4, 4);
-        assert_eq!(at, WEIGHTS.len(), "assets/iclabel/ICLabelNet.bin: unexpected size");
+        assert_eq!(
+            at,
+            WEIGHTS.len(),
+            "assets/iclabel/ICLabelNet.bin: unexpected size"
+        );
         let tap = |k: usize, c: usize| &join.w[(k * 712 + c) * 16..(k * 712 + c + 1) * 16];
         let summed = |first: usize| -> Vec<f32> {
             (0..7)
@@ -76,7 +95,9 @@ impl Net {
                 .collect()
         };
         Net {
-            join_img: (0..7).flat_map(|k| (0..512).flat_map(move |c| tap(k, c).to_vec())).collect(),
+            join_img: (0..7)
+                .flat_map(|k| (0..512).flat_map(move |c| tap(k, c).to_vec()))
+                .collect(),
             join_psd: summed(512),
             join_autocorr: summed(612),
             join_bias: std::array::from_fn(|k| join.b[k]),
@@ -129,14 +150,18 @@ impl Net {
                 let mut s = 0.0f32;
                 for c in 0..512 {
                     let hc = &h[c * 64 + image * 16..c * 64 + image * 16 + 16];
-                    s += (hc.iter().zip(&w[c * 16..c * 16 + 16])).map(|(a, b)| a * b).sum::<f32>();
+                    s += (hc.iter().zip(&w[c * 16..c * 16 + 16]))
+                        .map(|(a, b)| a * b)
+                        .sum::<f32>();
                 }
                 s += (psd.iter().zip(&self.join_psd[k * 100..(k + 1) * 100]))
                     .map(|(a, b)| a * b)
                     .sum::<f32>();
-                s += (autocorr.iter().zip(&self.join_autocorr[k * 100..(k + 1) * 100]))
-                    .map(|(a, b)| a * b)
-                    .sum::<f32>();
+                s += (autocorr
+                    .iter()
+                    .zip(&self.join_autocorr[k * 100..(k + 1) * 100]))
+                .map(|(a, b)| a * b)
+                .sum::<f32>();
                 *logit += s;
             }
             let top = logits.iter().cloned().fold(f32::MIN, f32::max);
@@ -174,13 +199,16 @@ fn conv2d(
                 let row = &mut col[((c * conv.kh + ky) * conv.kw + kx) * n..][..n];
                 for b in 0..batch {
                     for oy in 0..oh {
-                        let Some(y) = (oy * stride_y + ky).checked_sub(pad_y).filter(|&y| y < height)
+                        let Some(y) = (oy * stride_y + ky)
+                            .checked_sub(pad_y)
+                            .filter(|&y| y < height)
                         else {
                             continue;
                         };
                         for ox in 0..ow {
-                            let Some(xx) =
-                                (ox * stride_x + kx).checked_sub(pad_x).filter(|&v| v < width)
+                            let Some(xx) = (ox * stride_x + kx)
+                                .checked_sub(pad_x)
+                                .filter(|&v| v < width)
                             else {
                                 continue;
                             };
