@@ -224,7 +224,14 @@ fn a_study_runs_through_snakemake_into_group_tables() {
     let ica = csv(&g.join("ica.csv"));
     assert_eq!(
         ica[0][8..],
-        ["iclabel_class", "components", "variance_pct", "excluded", "method", "note"]
+        [
+            "iclabel_class",
+            "components",
+            "variance_pct",
+            "excluded",
+            "method",
+            "note"
+        ]
     );
     assert_eq!(ica.len(), 1 + 6 * 7);
     for stem in &stems {
@@ -246,7 +253,11 @@ fn a_study_runs_through_snakemake_into_group_tables() {
                 })
                 .count();
             assert_eq!(rows[c][8], *class);
-            assert_eq!(rows[c][9].parse::<usize>().unwrap(), argmax, "{stem} {class}");
+            assert_eq!(
+                rows[c][9].parse::<usize>().unwrap(),
+                argmax,
+                "{stem} {class}"
+            );
         }
         let fif = out.join(format!("sub-{sub}/eeg/{stem}_desc-decomposition_ica.fif"));
         assert!(fif.is_file(), "{}", fif.display());

@@ -131,7 +131,11 @@ pub fn run(args: &IcaArgs) -> anyhow::Result<()> {
         FitFilter::Given(f) => f,
         FitFilter::Iclabel => {
             let brain = rec.brain_signals();
-            iclabel_filter(brain.first().map_or(rec.most_common_rate(), |&i| rec.signals[i].fs))
+            iclabel_filter(
+                brain
+                    .first()
+                    .map_or(rec.most_common_rate(), |&i| rec.signals[i].fs),
+            )
         }
     };
     let gpu = match args.method {

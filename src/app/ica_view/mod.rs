@@ -588,12 +588,15 @@ impl AnalysisView for IcaView {
             self.error = Some(e);
         }
         if self.shown.is_none() {
-            ui.centered_and_justified(|ui| {
-                ui.label(
-                    self.error
-                        .as_deref()
-                        .unwrap_or("decomposing the recording…"),
-                )
+            // In a panel of its own: on the bare window the message would be unreadable.
+            egui::CentralPanel::default().show(ui, |ui| {
+                ui.centered_and_justified(|ui| {
+                    ui.label(
+                        self.error
+                            .as_deref()
+                            .unwrap_or("decomposing the recording…"),
+                    )
+                });
             });
             return;
         }
