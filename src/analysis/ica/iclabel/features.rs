@@ -38,17 +38,18 @@ pub fn features(
     let icawinv = pinv(weights);
     let topo = topo_images(&icawinv, positions)?;
     let acts = activations(weights, data);
-    let (psd, autocorr): (Vec<[f32; 100]>, Vec<Result<[f32; 100], String>>) = (0..acts.rows)
+    let per_component = (0..acts.rows)
         .into_par_iter()
         .map(|k| {
             let x: Vec<f64> = acts.row(k).iter().map(|&v| v as f64).collect();
-            (spectrum(&x, fs), autocorrelation(&x, fs))
+            Ok((spectrum(&x, fs), autocorrelation(&x, fs)?))
         })
-        .unzip();
+        .collect::<Result<Vec<_>, String>>()?;
+    let (psd, autocorr) = per_component.into_iter().unzip();
     Ok(Features {
         topo,
         psd,
-        autocorr: autocorr.into_iter().collect::<Result<_, _>>()?,
+        autocorr,
     })
 }
 
@@ -112,7 +113,7 @@ fn topo_images(icawinv: &DMatrix<f64>, positions: &[[f64; 3]]) -> Result<Vec<[f3
     const RMAX: f64 = 0.5;
     let polar: Vec<(f64, f64)> = positions.iter().map(eeglab_polar).collect();
     let max_rd = polar.iter().map(|p| p.1).fold(f64::MIN, f64::max);
-    let plotrad = (max_rd * 1.02).min(1.0).max(0.5);
+    let plotrad = (max_rd * 1.02).clamp(0.5, 1.0);
     let squeeze = RMAX / plotrad;
     let xy: Vec<(f64, f64)> = (polar.iter())
         .map(|&(th, rd)| (rd * th.cos() * squeeze, rd * th.sin() * squeeze))
