@@ -43,10 +43,11 @@ fn the_mne_file_s_matrices_clean_the_data_as_the_cleaned_recording_is() {
     let Some(data) = shared_data() else { return };
     let input = data.join("eeg/eeglab_sample_32ch_128hz.edf");
     let dir = tempfile::tempdir().unwrap();
-    let (fif, labels, clean) = (
+    let (fif, labels, clean, set) = (
         dir.path().join("sample-ica.fif"),
         dir.path().join("labels.json"),
         dir.path().join("clean.edf"),
+        dir.path().join("sample.set"),
     );
     let run = ede(&[
         "ica",
@@ -63,12 +64,15 @@ fn the_mne_file_s_matrices_clean_the_data_as_the_cleaned_recording_is() {
         labels.to_str().unwrap(),
         "--clean",
         clean.to_str().unwrap(),
+        "--set",
+        set.to_str().unwrap(),
     ]);
     assert!(
         run.status.success(),
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
+    eeglab_dataset_holds_the_fit(&set, &labels);
 
     // MNE's apply from the file: x_clean = pre (P^T M_keep U P (x/pre - mean) + mean), with M
     // and U the mixing and unmixing padded by the identity over the unused principal
@@ -193,4 +197,62 @@ fn impossible_requests_are_refused_with_the_reason() {
         !std::path::Path::new(fif).exists(),
         "a refused run wrote a file"
     );
+}
+
+/// The EEGLAB dataset `ede ica --set` wrote: the 30 fitted channels with their samples,
+/// EEGLAB's ICA fields consistent (icawinv the inverse of icaweights * icasphere), the excluded
+/// components in `reject.gcompreject`, ICLabel's probabilities as the labels file's.
+fn eeglab_dataset_holds_the_fit(set: &std::path::Path, labels: &std::path::Path) {
+    use ede::recording::mat5::{Numbers, Value, read};
+    let rec = Recording::open(set, &OpenOptions::default()).unwrap();
+    assert_eq!(rec.signals.len(), 30);
+    assert_eq!(rec.signals[0].samples, 30464);
+    let vars = read(&std::fs::read(set).unwrap()).unwrap();
+    let eeg = &vars.iter().find(|v| v.0 == "EEG").unwrap().1;
+    let matrix = |v: &Value| -> DMatrix<f64> {
+        match v {
+            Value::Numbers {
+                dims,
+                numbers: Numbers::Decoded(x),
+            } => DMatrix::from_column_slice(dims[0], dims[1], x),
+            other => panic!("{other:?}"),
+        }
+    };
+    let weights = matrix(eeg.field_of(0, "icaweights").unwrap());
+    let sphere = matrix(eeg.field_of(0, "icasphere").unwrap());
+    let winv = matrix(eeg.field_of(0, "icawinv").unwrap());
+    assert_eq!(
+        (weights.shape(), sphere.shape(), winv.shape()),
+        ((12, 12), (12, 30), (30, 12))
+    );
+    let identity = &weights * &sphere * &winv;
+    assert!((identity - DMatrix::identity(12, 12)).abs().max() < 1e-8);
+    let reject = matrix(
+        eeg.field_of(0, "reject")
+            .unwrap()
+            .field_of(0, "gcompreject")
+            .unwrap(),
+    );
+    let rejected: Vec<usize> = (0..12).filter(|&k| reject[k] == 1.0).collect();
+    assert_eq!(rejected, [0, 2]);
+    let iclabel = eeg
+        .field_of(0, "etc")
+        .unwrap()
+        .field_of(0, "ic_classification")
+        .unwrap();
+    let p = matrix(
+        iclabel
+            .field_of(0, "ICLabel")
+            .unwrap()
+            .field_of(0, "classifications")
+            .unwrap(),
+    );
+    let labels: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(labels).unwrap()).unwrap();
+    for (k, c) in labels["components"].as_array().unwrap().iter().enumerate() {
+        let want: Vec<f64> = serde_json::from_value(c["iclabel"].clone()).unwrap();
+        for j in 0..7 {
+            assert!((p[(k, j)] - want[j]).abs() < 1e-12);
+        }
+    }
 }

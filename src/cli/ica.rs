@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 
 use super::BackendChoice;
 use crate::analysis::Backend;
+use crate::analysis::ica::eeglab_set;
 use crate::analysis::ica::iclabel::Thresholds;
 use crate::analysis::ica::mne_fif::{self, FifExtras};
 use crate::analysis::ica::report::{Fitted, mne_labels};
@@ -64,6 +65,10 @@ pub struct IcaArgs {
     /// The components' labels and scores as JSON.
     #[arg(long)]
     pub labels: Option<PathBuf>,
+    /// The fit as an EEGLAB dataset (.set, one file): the fitted channels, the events, and
+    /// EEGLAB's ICA fields with ICLabel's classification and the excluded components.
+    #[arg(long)]
+    pub set: Option<PathBuf>,
     /// The recording with the excluded components removed from the fitted channels (in its
     /// own format where it is EDF or BDF, else EDF/BDF by the name).
     #[arg(long)]
@@ -101,8 +106,11 @@ fn parse_given_filter(s: &str) -> Result<DisplayFilter, String> {
 }
 
 pub fn run(args: &IcaArgs) -> anyhow::Result<()> {
-    if args.out.is_none() && args.labels.is_none() && args.clean.is_none() {
-        bail!("nothing to write: give --out NAME-ica.fif, --labels FILE.json or --clean FILE");
+    if args.out.is_none() && args.labels.is_none() && args.clean.is_none() && args.set.is_none() {
+        bail!(
+            "nothing to write: give --out NAME-ica.fif, --labels FILE.json, --set FILE.set or \
+             --clean FILE"
+        );
     }
     if let Some(out) = &args.out {
         let name = out.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -183,6 +191,10 @@ pub fn run(args: &IcaArgs) -> anyhow::Result<()> {
         let text =
             serde_json::to_string_pretty(&fitted.labels_file(&excluded, &args.iclabel_marks))?;
         crate::recording::write_whole(path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.set {
+        eeglab_set::write(path, &rec, &fitted, &excluded)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.clean {

@@ -496,8 +496,11 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
             let unit = unit_name(c.unit).to_string();
             let range = super::nominal_range(&unit);
             SignalInfo {
-                position: (kind == ChannelType::Eeg && c.loc.iter().any(|&v| v != 0.0))
-                    .then(|| c.loc.map(|v| v as f64)),
+                // MNE writes NaN (or zeros) where a channel has no position.
+                position: (kind == ChannelType::Eeg
+                    && c.loc.iter().all(|v| v.is_finite())
+                    && c.loc.iter().any(|&v| v != 0.0))
+                .then(|| c.loc.map(|v| v as f64)),
                 bad: first.bads.contains(&c.name),
                 kind,
                 ..SignalInfo::continuous(c.name.clone(), unit, fs, samples, range)

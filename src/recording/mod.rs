@@ -20,6 +20,7 @@ pub mod eeglab;
 pub mod electrodes;
 pub mod fif;
 pub mod mat5;
+pub mod mat5_write;
 pub mod mat73;
 mod pairing;
 mod stim;

@@ -13,6 +13,7 @@
 //! 5. Components sorted by the variance they explain (MNE's `_ica_explained_variance`), each
 //!    signed so that its largest channel weight is positive.
 
+pub mod eeglab_set;
 pub mod iclabel;
 pub mod marks;
 pub mod mne_fif;

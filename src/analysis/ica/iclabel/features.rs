@@ -45,7 +45,16 @@ pub fn features(
             Ok((spectrum(&x, fs), autocorrelation(&x, fs)?))
         })
         .collect::<Result<Vec<_>, String>>()?;
-    let (psd, autocorr) = per_component.into_iter().unzip();
+    let (psd, autocorr): (Vec<[f32; 100]>, Vec<[f32; 100]>) = per_component.into_iter().unzip();
+    // A flat component (or a channel without data) has no spectrum in dB: refused, never NaN.
+    let finite = |v: &[f32]| v.iter().all(|x| x.is_finite());
+    if let Some(k) =
+        (0..topo.len()).find(|&k| !(finite(&topo[k]) && finite(&psd[k]) && finite(&autocorr[k])))
+    {
+        return Err(format!(
+            "component {k}'s ICLabel features are not finite (a flat component or channel)"
+        ));
+    }
     Ok(Features {
         topo,
         psd,

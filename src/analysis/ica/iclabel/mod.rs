@@ -38,7 +38,8 @@ pub fn inputs(data: &IcaData, d: &Decomposition) -> Result<Features, String> {
     }
     let positions = (data.positions.iter().zip(&data.labels))
         .map(|(p, l)| {
-            p.or_else(|| template_1005_position(l))
+            p.filter(|p| p.iter().all(|v| v.is_finite()))
+                .or_else(|| template_1005_position(l))
                 .ok_or_else(|| format!("ICLabel needs every channel's position; {l} has none"))
         })
         .collect::<Result<Vec<_>, _>>()?;
