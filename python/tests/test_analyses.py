@@ -279,6 +279,7 @@ def test_ica_refuses_what_it_cannot_fit(tmp_path):
         ede.ica(raw, alpha=5)
 
 
+@pytest.mark.skipif(not EEGLAB.exists(), reason="needs ../shared/data")
 def test_ica_labels_equal_mne_icalabel_s_on_ede_s_file():
     """ICLabel as ede runs it equals mne-icalabel's `label_components` on ede's ICA file
     (skipped where mne-icalabel is not installed)."""
@@ -297,3 +298,25 @@ def test_ica_labels_equal_mne_icalabel_s_on_ede_s_file():
         label_components(raw, fitted, method="iclabel")  # sets labels_scores_, all 7 classes
     theirs = fitted.labels_scores_
     np.testing.assert_allclose(ours, theirs, atol=1e-3)
+
+
+@pytest.mark.skipif(not EEGLAB.exists(), reason="needs ../shared/data")
+def test_ica_set_file_reads_in_mne_as_the_fit(tmp_path):
+    """`ede ica --set`: MNE reads the EEGLAB dataset (samples, events, positions) and its ICA
+    (`read_ica_eeglab`) has the maps of MNE's ICA file of the same fit."""
+    mne = pytest.importorskip("mne")
+    fif, eeglab = tmp_path / "fit-ica.fif", tmp_path / "fit.set"
+    run = subprocess.run([sys.executable, "-m", "ede", "ica", str(EEGLAB), "--n-components", "12",
+                          "--backend", "cpu", "--out", str(fif), "--set", str(eeglab)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        raw = mne.io.read_raw_eeglab(eeglab, preload=True, verbose="error")
+        from_set = mne.preprocessing.read_ica_eeglab(eeglab, verbose="error")
+    assert raw.info["nchan"] == 30 and raw.n_times == 30464
+    assert raw.get_montage() is not None and len(raw.annotations) > 0
+    a = from_set.get_components()
+    b = mne.preprocessing.read_ica(fif, verbose="error").get_components()
+    r = np.abs((a / np.linalg.norm(a, axis=0) * b / np.linalg.norm(b, axis=0)).sum(axis=0))
+    np.testing.assert_allclose(r, 1.0, atol=1e-9)

@@ -64,7 +64,7 @@ pub fn file(variables: &[(&str, Mat)]) -> Vec<u8> {
 }
 
 fn pad8(out: &mut Vec<u8>) {
-    while out.len() % 8 != 0 {
+    while !out.len().is_multiple_of(8) {
         out.push(0);
     }
 }
