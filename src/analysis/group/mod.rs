@@ -19,7 +19,7 @@ use anyhow::Context;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::analysis::ica::iclabel::CLASSES;
+use crate::analysis::ica::iclabel::{CLASSES, top_class};
 use crate::recording::bids::Table;
 
 /// The bands of the band-power table, Hz: [low, high).
@@ -286,7 +286,7 @@ impl LabelsFile {
             classes = vec![(0, 0.0, 0); 7];
             for c in &self.components {
                 let p = c.iclabel.expect("checked above");
-                let top = (0..7).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(6);
+                let top = top_class(&p);
                 classes[top].0 += 1;
                 classes[top].1 += c.explained_variance;
                 classes[top].2 += usize::from(c.excluded);

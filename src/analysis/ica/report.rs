@@ -133,7 +133,7 @@ pub fn mne_labels(
         "other",
     ];
     for (k, p) in iclabel.unwrap_or_default().iter().enumerate() {
-        let class = (0..7).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(6);
+        let class = iclabel::top_class(p);
         let list = out.entry(MNE[class]).or_insert_with(|| json!([]));
         if let Some(list) = list.as_array_mut()
             && !list.contains(&json!(k))

@@ -21,7 +21,7 @@ use super::browser::Browser;
 use super::scalp_map::{Caption, ScalpMaps};
 use super::worker::{Compute, Outcome, Progress, Worker};
 use crate::analysis::Backend;
-use crate::analysis::ica::iclabel::{SHORT, Thresholds};
+use crate::analysis::ica::iclabel::{SHORT, Thresholds, top_class};
 use crate::analysis::ica::marks::ArtifactScores;
 use crate::analysis::ica::report::{Fitted, auto_excluded};
 use crate::analysis::ica::{
@@ -464,7 +464,7 @@ impl IcaView {
                 let mut text = format!("IC{k} {:.1} %\n", 100.0 * d.explained_variance[k]);
                 let mut second = Vec::new();
                 if let Some(p) = v.labels().get(k) {
-                    let top = (0..7).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(6);
+                    let top = top_class(p);
                     second.push(format!("{} {:.0}%", SHORT[top], 100.0 * p[top]));
                 }
                 second.extend(marks);

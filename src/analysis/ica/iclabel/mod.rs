@@ -59,6 +59,11 @@ pub const CLASSES: [&str; 7] = [
     "other",
 ];
 
+/// The most probable class of probabilities `p`.
+pub fn top_class(p: &[f64; 7]) -> usize {
+    (0..7).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap_or(6)
+}
+
 /// Short names for the classes, as `--iclabel-marks` takes them and the grid shows them.
 pub const SHORT: [&str; 7] = [
     "brain", "muscle", "eye", "heart", "line", "channel", "other",
