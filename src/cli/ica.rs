@@ -137,14 +137,7 @@ pub fn run(args: &IcaArgs) -> anyhow::Result<()> {
     let rec = super::open(&args.file, None)?;
     let filter = match args.filter {
         FitFilter::Given(f) => f,
-        FitFilter::Iclabel => {
-            let brain = rec.brain_signals();
-            iclabel_filter(
-                brain
-                    .first()
-                    .map_or(rec.most_common_rate(), |&i| rec.signals[i].fs),
-            )
-        }
+        FitFilter::Iclabel => iclabel_filter(&rec),
     };
     let gpu = match args.method {
         IcaMethod::Fastica => super::open_gpu("ede ica", args.backend),

@@ -81,6 +81,14 @@ pub fn template_1005_position(label: &str) -> Option<[f64; 3]> {
         .copied()
 }
 
+/// A head-frame position (metres; x right, y front, z up) in EEGLAB's frame: X to the nose,
+/// Y to the left, Z up (millimetres), with its azimuth (from the nose towards the left) and
+/// elevation in radians. topoplot's polar coordinates are (-azimuth, 0.5 - elevation / pi).
+pub fn eeglab_position(p: &[f64; 3]) -> ([f64; 3], f64, f64) {
+    let (x, y, z) = (p[1] * 1000.0, -p[0] * 1000.0, p[2] * 1000.0);
+    ([x, y, z], y.atan2(x), z.atan2(x.hypot(y)))
+}
+
 /// An earlobe electrode (A1, A2): a reference site off the scalp, left out of the average.
 pub fn is_earlobe(label: &str) -> bool {
     matches!(electrode_name(label).as_str(), "A1" | "A2")

@@ -23,7 +23,7 @@ use super::IcaData;
 use super::report::Fitted;
 use crate::dsp::montage::Reference;
 use crate::recording::Recording;
-use crate::recording::electrodes::template_1005_position;
+use crate::recording::electrodes::{eeglab_position, template_1005_position};
 use crate::recording::mat5_write::{Mat, file};
 
 /// ICLabel's class names as its EEGLAB plug-in stores them.
@@ -227,9 +227,8 @@ fn channel(data: &IcaData, c: usize) -> Vec<Mat<'static>> {
     ];
     match at {
         Some(p) => {
-            let (x, y, z) = (p[1] * 1000.0, -p[0] * 1000.0, p[2] * 1000.0);
-            let sph_theta = y.atan2(x).to_degrees();
-            let sph_phi = z.atan2(x.hypot(y)).to_degrees();
+            let ([x, y, z], azimuth, elevation) = eeglab_position(&p);
+            let (sph_theta, sph_phi) = (azimuth.to_degrees(), elevation.to_degrees());
             for value in [
                 x,
                 y,

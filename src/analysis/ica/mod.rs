@@ -159,9 +159,12 @@ impl IcaSettings {
     }
 }
 
-/// ICLabel's conditions as a filter of data sampled at `fs`: 1-100 Hz, zero-phase, 4th order;
-/// without the low-pass where Nyquist is at or below 100 Hz (the data hold nothing above it).
-pub fn iclabel_filter(fs: f64) -> DisplayFilter {
+/// ICLabel's conditions as a filter of `rec`'s brain channels: 1-100 Hz, zero-phase, 4th
+/// order; without the low-pass where Nyquist is at or below 100 Hz (the data hold nothing above
+/// it).
+pub fn iclabel_filter(rec: &Recording) -> DisplayFilter {
+    let brain = rec.brain_signals();
+    let fs = (brain.first()).map_or(rec.most_common_rate(), |&i| rec.signals[i].fs);
     DisplayFilter {
         highpass: Some(1.0),
         lowpass: (100.0 < fs / 2.0).then_some(100.0),

@@ -119,16 +119,15 @@ fn compute(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Compute<Request, Arc
 
 impl IcaView {
     pub fn new(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Self {
-        let fs =
-            (rec.brain_signals().first()).map_or(rec.most_common_rate(), |&i| rec.signals[i].fs);
+        let proposed = iclabel_filter(&rec);
         IcaView {
             worker: Worker::on_recording("ede ica", &rec, &gpu, compute),
             backend: super::default_backend(gpu.as_ref()),
             gpu,
             settings: IcaSettings::default(),
             average_reference: true,
-            highpass: iclabel_filter(fs).highpass,
-            lowpass: iclabel_filter(fs).lowpass,
+            highpass: proposed.highpass,
+            lowpass: proposed.lowpass,
             marks: Thresholds::default(),
             shown: None,
             error: None,

@@ -15,6 +15,7 @@ use super::Features;
 use crate::dsp::biharmonic::Biharmonic;
 use crate::dsp::ica::Observations;
 use crate::dsp::resample_poly::resample_poly;
+use crate::recording::electrodes::eeglab_position;
 
 /// The three features of every row of `weights` (components x channels), with `data`
 /// (channels x samples, microvolts, sampled at `fs`) and each channel's position (metres,
@@ -99,12 +100,9 @@ fn activations(weights: &DMatrix<f64>, data: &Observations) -> Observations {
 // ---------------------------------------------------------------------------------------------
 // The scalp image: EEGLAB's topoplotFast on a 32 x 32 grid.
 
-/// Each channel in EEGLAB's polar scalp coordinates (angle, radius), from MNE head-frame
-/// positions: EEGLAB's x is MNE's y (nose) and its y is MNE's -x.
+/// Each channel in EEGLAB's polar scalp coordinates (angle, radius).
 fn eeglab_polar(p: &[f64; 3]) -> (f64, f64) {
-    let (x, y, z) = (p[1], -p[0], p[2]);
-    let azimuth = y.atan2(x);
-    let elevation = z.atan2(x.hypot(y));
+    let (_, azimuth, elevation) = eeglab_position(p);
     (
         -azimuth,
         (std::f64::consts::FRAC_PI_2 - elevation) / std::f64::consts::PI,
