@@ -12,10 +12,11 @@ use common::shared_data;
 use ede::analysis::Backend;
 use ede::analysis::ica::marks::match_maps;
 use ede::analysis::ica::{
-    ComponentCount, Decomposition, Fit, IcaData, IcaMethod, IcaSettings, Pca, decompose,
+    ComponentCount, Decomposition, Fit, IcaData, IcaMethod, IcaSettings, Pca, PicardForm, decompose,
 };
 use ede::dsp::filter::DisplayFilter;
 use ede::dsp::ica::fastica::symmetric;
+use ede::dsp::ica::picard::{PicardParams, picard};
 use ede::dsp::ica::{FastIcaParams, symmetric_decorrelation};
 use ede::dsp::montage::Reference;
 use ede::recording::{OpenOptions, Recording};
@@ -25,7 +26,13 @@ use serde_json::Value;
 const N: usize = 20;
 
 fn fixture() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ica_mne.json");
+    read_fixture("ica_mne.json")
+}
+
+fn read_fixture(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -82,20 +89,9 @@ fn the_pca_and_fastica_from_mne_s_start_equal_mne_s() {
         "pre-whitener {} uV against MNE's {pre} V",
         pca.pre_whitener[0]
     );
-    // Principal components: the same directions (their signs are a convention).
-    let theirs = matrix(&fx["pca_components"]);
-    let mut signs = vec![1.0; N];
-    for (k, sign) in signs.iter_mut().enumerate() {
-        let dot = pca.components.row(k).dot(&theirs.row(k));
-        assert!(
-            (dot.abs() - 1.0).abs() < 1e-6,
-            "PCA component {k}: |cos| {dot}"
-        );
-        *sign = dot.signum();
-    }
-    // scikit-learn's start acts on MNE's scores; ours differ from them by those signs.
-    let w_init = matrix(&fx["fastica_w_init"]);
-    let start = symmetric_decorrelation(&(w_init * DMatrix::from_diagonal(&signs.into()))).unwrap();
+    // scikit-learn's start acts on MNE's scores; ours differ from them by the PCA's signs.
+    let w_init = matrix(&fx["fastica_w_init"]) * pca_signs(&pca, &fx);
+    let start = symmetric_decorrelation(&w_init).unwrap();
     let settings = IcaSettings {
         components: ComponentCount::Count(N),
         tol: 1e-6,
@@ -141,6 +137,131 @@ fn the_pca_and_fastica_from_mne_s_start_equal_mne_s() {
         worst < 1e-3 * rms,
         "cleaned data differ by {worst} uV (RMS {rms})"
     );
+}
+
+/// The signs that turn MNE's principal components into ours, as a diagonal matrix, after
+/// checking that they are the same directions.
+fn pca_signs(pca: &Pca, fx: &Value) -> DMatrix<f64> {
+    let theirs = matrix(&fx["pca_components"]);
+    let signs = (0..N).map(|k| {
+        let dot = pca.components.row(k).dot(&theirs.row(k));
+        assert!(
+            (dot.abs() - 1.0).abs() < 1e-6,
+            "PCA component {k}: |cos| {dot}"
+        );
+        dot.signum()
+    });
+    DMatrix::from_diagonal(&signs.collect::<Vec<_>>().into())
+}
+
+/// Picard from MNE's starting matrix equals MNE's `method='picard'` to 1e-4
+/// (`tests/fixtures/make_picard_fixture.py`): Picard-O to convergence; standard Picard
+/// (extended Infomax's problem) over its first 10 iterations, since its path on this sample
+/// ends on different optima from data that differ by 1e-7 (python-picard's own does, from
+/// ede's f32 whitening), so only its converged fit is reported. From ede's own starts
+/// (seeds 1, 2) the maps of both forms match MNE's seeds, on average, within 0.03 of how
+/// MNE's two seeds match each other. Standard Picard matches runica's extended Infomax only
+/// at a median of 0.83-0.87, in MNE too (0.74-0.87), so it is offered beside runica, not in
+/// its place.
+#[test]
+fn picard_from_mne_s_start_equals_mne_s_and_its_seeds_match_mne_s() {
+    let Some(data) = sample() else { return };
+    let (fx, px) = (fixture(), read_fixture("picard_mne.json"));
+    let pca = Pca::of(&data.fitted(), &data.kinds).unwrap();
+    let start = matrix(&px["w_init"]) * pca_signs(&pca, &fx);
+    let z = pca.whitened(N);
+    for (ortho, max_iter, key, asserted) in [
+        (true, 500, "ortho_unmixing", true),
+        (false, 10, "infomax_10_unmixing", true),
+        (false, 500, "infomax_unmixing", false),
+    ] {
+        let p = PicardParams {
+            ortho,
+            max_iter,
+            ..PicardParams::default()
+        };
+        let (w, iterations, converged) = picard(&z, &p, start.clone()).unwrap();
+        assert_eq!(converged, max_iter == 500, "{key}: {iterations} iterations");
+        let settings = IcaSettings {
+            method: IcaMethod::Picard,
+            picard: if ortho {
+                PicardForm::Fastica
+            } else {
+                PicardForm::Infomax
+            },
+            components: ComponentCount::Count(N),
+            tol: 1e-7,
+            max_iter,
+            ..IcaSettings::default()
+        };
+        let fit = Fit {
+            settings,
+            iterations,
+            converged,
+        };
+        let d = pca.finish(&w, &data, fit);
+        // Rows paired by direction: two components that explain nearly the same variance may
+        // be sorted either way by rounding.
+        let want = normalized_rows(&matrix(&px[key]));
+        let got = normalized_rows(&d.unmixing);
+        let worst = (want.row_iter())
+            .map(|a| {
+                (got.row_iter())
+                    .map(|b| (a - b).amax())
+                    .fold(f64::MAX, f64::min)
+            })
+            .fold(0.0, f64::max);
+        eprintln!(
+            "Picard {key} from MNE's start: {iterations} iterations, worst unmixing difference {worst:.2e}"
+        );
+        if asserted {
+            assert!(
+                worst < 1e-4,
+                "{key}: unmixing differs from MNE's by {worst}"
+            );
+        }
+    }
+    let maps = |v: &Value, key: &str| matrix(&v["maps"][key]).transpose();
+    for (form, key) in [
+        (PicardForm::Fastica, "ortho"),
+        (PicardForm::Infomax, "infomax"),
+    ] {
+        let theirs = [1, 2].map(|seed| maps(&px, &format!("{key}_{seed}")));
+        let between = agreement(&theirs[0], &theirs[1]);
+        let mut sums = (0.0, 0.0);
+        for seed in [1, 2] {
+            let settings = IcaSettings {
+                method: IcaMethod::Picard,
+                picard: form,
+                seed,
+                components: ComponentCount::Count(N),
+                tol: 1e-7,
+                max_iter: 500,
+                ..IcaSettings::default()
+            };
+            let d = decompose(&data, &settings, (Backend::Cpu, None), None).unwrap();
+            let runica = agreement(&d.mixing, &maps(&fx, "infomax_1"));
+            for (i, mne) in theirs.iter().enumerate() {
+                let (median, largest) = agreement(&d.mixing, mne);
+                sums = (sums.0 + median / 4.0, sums.1 + largest / 4.0);
+                eprintln!(
+                    "Picard {key} seed {seed} against MNE's seed {}: median {median:.3}, five \
+                     largest {largest:.3} (MNE's two seeds: {:.3}, {:.3}; against runica's \
+                     extended Infomax {:.3}, {:.3}); {} iterations",
+                    i + 1,
+                    between.0,
+                    between.1,
+                    runica.0,
+                    runica.1,
+                    d.iterations
+                );
+            }
+        }
+        assert!(
+            sums.0 >= between.0 - 0.03 && sums.1 >= between.1 - 0.03,
+            "{key}: ede's seeds match MNE's at {sums:?} on average, MNE's each other at {between:?}"
+        );
+    }
 }
 
 fn fitted(data: &IcaData, method: IcaMethod, tol: f64, seed: u64) -> Decomposition {

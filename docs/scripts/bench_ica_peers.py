@@ -45,7 +45,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ede", default="target/release/ede")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--methods", default="fastica,infomax,picard")
+    ap.add_argument("--methods", default="fastica,infomax,picard,picard_infomax")
     ap.add_argument("--out")
     args = ap.parse_args()
     path, raw = sample()
@@ -57,7 +57,11 @@ def main():
     try:
         import picard  # noqa: F401
 
-        methods["picard"] = (dict(method="picard"), None)
+        methods["picard"] = (dict(method="picard"), ["--method", "picard"])
+        methods["picard_infomax"] = (
+            dict(method="picard", fit_params=dict(ortho=False, extended=True)),
+            ["--method", "picard", "--picard", "infomax"],
+        )
     except ImportError:
         pass
     rows = []

@@ -305,15 +305,17 @@ def deblink(inst, sfreq=None, *, ch_names=None, ch_types=None, progress=None, **
     return out, report
 
 
-def ica(inst, *, method="fastica", contrast="logcosh", alpha=1.0, n_components=None, seed=1,
-        tol=1e-4, max_iter=None, reference="as-recorded", filter=None, exclude="auto",
+def ica(inst, *, method="fastica", picard="fastica", contrast="logcosh", alpha=1.0,
+        n_components=None, seed=1, tol=None, max_iter=None, reference="as-recorded", filter=None, exclude="auto",
         iclabel_marks="muscle=0.9,eye=0.9", backend="auto"):
     """ICA of a whole recording fitted by ede (`ede ica`), returned as a fitted
     `mne.preprocessing.ICA` and the components' labels: `(ica, labels)`.
 
     `inst`: an MNE Raw (fitted as given: its good EEG channels, or MEG where it has no EEG,
-    the spans of `BAD…` annotations left out) or a recording's path. `method` "fastica" or
-    "infomax" (extended, runica's schedule); `contrast` "logcosh", "exp" or "cube";
+    the spans of `BAD…` annotations left out) or a recording's path. `method` "fastica",
+    "infomax" (extended, runica's schedule) or "picard", whose problem `picard` is "fastica"
+    (Picard-O, MNE's default) or "infomax" (extended Infomax's); `contrast` "logcosh", "exp"
+    or "cube" (Picard's density); `tol` and `max_iter` each method's default where None;
     `n_components` a number, a fraction of the variance, or None for all that carry variance;
     `reference` "as-recorded" (default: re-reference in MNE first) or "average"; `filter` e.g.
     "hp=1,lp=100" (zero-phase) or None; `exclude` "auto" (the EOG/ECG correlation marks and
@@ -338,7 +340,7 @@ def ica(inst, *, method="fastica", contrast="logcosh", alpha=1.0, n_components=N
         out, labels = os.path.join(folder, "fit-ica.fif"), os.path.join(folder, "labels.json")
         if isinstance(exclude, (list, tuple)):
             exclude = ",".join(map(str, exclude)) if exclude else "none"
-        flags = _flags(dict(method=method, contrast=contrast, alpha=alpha,
+        flags = _flags(dict(method=method, picard=picard, contrast=contrast, alpha=alpha,
                             n_components="all" if n_components is None else n_components,
                             seed=seed, tol=tol, max_iter=max_iter, reference=reference,
                             filter=filter, exclude=exclude, iclabel_marks=iclabel_marks,

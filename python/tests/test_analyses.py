@@ -268,6 +268,26 @@ def test_ica_gives_a_fitted_mne_ica_that_cleans(tmp_path):
     np.testing.assert_allclose(part, removed, atol=1e-3 * np.abs(removed).max())
 
 
+@pytest.mark.skipif(not EEGLAB.exists(), reason="needs ../shared/data")
+def test_ica_picard_is_read_by_mne_as_picard(tmp_path):
+    """Picard in extended Infomax's form: MNE reads the method and its parameters, and its
+    sources are independent enough that their correlations vanish as ICA's should."""
+    mne = pytest.importorskip("mne")
+    raw = mne.io.read_raw_edf(EEGLAB, preload=True, verbose="error")
+    raw.set_channel_types({"EOG1": "eog", "EOG2": "eog"})
+    raw.set_eeg_reference("average", projection=False, verbose="error")
+    fitted, labels = ede.ica(raw, method="picard", picard="infomax", n_components=10,
+                             exclude="none", backend="cpu")
+    assert fitted.method == "picard"
+    assert fitted.fit_params["ortho"] is False and fitted.fit_params["extended"] is True
+    assert fitted.fit_params["tol"] == pytest.approx(1e-7)
+    sources = fitted.get_sources(raw).get_data()
+    corr = np.corrcoef(sources)
+    assert np.abs(corr - np.eye(10)).max() < 0.05
+    with pytest.raises(ValueError, match="alpha"):
+        ede.ica(raw, method="picard", alpha=1.5)
+
+
 def test_ica_refuses_what_it_cannot_fit(tmp_path):
     mne = pytest.importorskip("mne")
     info = mne.create_info(["Fp1", "Fz", "Cz", "Pz"], 128.0, "eeg")

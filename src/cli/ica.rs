@@ -13,7 +13,7 @@ use crate::analysis::ica::eeglab_set;
 use crate::analysis::ica::iclabel::Thresholds;
 use crate::analysis::ica::mne_fif::{self, FifExtras};
 use crate::analysis::ica::report::{Fitted, mne_labels};
-use crate::analysis::ica::{ComponentCount, IcaMethod, IcaSettings, iclabel_filter};
+use crate::analysis::ica::{ComponentCount, IcaMethod, IcaSettings, PicardForm, iclabel_filter};
 use crate::dsp::filter::DisplayFilter;
 use crate::dsp::ica::Contrast;
 use crate::dsp::montage::Reference;
@@ -24,7 +24,10 @@ pub struct IcaArgs {
     pub file: PathBuf,
     #[arg(long, value_enum, default_value_t = IcaMethod::Fastica)]
     pub method: IcaMethod,
-    /// FastICA's contrast: logcosh (tanh), exp (gauss) or cube.
+    /// Picard's problem: fastica (Picard-O, MNE's default) or infomax (extended Infomax's).
+    #[arg(long, value_enum, default_value_t = PicardForm::Fastica)]
+    pub picard: PicardForm,
+    /// FastICA's contrast, or Picard's density: logcosh (tanh), exp (gauss) or cube.
     #[arg(long, value_enum, default_value_t = Contrast::Tanh)]
     pub contrast: Contrast,
     /// The logcosh contrast's alpha, 1 to 2.
@@ -35,10 +38,11 @@ pub struct IcaArgs {
     pub n_components: ComponentCount,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// FastICA's tolerance.
-    #[arg(long, default_value_t = 1e-4)]
-    pub tol: f64,
-    /// FastICA's iterations or Infomax's steps at most (default 1000 and 512).
+    /// FastICA's tolerance (default 1e-4) or Picard's (its gradient; default 1e-7).
+    #[arg(long)]
+    pub tol: Option<f64>,
+    /// FastICA's or Picard's iterations, or Infomax's steps, at most (default 1000, 500 and
+    /// 512).
     #[arg(long)]
     pub max_iter: Option<usize>,
     /// Reference of the EEG channels before the fit (ICLabel's condition: average).
@@ -127,11 +131,9 @@ pub fn run(args: &IcaArgs) -> anyhow::Result<()> {
         alpha: args.alpha,
         components: args.n_components,
         seed: args.seed,
-        tol: args.tol,
-        max_iter: args.max_iter.unwrap_or(match args.method {
-            IcaMethod::Fastica => 1000,
-            IcaMethod::Infomax => 512,
-        }),
+        tol: args.tol.unwrap_or(args.method.default_limits().1),
+        max_iter: (args.max_iter).unwrap_or(args.method.default_limits().0),
+        picard: args.picard,
     };
     settings.validate()?;
     let rec = super::open(&args.file, None)?;
@@ -141,7 +143,7 @@ pub fn run(args: &IcaArgs) -> anyhow::Result<()> {
     };
     let gpu = match args.method {
         IcaMethod::Fastica => super::open_gpu("ede ica", args.backend),
-        IcaMethod::Infomax => None,
+        IcaMethod::Infomax | IcaMethod::Picard => None,
     };
     let backend = match gpu {
         Some(_) => Backend::Gpu,

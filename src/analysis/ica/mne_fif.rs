@@ -136,6 +136,20 @@ pub fn encode(d: &Decomposition, extras: &FifExtras) -> Result<Vec<u8>, FifError
             "infomax",
             serde_json::json!({"extended": true, "max_iter": s.max_iter}),
         ),
+        super::IcaMethod::Picard => (
+            "picard",
+            serde_json::json!({
+                "ortho": s.picard == super::PicardForm::Fastica,
+                "extended": true,
+                "fun": match s.contrast {
+                    crate::dsp::ica::Contrast::Tanh => "tanh",
+                    crate::dsp::ica::Contrast::Cube => "cube",
+                    crate::dsp::ica::Contrast::Gauss => "exp",
+                },
+                "max_iter": s.max_iter,
+                "tol": s.tol,
+            }),
+        ),
     };
     let misc = format!(
         "n_samples_:{};labels_:{};method:\"{method}\";n_iter_:{};fit_params:{}",

@@ -9,7 +9,8 @@
 //!    components kept by count, by the fraction of variance they explain, or all that carry
 //!    variance (MNE's 0.999999).
 //! 4. ICA of the whitened principal components: FastICA (parallel; logcosh with alpha, exp,
-//!    cube) on the CPU or the GPU, or extended Infomax (CPU).
+//!    cube) on the CPU or the GPU, extended Infomax (CPU), or Picard (CPU) in its orthogonal
+//!    (FastICA's problem) or standard (extended Infomax's) form.
 //! 5. Components sorted by the variance they explain (MNE's `_ica_explained_variance`), each
 //!    signed so that its largest channel weight is positive.
 
@@ -20,6 +21,7 @@ pub mod mne_fif;
 pub mod report;
 
 use nalgebra::{DMatrix, SymmetricEigen};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::Backend;
@@ -27,6 +29,7 @@ use crate::analysis::blink::row_unit;
 use crate::dsp::filter::DisplayFilter;
 use crate::dsp::ica::fastica::symmetric;
 use crate::dsp::ica::infomax::{InfomaxDefaults, InfomaxParams, infomax};
+use crate::dsp::ica::picard::{PicardParams, picard};
 use crate::dsp::ica::{
     Contrast, FastIcaParams, IcaError, Observations, centred_products, column_blocks,
     random_rotation, rotate_centred, rotation_from,
@@ -42,6 +45,20 @@ pub enum IcaMethod {
     /// FastICA, parallel (symmetric) updates.
     Fastica,
     /// Extended Infomax (EEGLAB's runica rule; what ICLabel was trained on).
+    Infomax,
+    /// Picard (L-BFGS with Hessian approximations): FastICA's or extended Infomax's problem
+    /// solved in fewer passes over the data.
+    Picard,
+}
+
+/// Which problem Picard solves (picard's `ortho`; `extended` is always on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum PicardForm {
+    /// Picard-O (ortho=True): FastICA's fixed points; MNE's `method='picard'` default.
+    #[default]
+    Fastica,
+    /// Standard Picard (ortho=False): extended Infomax's fixed points.
     Infomax,
 }
 
@@ -99,10 +116,14 @@ pub struct IcaSettings {
     pub alpha: f64,
     pub components: ComponentCount,
     pub seed: u64,
-    /// FastICA's tolerance (scikit-learn's: the largest |1 - |<w, w_old>||).
+    /// FastICA's tolerance (scikit-learn's: the largest |1 - |<w, w_old>||), or Picard's (the
+    /// largest entry of the relative gradient; picard's default 1e-7).
     pub tol: f64,
-    /// FastICA's iterations, or Infomax's steps, at most.
+    /// FastICA's or Picard's iterations, or Infomax's steps, at most.
     pub max_iter: usize,
+    /// Picard's form (ignored by the other methods).
+    #[serde(default)]
+    pub picard: PicardForm,
 }
 
 impl Default for IcaSettings {
@@ -116,6 +137,19 @@ impl Default for IcaSettings {
             seed: 1,
             tol: 1e-4,
             max_iter: 1000,
+            picard: PicardForm::Fastica,
+        }
+    }
+}
+
+impl IcaMethod {
+    /// The iterations (steps) at most and the tolerance each method defaults to: MNE's
+    /// (scikit-learn's FastICA 1000 and 1e-4; runica's 512 steps; picard's 500 and 1e-7).
+    pub fn default_limits(self) -> (usize, f64) {
+        match self {
+            IcaMethod::Fastica => (1000, 1e-4),
+            IcaMethod::Infomax => (512, 1e-4),
+            IcaMethod::Picard => (500, 1e-7),
         }
     }
 }
@@ -134,7 +168,32 @@ impl IcaSettings {
     }
 
     pub fn validate(&self) -> Result<(), IcaError> {
+        if self.method == IcaMethod::Picard && self.alpha != 1.0 {
+            return Err(IcaError::Params(format!(
+                "Picard's densities have a fixed alpha (logcosh 1); got alpha {}",
+                self.alpha
+            )));
+        }
         self.fastica(2).validate()
+    }
+
+    fn picard_params(&self) -> PicardParams {
+        PicardParams {
+            density: self.contrast,
+            ortho: self.picard == PicardForm::Fastica,
+            extended: true,
+            tol: self.tol,
+            max_iter: self.max_iter,
+            ..PicardParams::default()
+        }
+    }
+
+    fn contrast_name(&self) -> &'static str {
+        match self.contrast {
+            Contrast::Tanh => "logcosh",
+            Contrast::Cube => "cube",
+            Contrast::Gauss => "exp",
+        }
     }
 
     /// In words, for a status line and a file's provenance.
@@ -142,11 +201,7 @@ impl IcaSettings {
         match self.method {
             IcaMethod::Fastica => format!(
                 "FastICA, {} contrast{}, tol {:e}, seed {}",
-                match self.contrast {
-                    Contrast::Tanh => "logcosh",
-                    Contrast::Cube => "cube",
-                    Contrast::Gauss => "exp",
-                },
+                self.contrast_name(),
                 match self.contrast {
                     Contrast::Tanh => format!(" (alpha {})", self.alpha),
                     _ => String::new(),
@@ -155,6 +210,20 @@ impl IcaSettings {
                 self.seed
             ),
             IcaMethod::Infomax => format!("extended Infomax, seed {}", self.seed),
+            IcaMethod::Picard => format!(
+                "Picard{} ({} problem), {} density, tol {:e}, seed {}",
+                match self.picard {
+                    PicardForm::Fastica => "-O",
+                    PicardForm::Infomax => "",
+                },
+                match self.picard {
+                    PicardForm::Fastica => "FastICA's",
+                    PicardForm::Infomax => "extended Infomax's",
+                },
+                self.contrast_name(),
+                self.tol,
+                self.seed
+            ),
         }
     }
 }
@@ -282,10 +351,11 @@ impl IcaData {
         })
     }
 
-    /// The samples fitted on: the good spans' columns (all of them without `BAD…` spans).
-    pub fn fitted(&self) -> Observations {
+    /// The samples fitted on: the good spans' columns (all of them without `BAD…` spans; not
+    /// copied then: an hour of 64 channels is 236 MB).
+    pub fn fitted(&self) -> std::borrow::Cow<'_, Observations> {
         if self.good == [(0, self.data.cols)] {
-            return self.data.clone();
+            return std::borrow::Cow::Borrowed(&self.data);
         }
         let cols: usize = self.good.iter().map(|(a, b)| b - a).sum();
         let mut data = Vec::with_capacity(self.data.rows * cols);
@@ -295,7 +365,7 @@ impl IcaData {
                 data.extend_from_slice(&row[a..b]);
             }
         }
-        Observations::new(self.data.rows, cols, data)
+        std::borrow::Cow::Owned(Observations::new(self.data.rows, cols, data))
     }
 }
 
@@ -366,6 +436,9 @@ pub struct Pca {
     pub components: DMatrix<f64>,
     /// Variances along them, with T - 1.
     pub variances: Vec<f64>,
+    /// The centred channels' scores on the components (n x T): computed for the signs, kept
+    /// for the whitening.
+    scores: Observations,
 }
 
 impl Pca {
@@ -375,31 +448,39 @@ impl Pca {
         let mut pre_whitener = vec![1.0f64; n];
         let mut types = kinds.to_vec();
         types.dedup();
+        // Per-row sums in parallel, added in row order (the same numbers as one pass).
+        let row_sums: Vec<f64> = (0..n).into_par_iter().map(|i| sum(x.row(i))).collect();
         for kind in types {
             let rows: Vec<usize> = (0..n).filter(|&i| kinds[i] == kind).collect();
             let count = (rows.len() * t) as f64;
-            let mean = rows.iter().map(|&i| sum(x.row(i))).sum::<f64>() / count;
-            let var = (rows.iter())
+            let mean = rows.iter().map(|&i| row_sums[i]).sum::<f64>() / count;
+            let squares: Vec<f64> = (rows.par_iter())
                 .map(|&i| {
                     x.row(i)
                         .iter()
                         .map(|&v| (v as f64 - mean).powi(2))
                         .sum::<f64>()
                 })
-                .sum::<f64>()
-                / count;
+                .collect();
+            let var = squares.iter().sum::<f64>() / count;
             if !var.is_finite() {
                 return Err(IcaError::NotFinite);
             }
             let sd = if var > 0.0 { var.sqrt() } else { 1.0 };
             rows.iter().for_each(|&i| pre_whitener[i] = sd);
         }
-        let mut data = Vec::with_capacity(n * t);
-        for (i, &sd) in pre_whitener.iter().enumerate() {
-            data.extend(x.row(i).iter().map(|&v| (v as f64 / sd) as f32));
-        }
+        let mut data = vec![0.0f32; n * t];
+        data.par_chunks_mut(t).enumerate().for_each(|(i, row)| {
+            let sd = pre_whitener[i];
+            for (o, &v) in row.iter_mut().zip(x.row(i)) {
+                *o = (v as f64 / sd) as f32;
+            }
+        });
         let x = Observations::new(n, t, data);
-        let mean: Vec<f64> = (0..n).map(|i| sum(x.row(i)) / t as f64).collect();
+        let mean: Vec<f64> = (0..n)
+            .into_par_iter()
+            .map(|i| sum(x.row(i)) / t as f64)
+            .collect();
         let cov = centred_products(&x, &mean, &column_blocks(t, 1024), 1.0 / (t - 1) as f64);
         let eig = SymmetricEigen::new(DMatrix::from_row_slice(n, n, &cov));
         let mut order: Vec<usize> = (0..n).collect();
@@ -414,13 +495,18 @@ impl Pca {
         // MNE's sign (scikit-learn's old `svd_flip`, decided on the scores): each component's
         // score of largest magnitude is positive. Extended Infomax starts from the identity in
         // these coordinates, and where it ends depends on that start.
-        let scores = rotate_centred(&components, &x, &mean);
-        for k in 0..n {
-            let peak = scores
-                .row(k)
-                .iter()
-                .fold(0.0f32, |m, &v| if v.abs() > m.abs() { v } else { m });
-            if peak < 0.0 {
+        let mut scores = rotate_centred(&components, &x, &mean);
+        let flipped: Vec<bool> = (scores.data.par_chunks_mut(t))
+            .map(|row| {
+                let peak = (row.iter()).fold(0.0f32, |m, &v| if v.abs() > m.abs() { v } else { m });
+                if peak < 0.0 {
+                    row.iter_mut().for_each(|v| *v = -*v);
+                }
+                peak < 0.0
+            })
+            .collect();
+        for (k, &flip) in flipped.iter().enumerate() {
+            if flip {
                 components.row_mut(k).neg_mut();
             }
         }
@@ -431,6 +517,7 @@ impl Pca {
             mean,
             components,
             variances,
+            scores,
         })
     }
 
@@ -470,7 +557,13 @@ impl Pca {
 
     /// The first `r` principal components whitened (unit variance with T - 1), r x T.
     pub fn whitened(&self, r: usize) -> Observations {
-        rotate_centred(&self.whitener(r), &self.x, &self.mean)
+        let t = self.scores.cols;
+        let mut z = self.scores.data[..r * t].to_vec();
+        z.par_chunks_mut(t).enumerate().for_each(|(i, row)| {
+            let scale = 1.0 / self.variances[i].sqrt();
+            row.iter_mut().for_each(|v| *v = (*v as f64 * scale) as f32);
+        });
+        Observations::new(r, t, z)
     }
 
     /// K = D^-1/2 P_r (r x n).
@@ -570,8 +663,9 @@ fn sum(x: &[f32]) -> f64 {
 const GPU_ITERATIONS: usize = 300;
 
 /// Decomposes `data` (its good spans) with `settings` on `backend` (FastICA runs on the GPU
-/// where one is given; Infomax on the CPU). `warm`: a previous decomposition of the same
-/// channels whose unmixing starts FastICA (a refit after a parameter change).
+/// where one is given; Infomax and Picard on the CPU). `warm`: a previous decomposition of
+/// the same channels whose unmixing starts FastICA or Picard (a refit after a parameter
+/// change).
 pub fn decompose(
     data: &IcaData,
     settings: &IcaSettings,
@@ -641,6 +735,7 @@ pub fn decompose(
                 defaults: InfomaxDefaults::Runica,
             },
         )?,
+        IcaMethod::Picard => picard(&z, &settings.picard_params(), start())?,
     };
     let fit = Fit {
         settings: *settings,

@@ -25,7 +25,7 @@ use crate::analysis::ica::iclabel::{SHORT, Thresholds, top_class};
 use crate::analysis::ica::marks::ArtifactScores;
 use crate::analysis::ica::report::{Fitted, auto_excluded};
 use crate::analysis::ica::{
-    ComponentCount, Decomposition, IcaMethod, IcaSettings, decompose, iclabel_filter,
+    ComponentCount, Decomposition, IcaMethod, IcaSettings, PicardForm, decompose, iclabel_filter,
 };
 use crate::dsp::filter::DisplayFilter;
 use crate::dsp::ica::Contrast;
@@ -107,7 +107,7 @@ fn compute(rec: Arc<Recording>, gpu: Option<GpuContext>) -> Compute<Request, Arc
         let started = std::time::Instant::now();
         let warm = last
             .as_ref()
-            .filter(|_| req.settings.method == IcaMethod::Fastica);
+            .filter(|_| req.settings.method != IcaMethod::Infomax);
         let decomposition = decompose(&d, &req.settings, (req.backend, gpu.as_ref()), warm)
             .map_err(|e| e.to_string())?;
         let seconds = started.elapsed().as_secs_f64();
@@ -243,10 +243,10 @@ impl IcaView {
 
     pub fn set_method(&mut self, method: IcaMethod) {
         self.settings.method = method;
-        self.settings.max_iter = match method {
-            IcaMethod::Fastica => 1000,
-            IcaMethod::Infomax => 512,
-        };
+        (self.settings.max_iter, self.settings.tol) = method.default_limits();
+        if method == IcaMethod::Picard {
+            self.settings.alpha = 1.0;
+        }
     }
 
     pub fn set_components(&mut self, components: ComponentCount) {
@@ -282,20 +282,34 @@ impl IcaView {
             ui.label("algorithm");
             ui.radio_value(&mut method, IcaMethod::Fastica, "FastICA");
             ui.radio_value(&mut method, IcaMethod::Infomax, "ext. Infomax");
+            ui.radio_value(&mut method, IcaMethod::Picard, "Picard");
         });
         if method != self.settings.method {
             self.set_method(method);
         }
         let s = &mut self.settings;
-        ui.add_enabled_ui(s.method == IcaMethod::Fastica, |ui| {
+        if s.method == IcaMethod::Picard {
             ui.horizontal(|ui| {
-                ui.label("contrast");
+                ui.label("solves").on_hover_text(
+                    "Picard-O finds FastICA's components; standard Picard extended Infomax's",
+                );
+                ui.radio_value(&mut s.picard, PicardForm::Fastica, "FastICA's");
+                ui.radio_value(&mut s.picard, PicardForm::Infomax, "ext. Infomax's");
+            });
+        }
+        ui.add_enabled_ui(s.method != IcaMethod::Infomax, |ui| {
+            ui.horizontal(|ui| {
+                ui.label(match s.method {
+                    IcaMethod::Picard => "density",
+                    _ => "contrast",
+                });
                 ui.radio_value(&mut s.contrast, Contrast::Tanh, "logcosh");
                 ui.radio_value(&mut s.contrast, Contrast::Gauss, "exp");
                 ui.radio_value(&mut s.contrast, Contrast::Cube, "cube");
             });
+            // Picard's densities have fixed parameters (MNE cannot pass another alpha).
             ui.add_enabled(
-                s.contrast == Contrast::Tanh,
+                s.contrast == Contrast::Tanh && s.method == IcaMethod::Fastica,
                 egui::Slider::new(&mut s.alpha, 1.0..=2.0).text("alpha"),
             );
         });
@@ -340,8 +354,8 @@ impl IcaView {
         }
         ui.separator();
         super::backend_picker(ui, &mut self.backend, self.gpu.as_ref());
-        if self.settings.method == IcaMethod::Infomax && self.backend == Backend::Gpu {
-            ui.small("Infomax runs on the CPU (no GPU kernel yet)");
+        if self.settings.method != IcaMethod::Fastica && self.backend == Backend::Gpu {
+            ui.small("Infomax and Picard run on the CPU (no GPU kernel yet)");
         }
         self.worker.spinner(ui, "");
         if let Some(v) = &self.shown {

@@ -14,6 +14,8 @@
 //!   converged when every unmixing vector's cosine with its previous value is within `tol` of
 //!   +-1 (the thesis's epsilon).
 //! - `infomax`: (extended) Infomax, runica's natural-gradient rule with MNE's defaults.
+//! - `picard`: Picard (Ablin et al. 2018), L-BFGS with Hessian approximations, in its
+//!   orthogonal (FastICA's fixed points) and standard (extended Infomax's) forms.
 //! - `jade`: JADE (Cardoso 1999): the fourth-order cumulant matrices of the whitened data,
 //!   jointly diagonalized by Jacobi (Givens) rotations.
 //! - `reference`: FastICA written out in plain f64 loops, for tests.
@@ -21,6 +23,7 @@
 pub mod fastica;
 pub mod infomax;
 pub mod jade;
+pub mod picard;
 pub mod reference;
 
 use nalgebra::{DMatrix, DVector, SymmetricEigen};

@@ -1,0 +1,522 @@
+//! Picard (Ablin, Cardoso & Gramfort 2018, "Faster independent component analysis by
+//! preconditioning with Hessian approximations"), as `picard.picard` 0.8 runs it on whitened
+//! data (`_core_picard.py`): the maximum-likelihood ICA problem solved by L-BFGS whose initial
+//! Hessian is a cheap approximation of the true one, with a backtracking line search.
+//!
+//! - `ortho = false`: standard Picard. With `extended` it has extended Infomax's fixed points
+//!   (MNE: "dict(ortho=False, extended=True) for extended Infomax"); without, plain Infomax's.
+//! - `ortho = true`: Picard-O, W kept orthogonal (steps are matrix exponentials of
+//!   antisymmetric directions). With `extended` it has FastICA's fixed points. MNE's
+//!   `ICA(method='picard')` runs this (ortho and extended are picard's defaults).
+//!
+//! Every pass over the data (the loss, or the gradient and Hessian approximation) is
+//! computed from the whitened samples and the current unmixing in f64, in column blocks in
+//! parallel: the line search compares losses that differ by less than f32 resolves near the
+//! optimum, and the stopping rule is a gradient below 1e-7.
+
+use nalgebra::DMatrix;
+use rayon::prelude::*;
+
+use super::{Contrast, IcaError, Observations};
+
+/// Picard's parameters (picard's defaults, MNE's 500 iterations).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PicardParams {
+    /// The density: logcosh (picard's "tanh", alpha 1), exp (alpha 0.1) or cube.
+    pub density: Contrast,
+    pub ortho: bool,
+    pub extended: bool,
+    /// Stop when the largest entry of the relative gradient is below this.
+    pub tol: f64,
+    pub max_iter: usize,
+    /// L-BFGS's memory.
+    pub m: usize,
+    /// Backtracking line search's tries.
+    pub ls_tries: usize,
+    /// Eigenvalues of the Hessian approximation are raised to at least this.
+    pub lambda_min: f64,
+}
+
+impl Default for PicardParams {
+    /// MNE's `ICA(method='picard')`: Picard-O, extended, tanh, tolerance 1e-7, 500 iterations.
+    fn default() -> Self {
+        PicardParams {
+            density: Contrast::Tanh,
+            ortho: true,
+            extended: true,
+            tol: 1e-7,
+            max_iter: 500,
+            m: 7,
+            ls_tries: 10,
+            lambda_min: 0.01,
+        }
+    }
+}
+
+impl PicardParams {
+    /// The extended Infomax problem (standard Picard, extended).
+    pub fn extended_infomax() -> Self {
+        PicardParams {
+            ortho: false,
+            ..PicardParams::default()
+        }
+    }
+}
+
+/// Samples per block of a pass.
+const BLOCK: usize = 2048;
+
+/// Minimises Picard's loss over the whitened data `z` (r x T) from the unmixing `start`
+/// (r x r). Returns the unmixing of `z`, the iterations (counted as MNE's `n_iter_`) and
+/// whether the gradient fell below the tolerance.
+pub fn picard(
+    z: &Observations,
+    p: &PicardParams,
+    start: DMatrix<f64>,
+) -> Result<(DMatrix<f64>, usize, bool), IcaError> {
+    if p.tol.is_nan() || p.tol <= 0.0 || p.max_iter == 0 || p.m == 0 || p.ls_tries == 0 {
+        return Err(IcaError::Params(format!(
+            "Picard needs a positive tolerance, iterations, memory and line-search tries; \
+             got {p:?}"
+        )));
+    }
+    let n = z.rows;
+    assert_eq!(start.shape(), (n, n), "Picard's start is r x r");
+    let t = z.cols as f64;
+    let cov = covariance(z);
+    let mut w = start;
+    let mut signs = vec![1.0; n];
+    // Each pass at a W gives the loss for any signs and the next iteration's gradient: the
+    // line search's accepted pass is the next iteration's.
+    let mut pass = Pass::at(z, &w, p);
+    let mut current_loss = Some(pass.loss(&w, p, &signs));
+    let mut memory: Vec<(DMatrix<f64>, DMatrix<f64>, f64)> = Vec::new();
+    let mut old_signs: Option<Vec<f64>> = None;
+    let mut g_old: Option<DMatrix<f64>> = None;
+    let mut step: Option<DMatrix<f64>> = None;
+    let mut converged = false;
+    let mut iteration = 0;
+    for it in 0..p.max_iter {
+        iteration = it;
+        let c = &w * &cov * w.transpose();
+        let mut g = &pass.psi_y / t;
+        let mut psid = pass.psid.iter().map(|v| v / t).collect::<Vec<_>>();
+        let mut h_sq = &pass.psid_y2 / t;
+        let mut sign_change = false;
+        if p.extended {
+            for i in 0..n {
+                let k = psid[i] * c[(i, i)] - g[(i, i)];
+                signs[i] = match k {
+                    k if k > 0.0 => 1.0,
+                    k if k < 0.0 => -1.0,
+                    _ => 0.0,
+                };
+            }
+            sign_change = old_signs.as_ref().is_some_and(|o| *o != signs);
+            old_signs = Some(signs.clone());
+            for i in 0..n {
+                g.row_mut(i).scale_mut(signs[i]);
+                psid[i] *= signs[i];
+                h_sq.row_mut(i).scale_mut(signs[i]);
+            }
+            if !p.ortho {
+                // Extended Infomax's gradient: psi(y) + y for sub- and super-Gaussian alike.
+                g += &c;
+                for i in 0..n {
+                    psid[i] += 1.0;
+                    for j in 0..n {
+                        h_sq[(i, j)] += pass.y2[j] / t;
+                    }
+                }
+            }
+        }
+        let h_off: Vec<f64> = match p.ortho {
+            true => (0..n).map(|i| g[(i, i)]).collect(),
+            false => vec![1.0; n],
+        };
+        let h = match p.ortho {
+            true => DMatrix::from_fn(n, n, |i, j| {
+                (0.5 * (psid[i] + psid[j] - h_off[i] - h_off[j])).max(p.lambda_min)
+            }),
+            false => regularize_hessian(h_sq, &h_off, p.lambda_min),
+        };
+        match p.ortho {
+            true => g = (&g - g.transpose()) / 2.0,
+            false => g -= DMatrix::identity(n, n),
+        }
+        if g.amax() < p.tol {
+            converged = true;
+            break;
+        }
+        if let (Some(s), Some(g_old)) = (step.take(), g_old.as_ref()) {
+            let y = &g - g_old;
+            let r = 1.0 / s.dot(&y);
+            memory.push((s, y, r));
+            if memory.len() > p.m {
+                memory.remove(0);
+            }
+        }
+        if p.extended && sign_change {
+            current_loss = None;
+            memory.clear();
+        }
+        // The loss at W under this iteration's signs (picard recomputes it after a change).
+        let current = current_loss.unwrap_or_else(|| pass.loss(&w, p, &signs));
+        let direction = lbfgs_direction(&g, &h, &h_off, &memory, p.ortho);
+        let found = match line_search(z, &w, p, &direction, &signs, current, p.ls_tries) {
+            Ok(found) => found,
+            Err(_) => {
+                memory.clear();
+                let found = line_search(z, &w, p, &(-&g), &signs, current, 10);
+                found.unwrap_or_else(|tried| tried)
+            }
+        };
+        w = found.w;
+        current_loss = Some(found.loss);
+        pass = found.pass;
+        step = Some(found.step);
+        g_old = Some(g);
+        if !w.iter().all(|v| v.is_finite()) {
+            return Err(IcaError::Params(
+                "Picard diverged (the unmixing is no longer finite)".into(),
+            ));
+        }
+    }
+    Ok((w, iteration + 1, converged))
+}
+
+/// Z Z^T / T.
+fn covariance(z: &Observations) -> DMatrix<f64> {
+    let n = z.rows;
+    let blocks = super::column_blocks(z.cols, BLOCK);
+    let sum = blocks
+        .par_iter()
+        .map(|&(c0, len)| {
+            let zb = block_f64(z, c0, len);
+            let mut out = vec![0.0; n * n];
+            gemm_abt(&zb, &zb, n, n, len, &mut out);
+            out
+        })
+        .reduce(|| vec![0.0; n * n], add);
+    DMatrix::from_row_slice(n, n, &sum) / z.cols as f64
+}
+
+/// What one pass over the samples at W accumulates (sums, not means) for Y = W Z: psi(y) y^T,
+/// psi'(y), psi'(y) (y^2)^T (standard Picard's Hessian approximation), y^2, and each source's
+/// negative log-likelihood.
+struct Pass {
+    psi_y: DMatrix<f64>,
+    psid: Vec<f64>,
+    psid_y2: DMatrix<f64>,
+    y2: Vec<f64>,
+    log_lik: Vec<f64>,
+    samples: f64,
+}
+
+impl Pass {
+    fn at(z: &Observations, w: &DMatrix<f64>, p: &PicardParams) -> Pass {
+        let n = z.rows;
+        let wr: Vec<f64> = w.transpose().as_slice().to_vec();
+        let hessian = !p.ortho;
+        let size = 2 * n * n + 3 * n;
+        let blocks = super::column_blocks(z.cols, BLOCK);
+        let sums = blocks
+            .par_iter()
+            .map(|&(c0, len)| {
+                let zb = block_f64(z, c0, len);
+                let mut y = vec![0.0; n * len];
+                gemm_ab(&wr, &zb, n, n, len, &mut y);
+                let mut psi = vec![0.0; n * len];
+                let mut psid = vec![0.0; n * len];
+                let mut out = vec![0.0; size];
+                let (psi_y, rest) = out.split_at_mut(n * n);
+                let (psid_y2, rows) = rest.split_at_mut(n * n);
+                for i in 0..n {
+                    let span = i * len..(i + 1) * len;
+                    let (mut d_sum, mut sq, mut ll) = (0.0, 0.0, 0.0);
+                    for ((&v, s), d) in (y[span.clone()].iter())
+                        .zip(&mut psi[span.clone()])
+                        .zip(&mut psid[span])
+                    {
+                        let (l, score, der) = density(p.density, v);
+                        (*s, *d) = (score, der);
+                        d_sum += der;
+                        sq += v * v;
+                        ll += l;
+                    }
+                    (rows[i], rows[n + i], rows[2 * n + i]) = (d_sum, sq, ll);
+                }
+                gemm_abt(&psi, &y, n, n, len, psi_y);
+                if hessian {
+                    y.iter_mut().for_each(|v| *v *= *v);
+                    gemm_abt(&psid, &y, n, n, len, psid_y2);
+                }
+                out
+            })
+            .reduce(|| vec![0.0; size], add);
+        let row = |k: usize| sums[2 * n * n + k * n..2 * n * n + (k + 1) * n].to_vec();
+        Pass {
+            psi_y: DMatrix::from_row_slice(n, n, &sums[..n * n]),
+            psid_y2: DMatrix::from_row_slice(n, n, &sums[n * n..2 * n * n]),
+            psid: row(0),
+            y2: row(1),
+            log_lik: row(2),
+            samples: z.cols as f64,
+        }
+    }
+
+    /// Picard's loss at this pass's W under `signs`: -log|det W| (standard Picard) plus the
+    /// mean negative log-likelihood of each source, signed, plus y^2 / 2 for extended
+    /// standard Picard.
+    fn loss(&self, w: &DMatrix<f64>, p: &PicardParams, signs: &[f64]) -> f64 {
+        let t = self.samples;
+        let quadratic = p.extended && !p.ortho;
+        let mut total = match p.ortho {
+            true => 0.0,
+            false => -log_abs_det(w),
+        };
+        for ((s, ll), y2) in signs.iter().zip(&self.log_lik).zip(&self.y2) {
+            total += s * ll / t;
+            if quadratic {
+                total += 0.5 * y2 / t;
+            }
+        }
+        total
+    }
+}
+
+fn log_abs_det(w: &DMatrix<f64>) -> f64 {
+    let lu = w.clone().lu();
+    (0..w.nrows()).map(|i| lu.u()[(i, i)].abs().ln()).sum()
+}
+
+/// Picard's densities at y: the negative log-likelihood (up to constants), the score
+/// psi(y) and its derivative. logcosh shares one exponential among the three.
+fn density(density: Contrast, y: f64) -> (f64, f64, f64) {
+    match density {
+        Contrast::Tanh => {
+            let a = y.abs();
+            let e = (-2.0 * a).exp();
+            let s = ((1.0 - e) / (1.0 + e)).copysign(y);
+            (a + e.ln_1p(), s, 1.0 - s * s)
+        }
+        Contrast::Gauss => {
+            let y2 = y * y;
+            let k = (-EXP_ALPHA / 2.0 * y2).exp();
+            (-k / EXP_ALPHA, y * k, (1.0 - EXP_ALPHA * y2) * k)
+        }
+        Contrast::Cube => (y.powi(4) / 4.0, y * y * y, 3.0 * y * y),
+    }
+}
+
+/// Picard's `Exp` density's alpha.
+const EXP_ALPHA: f64 = 0.1;
+
+/// A step tried by the line search: the new unmixing, its loss, the step and its pass.
+struct Step {
+    w: DMatrix<f64>,
+    loss: f64,
+    step: DMatrix<f64>,
+    pass: Pass,
+}
+
+/// Tries steps 1, 1/2, ... along `direction` until the loss falls below `current`; the step
+/// taken, or (as `Err`) the last one tried.
+#[allow(clippy::result_large_err)] // both arms are the step; Err says the loss did not fall
+fn line_search(
+    z: &Observations,
+    w: &DMatrix<f64>,
+    p: &PicardParams,
+    direction: &DMatrix<f64>,
+    signs: &[f64],
+    current: f64,
+    tries: usize,
+) -> Result<Step, Step> {
+    let n = w.nrows();
+    let mut alpha = 1.0;
+    let mut last = None;
+    for _ in 0..tries {
+        let transform = match p.ortho {
+            true => (direction * alpha).exp(),
+            false => DMatrix::identity(n, n) + direction * alpha,
+        };
+        let new_w = &transform * w;
+        let pass = Pass::at(z, &new_w, p);
+        let step = Step {
+            loss: pass.loss(&new_w, p, signs),
+            w: new_w,
+            step: direction * alpha,
+            pass,
+        };
+        if step.loss < current {
+            return Ok(step);
+        }
+        last = Some(step);
+        alpha /= 2.0;
+    }
+    Err(last.expect("at least one try"))
+}
+
+fn lbfgs_direction(
+    g: &DMatrix<f64>,
+    h: &DMatrix<f64>,
+    h_off: &[f64],
+    memory: &[(DMatrix<f64>, DMatrix<f64>, f64)],
+    ortho: bool,
+) -> DMatrix<f64> {
+    let mut q = g.clone();
+    let mut alphas = Vec::with_capacity(memory.len());
+    for (s, y, r) in memory.iter().rev() {
+        let a = r * s.dot(&q);
+        alphas.push(a);
+        q -= y * a;
+    }
+    let mut z = match ortho {
+        true => {
+            let z = q.component_div(h);
+            (&z - z.transpose()) / 2.0
+        }
+        false => solve_hessian(h, h_off, &q),
+    };
+    for ((s, y, r), a) in memory.iter().zip(alphas.iter().rev()) {
+        let beta = r * y.dot(&z);
+        z += s * (a - beta);
+    }
+    -z
+}
+
+/// Raises the 2 x 2 blocks' smaller eigenvalue to `lambda_min` (off the diagonal).
+fn regularize_hessian(mut h: DMatrix<f64>, h_off: &[f64], lambda_min: f64) -> DMatrix<f64> {
+    let n = h.nrows();
+    let ht = h.transpose();
+    for i in 0..n {
+        for j in 0..n {
+            if i == j {
+                continue;
+            }
+            let discr = ((h[(i, j)] - ht[(i, j)]).powi(2) + 4.0 * h_off[i] * h_off[j]).sqrt();
+            let eigenvalue = 0.5 * (h[(i, j)] + ht[(i, j)] - discr);
+            if eigenvalue < lambda_min {
+                h[(i, j)] += lambda_min - eigenvalue;
+            }
+        }
+    }
+    h
+}
+
+/// The Hessian approximation's 2 x 2 blocks solved for G.
+fn solve_hessian(h: &DMatrix<f64>, h_off: &[f64], g: &DMatrix<f64>) -> DMatrix<f64> {
+    let n = h.nrows();
+    DMatrix::from_fn(n, n, |i, j| {
+        let det = h[(i, j)] * h[(j, i)] - h_off[i] * h_off[j];
+        (h[(j, i)] * g[(i, j)] - h_off[i] * g[(j, i)]) / det
+    })
+}
+
+/// The samples c0..c0 + len of every row, as f64 (rows x len, row-major).
+fn block_f64(z: &Observations, c0: usize, len: usize) -> Vec<f64> {
+    let mut out = Vec::with_capacity(z.rows * len);
+    for i in 0..z.rows {
+        out.extend(z.row(i)[c0..c0 + len].iter().map(|&v| v as f64));
+    }
+    out
+}
+
+fn add(mut a: Vec<f64>, b: Vec<f64>) -> Vec<f64> {
+    a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+    a
+}
+
+/// C (m x n) = A (m x k) B (k x n), all row-major.
+fn gemm_ab(a: &[f64], b: &[f64], m: usize, k: usize, n: usize, c: &mut [f64]) {
+    assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
+    // SAFETY: the slices hold the shapes asserted above; strides are row-major.
+    unsafe {
+        matrixmultiply::dgemm(
+            m,
+            k,
+            n,
+            1.0,
+            a.as_ptr(),
+            k as isize,
+            1,
+            b.as_ptr(),
+            n as isize,
+            1,
+            0.0,
+            c.as_mut_ptr(),
+            n as isize,
+            1,
+        );
+    }
+}
+
+/// C (m x n) = A (m x k) B^T, B being n x k, all row-major.
+fn gemm_abt(a: &[f64], b: &[f64], m: usize, n: usize, k: usize, c: &mut [f64]) {
+    assert!(a.len() >= m * k && b.len() >= n * k && c.len() >= m * n);
+    // SAFETY: the slices hold the shapes asserted above; B is read transposed by its strides.
+    unsafe {
+        matrixmultiply::dgemm(
+            m,
+            k,
+            n,
+            1.0,
+            a.as_ptr(),
+            k as isize,
+            1,
+            b.as_ptr(),
+            1,
+            k as isize,
+            0.0,
+            c.as_mut_ptr(),
+            n as isize,
+            1,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dsp::ica::{Whitening, amari_index, random_rotation};
+    use crate::recording::demo::SplitMix;
+
+    /// Laplacian and uniform sources mixed: both forms separate them.
+    #[test]
+    fn separates_sub_and_super_gaussian_sources() {
+        let (n, t) = (4, 20_000);
+        let mut rng = SplitMix(7);
+        let mut s = vec![0.0f32; n * t];
+        for i in 0..n {
+            for k in 0..t {
+                let u = rng.uniform() - 0.5;
+                s[i * t + k] = match i % 2 {
+                    0 => (-(1.0 - 2.0 * u.abs()).ln() * u.signum()) as f32,
+                    _ => (u * 3.4) as f32,
+                };
+            }
+        }
+        let a = DMatrix::from_fn(n, n, |_, _| rng.gauss());
+        let sm = DMatrix::from_row_slice(n, t, &s.iter().map(|&v| v as f64).collect::<Vec<_>>());
+        let x = &a * sm;
+        let x = Observations::new(n, t, x.transpose().iter().map(|&v| v as f32).collect());
+        let wh = Whitening::of(&x, None).unwrap();
+        for p in [PicardParams::default(), PicardParams::extended_infomax()] {
+            let (w, iterations, converged) = picard(&wh.z, &p, random_rotation(n, 3)).unwrap();
+            assert!(converged, "{p:?}: {iterations} iterations");
+            let unmixing = &w * &wh.k;
+            let amari = amari_index(&(unmixing * &a));
+            assert!(amari < 0.02, "{p:?}: Amari index {amari}");
+        }
+    }
+
+    #[test]
+    fn the_hessian_solve_inverts_its_blocks() {
+        let h = DMatrix::from_row_slice(2, 2, &[2.0, 3.0, 5.0, 7.0]);
+        let g = DMatrix::from_row_slice(2, 2, &[1.0, 0.5, -0.25, 2.0]);
+        let x = solve_hessian(&h, &[1.0, 1.0], &g);
+        // The (0, 1) block: [h01 1; 1 h10] [x01; x10] = [g01; g10].
+        assert!((h[(0, 1)] * x[(0, 1)] + x[(1, 0)] - g[(0, 1)]).abs() < 1e-12);
+        assert!((x[(0, 1)] + h[(1, 0)] * x[(1, 0)] - g[(1, 0)]).abs() < 1e-12);
+    }
+}
