@@ -1,12 +1,13 @@
 //! The ICA tab on the EEGLAB sample: every component's map in the grid, the eye component
 //! marked by EOG1, rejection by key with undo, a contrast change that refits while the grid
-//! keeps each matched component's place and mark, and the cleaned page. The frames are written
+//! keeps each matched component's place and mark, the cleaned page, and Picard refitting. The frames are written
 //! to the test's temporary folder (CARGO_TARGET_TMPDIR) to be looked at.
 
 mod common;
 
 use common::shared_data;
 use common::ui::{harness, settle};
+use ede::analysis::ica::IcaMethod;
 use ede::analysis::ica::marks::match_maps;
 use ede::app::ica_view::IcaView;
 use ede::app::{EdeApp, Settings};
@@ -114,4 +115,16 @@ fn the_ica_tab_shows_judges_refits_and_cleans() {
         .show_mode("sources");
     h.run_steps(3);
     save(&mut h, "ica_sources.png");
+
+    // Picard-O refits from the shown fit; the eye keeps its place and its mark.
+    let v = h.state_mut().view_mut::<IcaView>().unwrap();
+    v.set_method(IcaMethod::Picard);
+    v.show_mode("components");
+    h.step();
+    settle_view(&mut h);
+    let picard = view(&h).decomposition().unwrap().clone();
+    assert_eq!(picard.settings.method, IcaMethod::Picard);
+    assert!(picard.converged, "{} iterations", picard.iterations);
+    assert!(view(&h).rejected().contains(&eye), "the eye stays rejected");
+    save(&mut h, "ica_picard.png");
 }
