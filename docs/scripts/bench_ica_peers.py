@@ -99,6 +99,8 @@ def main():
         print(row)
     labelling = None
     try:
+        if fitted is None:  # no FastICA fit to label (--methods without fastica)
+            raise ImportError
         from mne_icalabel import label_components
 
         times = []
