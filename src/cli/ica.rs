@@ -54,8 +54,8 @@ pub struct IcaArgs {
     #[arg(long, default_value = "none", value_parser = parse_filter)]
     pub filter: FitFilter,
     /// Components excluded: `auto` (those the EOG and ECG channels' correlations mark, as
-    /// MNE's find_bads_eog/find_bads_ecg, and those ICLabel's classes mark), a list (0,3), or
-    /// `none`.
+    /// MNE's find_bads_eog/find_bads_ecg, those MNE's find_bads_muscle marks, and those
+    /// ICLabel's classes mark), a list (0,3), or `none`.
     #[arg(long, default_value = "auto")]
     pub exclude: String,
     /// The ICLabel classes that mark a component for `--exclude auto`, with the probability

@@ -78,6 +78,13 @@ pub fn hann(n: usize) -> Vec<f64> {
         .collect()
 }
 
+/// The periodic Hamming window (SciPy's `get_window('hamming', n)`, MNE's Welch window).
+pub fn hamming(n: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| 0.54 - 0.46 * (2.0 * std::f64::consts::PI * i as f64 / n as f64).cos())
+        .collect()
+}
+
 /// Density scale and the one-sided doubling of bin `k` of `n`.
 fn one_sided(k: usize, n: usize) -> f64 {
     if k == 0 || (n.is_multiple_of(2) && k == n / 2) {
@@ -127,7 +134,12 @@ pub struct Welch {
 
 impl Welch {
     pub fn new(fs: f64, params: WelchParams) -> Self {
-        let window = hann(params.segment);
+        Welch::with_window(fs, params, hann(params.segment))
+    }
+
+    /// With another window of `params.segment` samples (MNE's Welch: Hamming).
+    pub fn with_window(fs: f64, params: WelchParams, window: Vec<f64>) -> Self {
+        assert_eq!(window.len(), params.segment, "a window per segment sample");
         let scale = 1.0 / (fs * window.iter().map(|v| v * v).sum::<f64>());
         let fft = RealFftPlanner::new().plan_fft_forward(params.segment);
         Welch {

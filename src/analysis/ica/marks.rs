@@ -16,13 +16,17 @@ use crate::recording::{ChannelType, Recording};
 /// z-scores beyond this mark a component (MNE's default for both).
 pub const THRESHOLD: f64 = 3.0;
 
-/// One artifact channel's correlations with every component, and the components it marks.
+/// One criterion's score of every component, and the components it marks: an EOG or ECG
+/// channel's correlations (`kind` "eog", "ecg"), or MNE's muscle score (`kind` "muscle",
+/// `super::muscle`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ArtifactScores {
+    /// The channel's label, or "muscle".
     pub channel: String,
     pub kind: &'static str,
-    /// Pearson correlation of each component's source with the channel, both band-passed.
-    pub correlations: Vec<f64>,
+    /// Per component: the Pearson correlation of its source with the channel, both
+    /// band-passed, or its muscle score.
+    pub scores: Vec<f64>,
     pub marked: Vec<usize>,
 }
 
@@ -82,12 +86,12 @@ pub fn artifact_scores(
                 _ => (0, "eog"),
             };
             let target = filtered(x, if b == 0 { &eye } else { &heart });
-            let correlations: Vec<f64> = bands[b].iter().map(|s| pearson(s, &target)).collect();
+            let scores: Vec<f64> = bands[b].iter().map(|s| pearson(s, &target)).collect();
             ArtifactScores {
                 channel: label.clone(),
                 kind,
-                marked: outliers(&correlations, THRESHOLD),
-                correlations,
+                marked: outliers(&scores, THRESHOLD),
+                scores,
             }
         })
         .collect()
@@ -231,7 +235,7 @@ impl ArtifactScores {
     /// The scores of the components in `order` (as `Decomposition::reordered`).
     pub fn reordered(&self, order: &[usize]) -> ArtifactScores {
         ArtifactScores {
-            correlations: order.iter().map(|&c| self.correlations[c]).collect(),
+            scores: order.iter().map(|&c| self.scores[c]).collect(),
             marked: (0..order.len())
                 .filter(|&k| self.marked.contains(&order[k]))
                 .collect(),

@@ -18,6 +18,7 @@ pub mod eeglab_set;
 pub mod iclabel;
 pub mod marks;
 pub mod mne_fif;
+pub mod muscle;
 pub mod report;
 
 use nalgebra::{DMatrix, SymmetricEigen};

@@ -7,12 +7,13 @@ use serde_json::json;
 
 use super::iclabel::{self, CLASSES, SHORT, Thresholds};
 use super::marks::{ArtifactScores, artifact_channels, artifact_scores};
+use super::muscle::{THRESHOLD as MUSCLE_THRESHOLD, muscle_scores};
 use super::{Decomposition, IcaData, IcaJobError, IcaSettings, decompose};
 use crate::analysis::Backend;
 use crate::dsp::filter::DisplayFilter;
 use crate::dsp::montage::Reference;
 use crate::gpu::GpuContext;
-use crate::recording::Recording;
+use crate::recording::{ChannelType, Recording};
 
 /// One fit of a recording.
 pub struct Fitted {
@@ -63,22 +64,42 @@ impl Fitted {
         })
     }
 
-    /// The EOG/ECG scores of `d`'s components over the whole of `data`.
+    /// The EOG/ECG scores of `d`'s components over the whole of `data`, then the muscle
+    /// score over its good spans (positions: the file's, else the 10-05 template's, for EEG).
     pub fn score(
         rec: &Recording,
         data: &IcaData,
         d: &Decomposition,
     ) -> Result<Vec<ArtifactScores>, IcaJobError> {
         let channels = artifact_channels(rec, data)?;
-        if channels.is_empty() {
-            return Ok(Vec::new());
-        }
         let all: Vec<usize> = (0..d.components()).collect();
-        Ok(artifact_scores(
-            &d.sources(&all, &data.data),
-            &channels,
-            data.fs,
-        ))
+        let whole = d.sources(&all, &data.data);
+        let mut out = match channels.is_empty() {
+            true => Vec::new(),
+            false => artifact_scores(&whole, &channels, data.fs),
+        };
+        let good = match data.fitted() {
+            std::borrow::Cow::Borrowed(_) => whole,
+            std::borrow::Cow::Owned(x) => d.sources(&all, &x),
+        };
+        let eeg = data.kinds.iter().all(|k| *k == ChannelType::Eeg);
+        let positions = eeg.then(|| iclabel::positions(data).ok()).flatten();
+        let muscle = muscle_scores(
+            &d.mixing,
+            &good,
+            d.fs,
+            positions.as_deref(),
+            MUSCLE_THRESHOLD,
+        );
+        if let Some(m) = muscle {
+            out.push(ArtifactScores {
+                channel: "muscle".into(),
+                kind: "muscle",
+                scores: m.scores,
+                marked: m.marked,
+            });
+        }
+        Ok(out)
     }
 
     /// The components the EOG and ECG scores or ICLabel's classes mark, ascending.
@@ -102,7 +123,8 @@ pub fn auto_excluded(
 }
 
 /// MNE's `ICA.labels_`: per kind the components marked by any channel ("eog": [0]), and per
-/// channel ("eog/0/EOG1": [0]), as `find_bads_eog` leaves them; then each component under its
+/// channel ("eog/0/EOG1": [0]), as `find_bads_eog` leaves them, and "muscle" as
+/// `find_bads_muscle` does; then each component under its
 /// most probable ICLabel class as mne-icalabel's `label_components` adds them ("brain",
 /// "muscle", "eog", "ecg", "line_noise", "ch_noise", "other").
 pub fn mne_labels(
@@ -110,7 +132,7 @@ pub fn mne_labels(
     iclabel: Option<&[[f64; 7]]>,
 ) -> serde_json::Map<String, serde_json::Value> {
     let mut out = serde_json::Map::new();
-    for kind in ["eog", "ecg"] {
+    for kind in ["eog", "ecg", "muscle"] {
         let of: Vec<&ArtifactScores> = scores.iter().filter(|s| s.kind == kind).collect();
         if of.is_empty() {
             continue;
@@ -119,7 +141,8 @@ pub fn mne_labels(
         union.sort_unstable();
         union.dedup();
         out.insert(kind.into(), json!(union));
-        for (k, s) in of.iter().enumerate() {
+        // find_bads_muscle leaves only the union; find_bads_eog/ecg one list per channel too.
+        for (k, s) in of.iter().enumerate().filter(|_| kind != "muscle") {
             out.insert(format!("{kind}/{k}/{}", s.channel), json!(s.marked));
         }
     }

@@ -380,8 +380,11 @@ impl IcaView {
         marks_editor(ui, &mut self.marks);
         if let Some(v) = &self.shown {
             let marked = auto_excluded(&v.scores, v.labels(), &self.marks);
-            let channels: Vec<&str> = v.scores.iter().map(|s| s.channel.as_str()).collect();
-            if v.scores.is_empty() {
+            let channels: Vec<&str> = (v.scores.iter())
+                .filter(|s| s.kind != "muscle")
+                .map(|s| s.channel.as_str())
+                .collect();
+            if channels.is_empty() {
                 ui.small("no EOG or ECG channel to correlate with");
             }
             if ui
@@ -390,9 +393,10 @@ impl IcaView {
                     egui::Button::new(format!("Reject the marked ({})", marked.len())),
                 )
                 .on_hover_text(format!(
-                    "components ICLabel classes as above, and those whose correlation with an \
+                    "components ICLabel classes as above, those whose correlation with an \
                      EOG (1-10 Hz) or ECG (8-16 Hz) channel stands out (|z| > 3), as MNE's \
-                     find_bads_eog/ecg{}",
+                     find_bads_eog/ecg{}, and those MNE's find_bads_muscle would mark (7-45 Hz \
+                     slope, peripheral focus, rough map)",
                     if channels.is_empty() {
                         String::new()
                     } else {
@@ -471,7 +475,7 @@ impl IcaView {
             .map(|k| {
                 let marks: Vec<String> = (v.scores.iter())
                     .filter(|s| s.marked.contains(&k))
-                    .map(|s| format!("{} {:.2}", s.channel, s.correlations[k]))
+                    .map(|s| format!("{} {:.2}", s.channel, s.scores[k]))
                     .collect();
                 // Two lines: the component, then its class and marks.
                 let mut text = format!("IC{k} {:.1} %\n", 100.0 * d.explained_variance[k]);

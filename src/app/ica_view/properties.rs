@@ -166,18 +166,21 @@ pub fn panel(
         );
         ui.vertical(|ui| {
             ui.label("correlation with");
-            if v.scores.is_empty() {
+            if !v.scores.iter().any(|s| s.kind != "muscle") {
                 ui.small("no EOG or ECG channel");
             }
             for s in &v.scores {
-                let r = s.correlations[k];
                 let marked = s.marked.contains(&k);
-                let text = format!(
-                    "{} ({}) r = {r:+.2}{}",
-                    s.channel,
-                    s.kind.to_uppercase(),
-                    if marked { "  marked" } else { "" }
-                );
+                let value = match s.kind {
+                    "muscle" => format!("muscle score {:.2}", s.scores[k]),
+                    kind => format!(
+                        "{} ({}) r = {:+.2}",
+                        s.channel,
+                        kind.to_uppercase(),
+                        s.scores[k]
+                    ),
+                };
+                let text = format!("{value}{}", if marked { "  marked" } else { "" });
                 match marked {
                     true => ui.colored_label(Color32::from_rgb(220, 50, 47), text),
                     false => ui.label(text),

@@ -36,16 +36,23 @@ pub fn inputs(data: &IcaData, d: &Decomposition) -> Result<Features, String> {
             data.kinds[i].name()
         ));
     }
-    let positions = (data.positions.iter().zip(&data.labels))
-        .map(|(p, l)| {
-            p.filter(|p| p.iter().all(|v| v.is_finite()))
-                .or_else(|| template_1005_position(l))
-                .ok_or_else(|| format!("ICLabel needs every channel's position; {l} has none"))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let positions = positions(data)
+        .map_err(|l| format!("ICLabel needs every channel's position; {l} has none"))?;
     let r = d.components();
     let weights = &d.mne_unmixing * d.pca_components.rows(0, r);
     features(&weights, &data.data, &positions, data.fs)
+}
+
+/// Every fitted channel's position, the file's, else MNE's 10-05 template's by label (the
+/// head frame `raw.set_montage('standard_1005')` gives), or the first label with none.
+pub fn positions(data: &IcaData) -> Result<Vec<[f64; 3]>, String> {
+    (data.positions.iter().zip(&data.labels))
+        .map(|(p, l)| {
+            p.filter(|p| p.iter().all(|v| v.is_finite()))
+                .or_else(|| template_1005_position(l))
+                .ok_or_else(|| l.clone())
+        })
+        .collect()
 }
 
 /// ICLabel's seven classes, in its order.
