@@ -156,10 +156,13 @@ fn the_mne_file_s_matrices_clean_the_data_as_the_cleaned_recording_is() {
         variance.windows(2).all(|w| w[0] >= w[1]),
         "sorted by variance: {variance:?}"
     );
+    let criteria: Vec<(&str, &str)> = (labels["artifact_scores"].as_array().unwrap().iter())
+        .map(|s| (s["channel"].as_str().unwrap(), s["kind"].as_str().unwrap()))
+        .collect();
     assert_eq!(
-        labels["artifact_scores"].as_array().unwrap().len(),
-        2,
-        "EOG1 and EOG2"
+        criteria,
+        [("EOG1", "eog"), ("EOG2", "eog"), ("muscle", "muscle")],
+        "EOG1, EOG2 and the muscle score"
     );
 }
 

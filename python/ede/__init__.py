@@ -318,9 +318,9 @@ def ica(inst, *, method="fastica", picard="fastica", contrast="logcosh", alpha=1
     or "cube" (Picard's density); `tol` and `max_iter` each method's default where None;
     `n_components` a number, a fraction of the variance, or None for all that carry variance;
     `reference` "as-recorded" (default: re-reference in MNE first) or "average"; `filter` e.g.
-    "hp=1,lp=100" (zero-phase) or None; `exclude` "auto" (the EOG/ECG correlation marks and
-    the ICLabel classes of `iclabel_marks`, e.g. "eye=0.8,muscle=0.9"), a list of components,
-    or "none". `ica.apply(raw)` then cleans as `ede ica --clean` does.
+    "hp=1,lp=100" (zero-phase) or None; `exclude` "auto" (the EOG/ECG correlation marks,
+    MNE's find_bads_muscle marks and the ICLabel classes of `iclabel_marks`, e.g.
+    "eye=0.8,muscle=0.9"), a list of components, or "none". `ica.apply(raw)` then cleans as `ede ica --clean` does.
     `labels`: the labels file `ede ica --labels` writes, with ICLabel's seven probabilities per
     component (as mne-icalabel's `label_components` gives them; also in `ica.labels_scores_`,
     and each component under its most probable class in `ica.labels_`, as mne-icalabel

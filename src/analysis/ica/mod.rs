@@ -701,10 +701,11 @@ pub fn decompose(
             let p = settings.fastica(r);
             match (backend, gpu) {
                 (Backend::Gpu, Some(ctx)) => {
-                    // The device's f32 polynomial decorrelation cannot normalise the rows of
-                    // nearly Gaussian components (64 components of an hour stall above 1e-4):
-                    // where it has not converged within GPU_ITERATIONS, the CPU goes on from
-                    // where it stopped, so that a fit is never left unconverged for that.
+                    // The device's f32 polynomial decorrelation cannot settle components
+                    // with no FastICA fixed point (Gaussian ones: noise filling a
+                    // rank-deficient recording): where it has not converged within
+                    // GPU_ITERATIONS, the CPU goes on from where it stopped, so that a fit is
+                    // never left unconverged for that.
                     let on_gpu = FastIcaParams {
                         max_iter: p.max_iter.min(GPU_ITERATIONS),
                         ..p

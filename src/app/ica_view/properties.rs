@@ -165,7 +165,7 @@ pub fn panel(
             (170.0, caption),
         );
         ui.vertical(|ui| {
-            ui.label("correlation with");
+            ui.label("artifact scores");
             if !v.scores.iter().any(|s| s.kind != "muscle") {
                 ui.small("no EOG or ECG channel");
             }

@@ -194,7 +194,7 @@ fn covariance(z: &Observations) -> DMatrix<f64> {
         .map(|&(c0, len)| {
             let zb = block_f64(z, c0, len);
             let mut out = vec![0.0; n * n];
-            gemm_abt(&zb, &zb, n, n, len, &mut out);
+            gemm(&zb, &zb, (n, len, n), true, &mut out);
             out
         })
         .reduce(|| vec![0.0; n * n], add);
@@ -225,7 +225,7 @@ impl Pass {
             .map(|&(c0, len)| {
                 let zb = block_f64(z, c0, len);
                 let mut y = vec![0.0; n * len];
-                gemm_ab(&wr, &zb, n, n, len, &mut y);
+                gemm(&wr, &zb, (n, n, len), false, &mut y);
                 let mut psi = vec![0.0; n * len];
                 let mut psid = vec![0.0; n * len];
                 let mut out = vec![0.0; size];
@@ -246,10 +246,10 @@ impl Pass {
                     }
                     (rows[i], rows[n + i], rows[2 * n + i]) = (d_sum, sq, ll);
                 }
-                gemm_abt(&psi, &y, n, n, len, psi_y);
+                gemm(&psi, &y, (n, len, n), true, psi_y);
                 if hessian {
                     y.iter_mut().for_each(|v| *v *= *v);
-                    gemm_abt(&psid, &y, n, n, len, psid_y2);
+                    gemm(&psid, &y, (n, len, n), true, psid_y2);
                 }
                 out
             })
@@ -427,10 +427,15 @@ fn add(mut a: Vec<f64>, b: Vec<f64>) -> Vec<f64> {
     a
 }
 
-/// C (m x n) = A (m x k) B (k x n), all row-major.
-fn gemm_ab(a: &[f64], b: &[f64], m: usize, k: usize, n: usize, c: &mut [f64]) {
+/// C (m x n) = A B, A m x k row-major, B k x n row-major, or (`transposed`) B^T with B
+/// n x k row-major.
+fn gemm(a: &[f64], b: &[f64], (m, k, n): (usize, usize, usize), transposed: bool, c: &mut [f64]) {
     assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
-    // SAFETY: the slices hold the shapes asserted above; strides are row-major.
+    let (rsb, csb) = match transposed {
+        true => (1, k as isize),
+        false => (n as isize, 1),
+    };
+    // SAFETY: the slices hold the shapes asserted above; B's strides read it either way.
     unsafe {
         matrixmultiply::dgemm(
             m,
@@ -441,32 +446,8 @@ fn gemm_ab(a: &[f64], b: &[f64], m: usize, k: usize, n: usize, c: &mut [f64]) {
             k as isize,
             1,
             b.as_ptr(),
-            n as isize,
-            1,
-            0.0,
-            c.as_mut_ptr(),
-            n as isize,
-            1,
-        );
-    }
-}
-
-/// C (m x n) = A (m x k) B^T, B being n x k, all row-major.
-fn gemm_abt(a: &[f64], b: &[f64], m: usize, n: usize, k: usize, c: &mut [f64]) {
-    assert!(a.len() >= m * k && b.len() >= n * k && c.len() >= m * n);
-    // SAFETY: the slices hold the shapes asserted above; B is read transposed by its strides.
-    unsafe {
-        matrixmultiply::dgemm(
-            m,
-            k,
-            n,
-            1.0,
-            a.as_ptr(),
-            k as isize,
-            1,
-            b.as_ptr(),
-            1,
-            k as isize,
+            rsb,
+            csb,
             0.0,
             c.as_mut_ptr(),
             n as isize,
