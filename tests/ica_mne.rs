@@ -161,7 +161,7 @@ fn pca_signs(pca: &Pca, fx: &Value) -> DMatrix<f64> {
 /// ede's f32 whitening), so only its converged fit is reported. From ede's own starts
 /// (seeds 1, 2) the maps of both forms match MNE's seeds, on average, within 0.03 of how
 /// MNE's two seeds match each other. Standard Picard matches runica's extended Infomax only
-/// at a median of 0.83-0.87, in MNE too (0.74-0.87), so it is offered beside runica, not in
+/// at a median of 0.83-0.89, in MNE too (0.74-0.87), so it is offered beside runica, not in
 /// its place.
 #[test]
 fn picard_from_mne_s_start_equals_mne_s_and_its_seeds_match_mne_s() {
