@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::shared_data;
+use common::{mne_labels, shared_data};
 use ede::analysis::ica::IcaData;
 use ede::analysis::ica::iclabel::{Features, Net, features};
 use ede::dsp::filter::DisplayFilter;
@@ -84,12 +84,11 @@ fn features_and_probabilities_equal_mne_icalabel_s() {
         let rec = Recording::open(&dir.join(file), &OpenOptions::default()).unwrap();
         let data = IcaData::load(&rec, &Reference::Average, &DisplayFilter::default()).unwrap();
         let channels: Vec<String> = serde_json::from_value(case["channels"].clone()).unwrap();
-        let ours: Vec<&str> = data
-            .labels
-            .iter()
-            .map(|l| l.trim_end_matches('.'))
-            .collect();
-        assert_eq!(ours, channels, "{file}: the channels are mne-icalabel's");
+        assert_eq!(
+            mne_labels(&data.labels),
+            channels,
+            "{file}: the channels are mne-icalabel's"
+        );
         let w = rows(&case["weights"]);
         let weights = DMatrix::from_fn(w.len(), w[0].len(), |i, j| w[i][j]);
         let positions: Vec<[f64; 3]> = data

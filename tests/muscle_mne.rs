@@ -6,11 +6,11 @@ mod common;
 
 use std::path::Path;
 
-use common::shared_data;
+use common::{mne_labels, shared_data};
 use ede::analysis::ica::muscle::{THRESHOLD, muscle_scores};
 use ede::analysis::ica::{IcaData, iclabel};
 use ede::dsp::filter::DisplayFilter;
-use ede::dsp::ica::Observations;
+use ede::dsp::ica::rotate;
 use ede::dsp::montage::Reference;
 use ede::recording::{OpenOptions, Recording};
 use nalgebra::DMatrix;
@@ -37,24 +37,9 @@ fn muscle_scores_equal_mne_s_find_bads_muscle() {
         let rec = Recording::open(&dir.join(file), &OpenOptions::default()).unwrap();
         let data = IcaData::load(&rec, &Reference::Average, &hp).unwrap();
         let channels: Vec<String> = serde_json::from_value(case["channels"].clone()).unwrap();
-        let ours: Vec<&str> = data
-            .labels
-            .iter()
-            .map(|l| l.trim_end_matches('.'))
-            .collect();
-        assert_eq!(ours, channels, "{file}");
+        assert_eq!(mne_labels(&data.labels), channels, "{file}");
         // The sources up to scale and mean (each Welch segment loses its mean).
-        let w = matrix(&case["weights"]);
-        let x = &data.data;
-        let mut sources = vec![0.0f32; w.nrows() * x.cols];
-        for (c, row) in sources.chunks_exact_mut(x.cols).enumerate() {
-            for (i, &wi) in w.row(c).iter().enumerate() {
-                for (s, &v) in row.iter_mut().zip(x.row(i)) {
-                    *s += (wi * v as f64) as f32;
-                }
-            }
-        }
-        let sources = Observations::new(w.nrows(), x.cols, sources);
+        let sources = rotate(&matrix(&case["weights"]), &data.data);
         let positions = iclabel::positions(&data).unwrap();
         let maps = matrix(&case["maps"]);
         let got = muscle_scores(&maps, &sources, data.fs, Some(&positions), THRESHOLD).unwrap();

@@ -13,6 +13,11 @@ pub fn floats(v: &serde_json::Value) -> Vec<f64> {
 }
 
 /// `../shared/data` (or `$EDE_DATA`), or `None` with a note when it is absent.
+/// Channel labels as MNE reads them from EDF (trailing dots dropped: "Fp1." is "Fp1").
+pub fn mne_labels(labels: &[String]) -> Vec<&str> {
+    labels.iter().map(|l| l.trim_end_matches('.')).collect()
+}
+
 pub fn shared_data() -> Option<PathBuf> {
     let dir = std::env::var_os("EDE_DATA")
         .map(PathBuf::from)

@@ -719,7 +719,12 @@ thread_local! {
 }
 
 /// Columns `c0..c0 + len` of `x` minus the channel means, in f64, into `block` (n x len).
-fn centre_block(x: &Observations, means: &[f64], (c0, len): (usize, usize), block: &mut Vec<f64>) {
+pub(crate) fn centre_block(
+    x: &Observations,
+    means: &[f64],
+    (c0, len): (usize, usize),
+    block: &mut Vec<f64>,
+) {
     block.clear();
     for (i, &mu) in means.iter().enumerate() {
         block.extend(x.row(i)[c0..c0 + len].iter().map(|&v| v as f64 - mu));

@@ -83,7 +83,14 @@ pub fn picard(
     let n = z.rows;
     assert_eq!(start.shape(), (n, n), "Picard's start is r x r");
     let t = z.cols as f64;
-    let cov = covariance(z);
+    // Z Z^T / T (the whitened data are centred: no means to remove).
+    let zero = vec![0.0; n];
+    let blocks = super::column_blocks(z.cols, BLOCK);
+    let cov = DMatrix::from_row_slice(
+        n,
+        n,
+        &super::centred_products(z, &zero, &blocks, 1.0 / z.cols as f64),
+    );
     let mut w = start;
     let mut signs = vec![1.0; n];
     // Each pass at a W gives the loss for any signs and the next iteration's gradient: the
@@ -185,22 +192,6 @@ pub fn picard(
     Ok((w, iteration + 1, converged))
 }
 
-/// Z Z^T / T.
-fn covariance(z: &Observations) -> DMatrix<f64> {
-    let n = z.rows;
-    let blocks = super::column_blocks(z.cols, BLOCK);
-    let sum = blocks
-        .par_iter()
-        .map(|&(c0, len)| {
-            let zb = block_f64(z, c0, len);
-            let mut out = vec![0.0; n * n];
-            gemm(&zb, &zb, (n, len, n), true, &mut out);
-            out
-        })
-        .reduce(|| vec![0.0; n * n], add);
-    DMatrix::from_row_slice(n, n, &sum) / z.cols as f64
-}
-
 /// What one pass over the samples at W accumulates (sums, not means) for Y = W Z: psi(y) y^T,
 /// psi'(y), psi'(y) (y^2)^T (standard Picard's Hessian approximation), y^2, and each source's
 /// negative log-likelihood.
@@ -219,11 +210,13 @@ impl Pass {
         let wr: Vec<f64> = w.transpose().as_slice().to_vec();
         let hessian = !p.ortho;
         let size = 2 * n * n + 3 * n;
+        let zero = vec![0.0; n];
         let blocks = super::column_blocks(z.cols, BLOCK);
         let sums = blocks
             .par_iter()
             .map(|&(c0, len)| {
-                let zb = block_f64(z, c0, len);
+                let mut zb = Vec::with_capacity(n * len);
+                super::centre_block(z, &zero, (c0, len), &mut zb);
                 let mut y = vec![0.0; n * len];
                 gemm(&wr, &zb, (n, n, len), false, &mut y);
                 let mut psi = vec![0.0; n * len];
@@ -411,15 +404,6 @@ fn solve_hessian(h: &DMatrix<f64>, h_off: &[f64], g: &DMatrix<f64>) -> DMatrix<f
         let det = h[(i, j)] * h[(j, i)] - h_off[i] * h_off[j];
         (h[(j, i)] * g[(i, j)] - h_off[i] * g[(j, i)]) / det
     })
-}
-
-/// The samples c0..c0 + len of every row, as f64 (rows x len, row-major).
-fn block_f64(z: &Observations, c0: usize, len: usize) -> Vec<f64> {
-    let mut out = Vec::with_capacity(z.rows * len);
-    for i in 0..z.rows {
-        out.extend(z.row(i)[c0..c0 + len].iter().map(|&v| v as f64));
-    }
-    out
 }
 
 fn add(mut a: Vec<f64>, b: Vec<f64>) -> Vec<f64> {
