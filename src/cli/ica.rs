@@ -142,8 +142,8 @@ pub fn run(args: &IcaArgs) -> anyhow::Result<()> {
         FitFilter::Iclabel => iclabel_filter(&rec),
     };
     let gpu = match args.method {
-        IcaMethod::Fastica => super::open_gpu("ede ica", args.backend),
-        IcaMethod::Infomax | IcaMethod::Picard => None,
+        IcaMethod::Fastica | IcaMethod::Picard => super::open_gpu("ede ica", args.backend),
+        IcaMethod::Infomax => None,
     };
     let backend = match gpu {
         Some(_) => Backend::Gpu,

@@ -58,7 +58,7 @@ const K_CHUNK: usize = 512;
 
 #[repr(C)]
 #[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
+pub(super) struct Params {
     m: u32,
     n: u32,
     k: u32,
@@ -77,8 +77,27 @@ struct Params {
 }
 
 impl Params {
+    /// A B^T for A and B r x t, row-major, split over sample chunks of `chunk`: an r x r
+    /// product per chunk, one after the other (`FastIcaPipelines::gram`'s kernel).
+    pub(super) fn split_gram(r: u32, t: u32, chunk: u32) -> Params {
+        Params {
+            m: r,
+            n: r,
+            k: t,
+            a_rs: t,
+            a_cs: 1,
+            b_rs: 1,
+            b_cs: t,
+            c_rs: r,
+            k_chunk: chunk,
+            c_batch: r * r,
+            alpha: 1.0,
+            ..Default::default()
+        }
+    }
+
     /// W Z for an r x r W and r x t Z, both row-major (`gemm_wide`, mode 0).
-    fn rotation(r: u32, t: u32) -> Params {
+    pub(super) fn rotation(r: u32, t: u32) -> Params {
         Params {
             m: r,
             n: t,
@@ -99,7 +118,7 @@ impl Params {
 pub struct FastIcaPipelines {
     gemm: wgpu::ComputePipeline,
     gemm_direct: wgpu::ComputePipeline,
-    gemm_wide: wgpu::ComputePipeline,
+    pub(super) gemm_wide: wgpu::ComputePipeline,
     update: wgpu::ComputePipeline,
     row_sums: wgpu::ComputePipeline,
     scale: wgpu::ComputePipeline,
@@ -154,6 +173,17 @@ impl FastIcaPipelines {
         };
         ctx.save_pipelines();
         pipelines
+    }
+
+    /// The kernel of `Params::split_gram` at r rows, its output tile, and whether it binds D
+    /// (binding 4, which `gemm_wide` writes in mode 1 and `gemm` lacks). Wide tiles pay from
+    /// r = 128 (H100, FastICA at 256 x 20000: 0.77-0.85 s -> 0.71 s); at r = 64 they leave too
+    /// few workgroups (0.13-0.14 s -> 0.16-0.17 s).
+    pub(super) fn gram(&self, r: usize) -> (&wgpu::ComputePipeline, usize, bool) {
+        match r >= 128 {
+            true => (&self.gemm_wide, 64, true),
+            false => (&self.gemm, 16, false),
+        }
     }
 }
 
@@ -332,20 +362,7 @@ impl<'a> GpuFastIca<'a> {
             alpha: p.alpha as f32,
             ..Params::rotation(r32, t32)
         });
-        let p_gz = uniform(Params {
-            m: r32,
-            n: r32,
-            k: t32,
-            a_rs: t32,
-            a_cs: 1,
-            b_rs: 1,
-            b_cs: t32,
-            c_rs: r32,
-            k_chunk: K_CHUNK as u32,
-            c_batch: r32 * r32,
-            alpha: 1.0,
-            ..Default::default()
-        });
+        let p_gz = uniform(Params::split_gram(r32, t32, K_CHUNK as u32));
         let p_update = uniform(Params {
             m: r32,
             n: chunks as u32,
@@ -390,14 +407,7 @@ impl<'a> GpuFastIca<'a> {
                 ],
             )
         });
-        // g(W Z) Z^T: wide tiles pay from r = 128 (H100, 256 x 20000: 0.77-0.85 s -> 0.71 s);
-        // at r = 64 they leave too few workgroups (0.13-0.14 s -> 0.16-0.17 s).
-        let gz_wide = r >= 128;
-        let (gz_pipe, gz_tile) = if gz_wide {
-            (&pl.gemm_wide, 64)
-        } else {
-            (&pl.gemm, 16)
-        };
+        let (gz_pipe, gz_tile, gz_wide) = pl.gram(r);
         let gz_tiles = r.div_ceil(gz_tile) as u32;
         let mut gz_entries = vec![
             entry(0, &p_gz),

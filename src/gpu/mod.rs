@@ -7,6 +7,7 @@ pub mod fft;
 pub mod hermite;
 pub mod ica;
 pub mod peak;
+pub mod picard;
 mod pipeline_cache;
 mod prepared;
 mod profile;

@@ -37,6 +37,7 @@ use crate::dsp::ica::{
 };
 use crate::dsp::montage::{self, DerivationSpec, Minus, Montage, Reference};
 use crate::gpu::GpuContext;
+use crate::gpu::picard::GpuPicard;
 use crate::recording::{ChannelType, ReadError, Recording, most_common_rate};
 
 /// The ICA algorithm.
@@ -664,7 +665,7 @@ fn sum(x: &[f32]) -> f64 {
 const GPU_ITERATIONS: usize = 300;
 
 /// Decomposes `data` (its good spans) with `settings` on `backend` (FastICA runs on the GPU
-/// where one is given; Infomax and Picard on the CPU). `warm`: a previous decomposition of
+/// where one is given, Picard where it has f64 in shaders; Infomax on the CPU). `warm`: a previous decomposition of
 /// the same channels whose unmixing starts FastICA or Picard (a refit after a parameter
 /// change).
 pub fn decompose(
@@ -737,7 +738,16 @@ pub fn decompose(
                 defaults: InfomaxDefaults::Runica,
             },
         )?,
-        IcaMethod::Picard => picard(&z, &settings.picard_params(), start())?,
+        IcaMethod::Picard => {
+            let device = match (backend, gpu) {
+                (Backend::Gpu, Some(ctx)) => GpuPicard::new(ctx).filter(|g| g.takes(z.cols)),
+                _ => None,
+            };
+            match device {
+                Some(device) => device.picard(&z, &settings.picard_params(), start())?,
+                None => picard(&z, &settings.picard_params(), start())?,
+            }
+        }
     };
     let fit = Fit {
         settings: *settings,

@@ -31,6 +31,7 @@ use crate::dsp::filter::DisplayFilter;
 use crate::dsp::ica::Contrast;
 use crate::dsp::montage::Reference;
 use crate::gpu::GpuContext;
+use crate::gpu::picard::GpuPicard;
 use crate::recording::Recording;
 
 /// What a fit is asked for.
@@ -354,8 +355,18 @@ impl IcaView {
         }
         ui.separator();
         super::backend_picker(ui, &mut self.backend, self.gpu.as_ref());
-        if self.settings.method != IcaMethod::Fastica && self.backend == Backend::Gpu {
-            ui.small("Infomax and Picard run on the CPU (no GPU kernel yet)");
+        if self.backend == Backend::Gpu {
+            let f64_shaders = (self.gpu.as_ref()).is_some_and(GpuPicard::supported);
+            let on_cpu = match self.settings.method {
+                IcaMethod::Infomax => Some("runica's Infomax runs on the CPU"),
+                IcaMethod::Picard if !f64_shaders => {
+                    Some("Picard runs on the CPU here (the GPU has no f64 in shaders)")
+                }
+                _ => None,
+            };
+            if let Some(why) = on_cpu {
+                ui.small(why);
+            }
         }
         self.worker.spinner(ui, "");
         if let Some(v) = &self.shown {

@@ -66,6 +66,23 @@ impl PicardParams {
 /// Samples per block of a pass.
 const BLOCK: usize = 2048;
 
+impl PicardParams {
+    pub fn validate(&self) -> Result<(), IcaError> {
+        if self.tol.is_nan()
+            || self.tol <= 0.0
+            || self.max_iter == 0
+            || self.m == 0
+            || self.ls_tries == 0
+        {
+            return Err(IcaError::Params(format!(
+                "Picard needs a positive tolerance, iterations, memory and line-search \
+                 tries; got {self:?}"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Minimises Picard's loss over the whitened data `z` (r x T) from the unmixing `start`
 /// (r x r). Returns the unmixing of `z`, the iterations (counted as MNE's `n_iter_`) and
 /// whether the gradient fell below the tolerance.
@@ -74,45 +91,56 @@ pub fn picard(
     p: &PicardParams,
     start: DMatrix<f64>,
 ) -> Result<(DMatrix<f64>, usize, bool), IcaError> {
-    if p.tol.is_nan() || p.tol <= 0.0 || p.max_iter == 0 || p.m == 0 || p.ls_tries == 0 {
-        return Err(IcaError::Params(format!(
-            "Picard needs a positive tolerance, iterations, memory and line-search tries; \
-             got {p:?}"
-        )));
-    }
-    let n = z.rows;
-    assert_eq!(start.shape(), (n, n), "Picard's start is r x r");
-    let t = z.cols as f64;
+    p.validate()?;
     // Z Z^T / T (the whitened data are centred: no means to remove).
-    let zero = vec![0.0; n];
+    let zero = vec![0.0; z.rows];
     let blocks = super::column_blocks(z.cols, BLOCK);
     let cov = DMatrix::from_row_slice(
-        n,
-        n,
+        z.rows,
+        z.rows,
         &super::centred_products(z, &zero, &blocks, 1.0 / z.cols as f64),
     );
-    let mut w = start;
+    solve(&mut |w| Ok(Pass::at(z, w, p)), &cov, p, start, false)
+}
+
+/// Picard's iterations with the passes over the data made by `pass_at` (the CPU's here, the
+/// GPU's in `gpu::picard`), from `start`, where `cov` is Z Z^T / T. With `until_stall`, a
+/// line search that finds no lower loss along L-BFGS's direction ends the iterations (the
+/// GPU's f32 passes, once the loss's decrease is below their rounding), unconverged and
+/// before `max_iter`; without, picard's fallback along the gradient goes on.
+pub fn solve(
+    pass_at: &mut dyn FnMut(&DMatrix<f64>) -> Result<Pass, IcaError>,
+    cov: &DMatrix<f64>,
+    p: &PicardParams,
+    start: DMatrix<f64>,
+    until_stall: bool,
+) -> Result<(DMatrix<f64>, usize, bool), IcaError> {
+    p.validate()?;
+    let n = cov.nrows();
+    assert_eq!(start.shape(), (n, n), "Picard's start is r x r");
     let mut signs = vec![1.0; n];
     // Each pass at a W gives the loss for any signs and the next iteration's gradient: the
-    // line search's accepted pass is the next iteration's.
-    let mut pass = Pass::at(z, &w, p);
-    let mut current_loss = Some(pass.loss(&w, p, &signs));
+    // line search's accepted pass is the next iteration's. The pass's W is the one iterated
+    // (the GPU's passes round it to f32, and the loss must be that of the W they used).
+    let mut pass = pass_at(&start)?;
+    let mut w = pass.w.clone();
+    let mut current_loss = Some(pass.loss(p, &signs));
     let mut memory: Vec<(DMatrix<f64>, DMatrix<f64>, f64)> = Vec::new();
     let mut old_signs: Option<Vec<f64>> = None;
     let mut g_old: Option<DMatrix<f64>> = None;
     let mut step: Option<DMatrix<f64>> = None;
     let mut converged = false;
     let mut iteration = 0;
+    let t = pass.samples;
     for it in 0..p.max_iter {
         iteration = it;
-        let c = &w * &cov * w.transpose();
-        let mut g = &pass.psi_y / t;
+        let c = &w * cov * w.transpose();
         let mut psid = pass.psid.iter().map(|v| v / t).collect::<Vec<_>>();
         let mut h_sq = &pass.psid_y2 / t;
         let mut sign_change = false;
         if p.extended {
             for i in 0..n {
-                let k = psid[i] * c[(i, i)] - g[(i, i)];
+                let k = psid[i] * c[(i, i)] - pass.psi_y[(i, i)] / t;
                 signs[i] = match k {
                     k if k > 0.0 => 1.0,
                     k if k < 0.0 => -1.0,
@@ -122,13 +150,10 @@ pub fn picard(
             sign_change = old_signs.as_ref().is_some_and(|o| *o != signs);
             old_signs = Some(signs.clone());
             for i in 0..n {
-                g.row_mut(i).scale_mut(signs[i]);
                 psid[i] *= signs[i];
                 h_sq.row_mut(i).scale_mut(signs[i]);
             }
             if !p.ortho {
-                // Extended Infomax's gradient: psi(y) + y for sub- and super-Gaussian alike.
-                g += &c;
                 for i in 0..n {
                     psid[i] += 1.0;
                     for j in 0..n {
@@ -138,7 +163,7 @@ pub fn picard(
             }
         }
         let h_off: Vec<f64> = match p.ortho {
-            true => (0..n).map(|i| g[(i, i)]).collect(),
+            true => (0..n).map(|i| signs[i] * pass.psi_y[(i, i)] / t).collect(),
             false => vec![1.0; n],
         };
         let h = match p.ortho {
@@ -147,10 +172,7 @@ pub fn picard(
             }),
             false => regularize_hessian(h_sq, &h_off, p.lambda_min),
         };
-        match p.ortho {
-            true => g = (&g - g.transpose()) / 2.0,
-            false => g -= DMatrix::identity(n, n),
-        }
+        let g = relative_gradient(&pass, cov, p, &signs);
         if g.amax() < p.tol {
             converged = true;
             break;
@@ -168,17 +190,26 @@ pub fn picard(
             memory.clear();
         }
         // The loss at W under this iteration's signs (picard recomputes it after a change).
-        let current = current_loss.unwrap_or_else(|| pass.loss(&w, p, &signs));
+        let current = current_loss.unwrap_or_else(|| pass.loss(p, &signs));
         let direction = lbfgs_direction(&g, &h, &h_off, &memory, p.ortho);
-        let found = match line_search(z, &w, p, &direction, &signs, current, p.ls_tries) {
+        let search = Search {
+            w: &w,
+            cov,
+            signs: &signs,
+            current,
+        };
+        let found = match line_search(pass_at, &search, p, (&direction, &g), p.ls_tries)? {
             Ok(found) => found,
             Err(_) => {
                 memory.clear();
-                let found = line_search(z, &w, p, &(-&g), &signs, current, 10);
-                found.unwrap_or_else(|tried| tried)
+                match line_search(pass_at, &search, p, (&(-&g), &g), 10)? {
+                    Ok(found) => found,
+                    Err(_) if until_stall => return Ok((w, iteration, false)),
+                    Err(tried) => tried,
+                }
             }
         };
-        w = found.w;
+        w = found.pass.w.clone();
         current_loss = Some(found.loss);
         pass = found.pass;
         step = Some(found.step);
@@ -192,20 +223,47 @@ pub fn picard(
     Ok((w, iteration + 1, converged))
 }
 
+/// Picard's relative gradient at the pass's W under `signs`: psi(Y) Y^T / T signed, plus
+/// W C W^T for extended standard Picard (extended Infomax's psi(y) + y for sub- and
+/// super-Gaussian sources alike), minus I; antisymmetrised for Picard-O.
+fn relative_gradient(
+    pass: &Pass,
+    cov: &DMatrix<f64>,
+    p: &PicardParams,
+    signs: &[f64],
+) -> DMatrix<f64> {
+    let n = signs.len();
+    let mut g = &pass.psi_y / pass.samples;
+    for (i, s) in signs.iter().enumerate() {
+        g.row_mut(i).scale_mut(*s);
+    }
+    if p.extended && !p.ortho {
+        g += &pass.w * cov * pass.w.transpose();
+    }
+    match p.ortho {
+        true => (&g - g.transpose()) / 2.0,
+        false => g - DMatrix::identity(n, n),
+    }
+}
+
 /// What one pass over the samples at W accumulates (sums, not means) for Y = W Z: psi(y) y^T,
 /// psi'(y), psi'(y) (y^2)^T (standard Picard's Hessian approximation), y^2, and each source's
 /// negative log-likelihood.
-struct Pass {
-    psi_y: DMatrix<f64>,
-    psid: Vec<f64>,
-    psid_y2: DMatrix<f64>,
-    y2: Vec<f64>,
-    log_lik: Vec<f64>,
-    samples: f64,
+pub struct Pass {
+    /// The W of the pass (as the device holds it, for the GPU's).
+    pub w: DMatrix<f64>,
+    pub psi_y: DMatrix<f64>,
+    pub psid: Vec<f64>,
+    pub psid_y2: DMatrix<f64>,
+    pub y2: Vec<f64>,
+    pub log_lik: Vec<f64>,
+    pub samples: f64,
+    /// How far the loss can be off by the pass's rounding (0: exact for the line search).
+    pub resolution: f64,
 }
 
 impl Pass {
-    fn at(z: &Observations, w: &DMatrix<f64>, p: &PicardParams) -> Pass {
+    pub(crate) fn at(z: &Observations, w: &DMatrix<f64>, p: &PicardParams) -> Pass {
         let n = z.rows;
         let wr: Vec<f64> = w.transpose().as_slice().to_vec();
         let hessian = !p.ortho;
@@ -249,24 +307,26 @@ impl Pass {
             .reduce(|| vec![0.0; size], add);
         let row = |k: usize| sums[2 * n * n + k * n..2 * n * n + (k + 1) * n].to_vec();
         Pass {
+            w: w.clone(),
             psi_y: DMatrix::from_row_slice(n, n, &sums[..n * n]),
             psid_y2: DMatrix::from_row_slice(n, n, &sums[n * n..2 * n * n]),
             psid: row(0),
             y2: row(1),
             log_lik: row(2),
             samples: z.cols as f64,
+            resolution: 0.0,
         }
     }
 
     /// Picard's loss at this pass's W under `signs`: -log|det W| (standard Picard) plus the
     /// mean negative log-likelihood of each source, signed, plus y^2 / 2 for extended
     /// standard Picard.
-    fn loss(&self, w: &DMatrix<f64>, p: &PicardParams, signs: &[f64]) -> f64 {
+    fn loss(&self, p: &PicardParams, signs: &[f64]) -> f64 {
         let t = self.samples;
         let quadratic = p.extended && !p.ortho;
         let mut total = match p.ortho {
             true => 0.0,
-            false => -log_abs_det(w),
+            false => -log_abs_det(&self.w),
         };
         for ((s, ll), y2) in signs.iter().zip(&self.log_lik).zip(&self.y2) {
             total += s * ll / t;
@@ -305,27 +365,41 @@ fn density(density: Contrast, y: f64) -> (f64, f64, f64) {
 /// Picard's `Exp` density's alpha.
 const EXP_ALPHA: f64 = 0.1;
 
-/// A step tried by the line search: the new unmixing, its loss, the step and its pass.
+/// A step tried by the line search: its loss, the step and its pass (with the new unmixing).
 struct Step {
-    w: DMatrix<f64>,
     loss: f64,
     step: DMatrix<f64>,
     pass: Pass,
 }
 
-/// Tries steps 1, 1/2, ... along `direction` until the loss falls below `current`; the step
-/// taken, or (as `Err`) the last one tried.
-#[allow(clippy::result_large_err)] // both arms are the step; Err says the loss did not fall
-fn line_search(
-    z: &Observations,
-    w: &DMatrix<f64>,
-    p: &PicardParams,
-    direction: &DMatrix<f64>,
-    signs: &[f64],
+/// Where a line search starts: W, Z Z^T / T, the signs and the loss at W.
+struct Search<'s> {
+    w: &'s DMatrix<f64>,
+    cov: &'s DMatrix<f64>,
+    signs: &'s [f64],
     current: f64,
+}
+
+/// The strong Wolfe condition's bound on the slope at a step, as a fraction of the slope at
+/// its start (L-BFGS's usual 0.9).
+const WOLFE: f64 = 0.9;
+
+/// Tries steps 1, 1/2, ... along `direction` from `w` until the loss falls below `current`;
+/// the step taken, or (as the inner `Err`) the last one tried. Where a pass's loss has a
+/// rounding (`Pass::resolution`, the GPU's) and the step changes the loss by less, the exact
+/// gradient decides instead: the step is taken if its loss is within the rounding and the
+/// slope along `direction` there is at most `WOLFE` of the slope at `w` (`g` the gradient
+/// there), as in the strong Wolfe condition.
+#[allow(clippy::type_complexity)] // both arms are the step; Err says the loss did not fall
+fn line_search(
+    pass_at: &mut dyn FnMut(&DMatrix<f64>) -> Result<Pass, IcaError>,
+    at: &Search,
+    p: &PicardParams,
+    (direction, g): (&DMatrix<f64>, &DMatrix<f64>),
     tries: usize,
-) -> Result<Step, Step> {
-    let n = w.nrows();
+) -> Result<Result<Step, Step>, IcaError> {
+    let n = at.w.nrows();
+    let slope = g.dot(direction);
     let mut alpha = 1.0;
     let mut last = None;
     for _ in 0..tries {
@@ -333,21 +407,26 @@ fn line_search(
             true => (direction * alpha).exp(),
             false => DMatrix::identity(n, n) + direction * alpha,
         };
-        let new_w = &transform * w;
-        let pass = Pass::at(z, &new_w, p);
+        let pass = pass_at(&(&transform * at.w))?;
         let step = Step {
-            loss: pass.loss(&new_w, p, signs),
-            w: new_w,
+            loss: pass.loss(p, at.signs),
             step: direction * alpha,
             pass,
         };
-        if step.loss < current {
-            return Ok(step);
+        let unresolved = step.loss < at.current + step.pass.resolution
+            && step.pass.resolution > 0.0
+            && slope < 0.0
+            && {
+                let there = relative_gradient(&step.pass, at.cov, p, at.signs).dot(direction);
+                there.abs() <= WOLFE * slope.abs()
+            };
+        if step.loss < at.current || unresolved {
+            return Ok(Ok(step));
         }
         last = Some(step);
         alpha /= 2.0;
     }
-    Err(last.expect("at least one try"))
+    Ok(Err(last.expect("at least one try")))
 }
 
 fn lbfgs_direction(
