@@ -4,8 +4,9 @@
 //! the density's sums and the sums of the products' sample chunks in f64
 //! (shaders/picard.wgsl). Only r x r matrices and r-vectors come back; L-BFGS and the line
 //! search stay on the CPU (`dsp::ica::picard::solve`, in f64). W goes up as f32 and the pass
-//! hands back that W, so each loss is the loss of the W the device used: the line search's
-//! comparisons are then decided by the sums' rounding (f64), not by W's.
+//! hands back that W, so each loss is the loss of the W the device used. The f32 products
+//! still leave the loss some 1e-9 off (`RESOLUTION`); where a step changes it by less, the
+//! line search lets the exact gradient decide (`Pass::resolution`).
 
 use eframe::wgpu;
 use eframe::wgpu::util::DeviceExt;
@@ -88,9 +89,7 @@ impl<'a> GpuPicard<'a> {
     }
 
     /// As `dsp::ica::picard::picard`: the passes on the device until the tolerance or a stall
-    /// (`solve`'s `until_stall`), then on the CPU in f64 to the tolerance. The device's f32
-    /// products leave the loss some 1e-9 off, which near the optimum can be more than a step
-    /// lowers it.
+    /// (`solve`'s `until_stall`), then, after a stall, on the CPU in f64 to the tolerance.
     pub fn picard(
         &self,
         z: &Observations,
@@ -109,7 +108,7 @@ impl<'a> GpuPicard<'a> {
         let cov = passes.covariance().map_err(gpu)?;
         let device = &mut |w: &DMatrix<f64>| passes.at(w).map_err(gpu);
         let (w, done, converged) = solve(device, &cov, p, start, true)?;
-        drop(passes);
+        drop(passes); // the device's buffers (four r x T) are not needed by the CPU
         if converged || done >= p.max_iter {
             return Ok((w, done, converged));
         }

@@ -61,12 +61,7 @@ impl PicardParams {
             ..PicardParams::default()
         }
     }
-}
 
-/// Samples per block of a pass.
-const BLOCK: usize = 2048;
-
-impl PicardParams {
     pub fn validate(&self) -> Result<(), IcaError> {
         if self.tol.is_nan()
             || self.tol <= 0.0
@@ -82,6 +77,9 @@ impl PicardParams {
         Ok(())
     }
 }
+
+/// Samples per block of a pass.
+const BLOCK: usize = 2048;
 
 /// Minimises Picard's loss over the whitened data `z` (r x T) from the unmixing `start`
 /// (r x r). Returns the unmixing of `z`, the iterations (counted as MNE's `n_iter_`) and
@@ -105,9 +103,9 @@ pub fn picard(
 
 /// Picard's iterations with the passes over the data made by `pass_at` (the CPU's here, the
 /// GPU's in `gpu::picard`), from `start`, where `cov` is Z Z^T / T. With `until_stall`, a
-/// line search that finds no lower loss along L-BFGS's direction ends the iterations (the
-/// GPU's f32 passes, once the loss's decrease is below their rounding), unconverged and
-/// before `max_iter`; without, picard's fallback along the gradient goes on.
+/// line search that finds no step along L-BFGS's direction nor along picard's fallback, the
+/// gradient, ends the iterations unconverged and before `max_iter` (the GPU's caller then
+/// goes on with the CPU's passes); without, the fallback's last try is taken, as picard does.
 pub fn solve(
     pass_at: &mut dyn FnMut(&DMatrix<f64>) -> Result<Pass, IcaError>,
     cov: &DMatrix<f64>,
