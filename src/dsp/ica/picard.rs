@@ -518,30 +518,37 @@ fn gemm(a: &[f64], b: &[f64], (m, k, n): (usize, usize, usize), transposed: bool
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::dsp::ica::{Whitening, amari_index, random_rotation};
     use crate::recording::demo::SplitMix;
 
-    /// Laplacian and uniform sources mixed: both forms separate them.
-    #[test]
-    fn separates_sub_and_super_gaussian_sources() {
-        let (n, t) = (4, 20_000);
-        let mut rng = SplitMix(7);
-        let mut s = vec![0.0f32; n * t];
+    /// `n` sources of `t` samples (Laplacian, uniform and cubed Gaussian in turn) mixed by a
+    /// random matrix: the mixture and the mixing matrix.
+    pub(crate) fn mixture(n: usize, t: usize, seed: u64) -> (Observations, DMatrix<f64>) {
+        let mut rng = SplitMix(seed);
+        let mut s = vec![0.0f64; n * t];
         for i in 0..n {
             for k in 0..t {
                 let u = rng.uniform() - 0.5;
-                s[i * t + k] = match i % 2 {
-                    0 => (-(1.0 - 2.0 * u.abs()).ln() * u.signum()) as f32,
-                    _ => (u * 3.4) as f32,
+                s[i * t + k] = match i % 3 {
+                    0 => -(1.0 - 2.0 * u.abs()).ln() * u.signum(),
+                    1 => u * 3.4,
+                    _ => rng.gauss().powi(3),
                 };
             }
         }
         let a = DMatrix::from_fn(n, n, |_, _| rng.gauss());
-        let sm = DMatrix::from_row_slice(n, t, &s.iter().map(|&v| v as f64).collect::<Vec<_>>());
-        let x = &a * sm;
+        let x = &a * DMatrix::from_row_slice(n, t, &s);
         let x = Observations::new(n, t, x.transpose().iter().map(|&v| v as f32).collect());
+        (x, a)
+    }
+
+    /// Sub- and super-Gaussian sources mixed: both forms separate them.
+    #[test]
+    fn separates_sub_and_super_gaussian_sources() {
+        let n = 4;
+        let (x, a) = mixture(n, 20_000, 7);
         let wh = Whitening::of(&x, None).unwrap();
         for p in [PicardParams::default(), PicardParams::extended_infomax()] {
             let (w, iterations, converged) = picard(&wh.z, &p, random_rotation(n, 3)).unwrap();
