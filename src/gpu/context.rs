@@ -420,6 +420,50 @@ impl GpuContext {
         }
     }
 
+    /// A zeroed buffer of `bytes` (at least 8) for `usage`.
+    pub(crate) fn empty_buffer(
+        &self,
+        label: &str,
+        bytes: usize,
+        usage: wgpu::BufferUsages,
+    ) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: bytes.max(8) as u64,
+            usage,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// A small buffer for `usage` holding `contents` (a kernel's parameters, a matrix).
+    pub(crate) fn buffer_with(
+        &self,
+        label: &str,
+        contents: &[u8],
+        usage: wgpu::BufferUsages,
+    ) -> wgpu::Buffer {
+        use wgpu::util::DeviceExt;
+        (self.device).create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents,
+            usage,
+        })
+    }
+
+    /// The bind group 0 of `pipeline` with `entries`.
+    pub(crate) fn bind_group(
+        &self,
+        label: &str,
+        pipeline: &wgpu::ComputePipeline,
+        entries: &[wgpu::BindGroupEntry<'_>],
+    ) -> wgpu::BindGroup {
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(label),
+            layout: &pipeline.get_bind_group_layout(0),
+            entries,
+        })
+    }
+
     /// A buffer (`usage`) holding `data`, copied into mapped memory by the CPU's threads
     /// (`copy_in_parallel`): one thread's copy of FastICA's 20 MB of data took milliseconds.
     pub(crate) fn upload(

@@ -10,7 +10,6 @@
 //! the fixed point). Deflation runs on the CPU.
 
 use eframe::wgpu;
-use eframe::wgpu::util::DeviceExt;
 use nalgebra::DMatrix;
 
 use super::context::{compute_pipeline, entry};
@@ -296,22 +295,11 @@ impl<'a> GpuFastIca<'a> {
         let storage = wgpu::BufferUsages::STORAGE
             | wgpu::BufferUsages::COPY_SRC
             | wgpu::BufferUsages::COPY_DST;
-        let zeros = |label: &str, floats: usize| {
-            dev.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: (floats.max(1) * 4) as u64,
-                usage: storage,
-                mapped_at_creation: false,
-            })
-        };
+        let ctx = self.ctx;
+        let zeros = |label: &str, floats: usize| ctx.empty_buffer(label, floats * 4, storage);
         let w_rows: Vec<f32> = (0..r * r).map(|q| w0[(q / r, q % r)] as f32).collect();
-        let init = |label: &str, data: &[f32]| {
-            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents: bytemuck::cast_slice(data),
-                usage: storage,
-            })
-        };
+        let init =
+            |label: &str, data: &[f32]| ctx.buffer_with(label, bytemuck::cast_slice(data), storage);
         // W ping-pongs between two buffers: iteration i reads w[i % 2] and writes w[1 - i % 2].
         let w = [init("w 0", &w_rows), zeros("w 1", r * r)];
         // g(W Z), and the sums of g'(W Z) over each block of 64 samples (per row).
@@ -333,11 +321,11 @@ impl<'a> GpuFastIca<'a> {
             Contrast::Gauss => 2,
         };
         let uniform = |q: Params| {
-            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("fastica params"),
-                contents: bytemuck::bytes_of(&q),
-                usage: wgpu::BufferUsages::UNIFORM,
-            })
+            ctx.buffer_with(
+                "fastica params",
+                bytemuck::bytes_of(&q),
+                wgpu::BufferUsages::UNIFORM,
+            )
         };
         let (r32, t32) = (r as u32, t as u32);
         let square = |alpha: f32, beta: f32, b_rs: u32, b_cs: u32, mode: u32| Params {
@@ -387,11 +375,7 @@ impl<'a> GpuFastIca<'a> {
             ]
         });
         let group = |pipeline: &wgpu::ComputePipeline, entries: &[wgpu::BindGroupEntry<'_>]| {
-            dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("fastica"),
-                layout: &pipeline.get_bind_group_layout(0),
-                entries,
-            })
+            ctx.bind_group("fastica", pipeline, entries)
         };
         let pl = &self.pipelines;
         // Per parity of the iteration (which w buffer holds W).
@@ -637,20 +621,13 @@ impl<'a> GpuFastIca<'a> {
         let (r, t) = (w.nrows(), wh.samples);
         let (r32, t32) = (r as u32, t as u32);
         let w_rows: Vec<f32> = (0..r * r).map(|q| w[(q / r, q % r)] as f32).collect();
-        let init = |label: &str, contents: &[u8], usage| {
-            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents,
-                usage,
-            })
-        };
         let params = Params::rotation(r32, t32);
-        let params = init(
+        let params = self.ctx.buffer_with(
             "sources params",
             bytemuck::bytes_of(&params),
             wgpu::BufferUsages::UNIFORM,
         );
-        let wb = init(
+        let wb = self.ctx.buffer_with(
             "w",
             bytemuck::cast_slice(&w_rows),
             wgpu::BufferUsages::STORAGE,
@@ -669,17 +646,17 @@ impl<'a> GpuFastIca<'a> {
             mapped_at_creation: false,
         });
         let pipeline = &self.pipelines.gemm_wide;
-        let group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("sources"),
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &[
+        let group = self.ctx.bind_group(
+            "sources",
+            pipeline,
+            &[
                 entry(0, &params),
                 entry(1, &wb),
                 entry(2, &wh.z),
                 entry(3, &s),
                 entry(4, &unused),
             ],
-        });
+        );
         self.ctx.guarded(|| {
             let mut enc = dev.create_command_encoder(&Default::default());
             Dispatch(

@@ -9,7 +9,6 @@
 //! line search lets the exact gradient decide (`Pass::resolution`).
 
 use eframe::wgpu;
-use eframe::wgpu::util::DeviceExt;
 use nalgebra::DMatrix;
 
 use super::context::{compute_pipeline, entry};
@@ -153,27 +152,11 @@ impl<'p, 'a> Passes<'p, 'a> {
         let storage = wgpu::BufferUsages::STORAGE
             | wgpu::BufferUsages::COPY_SRC
             | wgpu::BufferUsages::COPY_DST;
-        let empty = |label: &str, bytes: usize| {
-            dev.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: bytes.max(8) as u64,
-                usage: storage,
-                mapped_at_creation: false,
-            })
-        };
-        let uniform = |bytes: &[u8]| {
-            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("picard params"),
-                contents: bytes,
-                usage: wgpu::BufferUsages::UNIFORM,
-            })
-        };
+        let empty = |label: &str, bytes: usize| ctx.empty_buffer(label, bytes, storage);
+        let uniform =
+            |bytes: &[u8]| ctx.buffer_with("picard params", bytes, wgpu::BufferUsages::UNIFORM);
         let group = |pipeline: &wgpu::ComputePipeline, entries: &[wgpu::BindGroupEntry<'_>]| {
-            dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("picard"),
-                layout: &pipeline.get_bind_group_layout(0),
-                entries,
-            })
+            ctx.bind_group("picard", pipeline, entries)
         };
         ctx.guarded(|| {
             let zb = ctx.upload("z", bytemuck::cast_slice(&z.data), storage)?;

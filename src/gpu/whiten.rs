@@ -6,7 +6,6 @@
 //! machine's 16 threads (whitening_s in `bench deblink`).
 
 use eframe::wgpu;
-use eframe::wgpu::util::DeviceExt;
 use nalgebra::DMatrix;
 
 use super::context::{compute_pipeline, entry};
@@ -81,35 +80,22 @@ impl WhiteningPipelines {
         let gpu = |e: GpuError| IcaError::Gpu(e.to_string());
         let dev = &ctx.device;
         let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
-        let empty = |label: &str, bytes: usize| {
-            dev.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: bytes.max(8) as u64,
-                usage: storage,
-                mapped_at_creation: false,
-            })
-        };
+        let empty = |label: &str, bytes: usize| ctx.empty_buffer(label, bytes, storage);
         let chunks = t.div_ceil(CHUNK);
         let params = |r: usize| {
-            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("whiten params"),
-                contents: bytemuck::bytes_of(&Params {
-                    n: n as u32,
-                    t: t as u32,
-                    r: r as u32,
-                    chunk: CHUNK as u32,
-                    chunks: chunks as u32,
-                    pad: [0; 3],
-                }),
-                usage: wgpu::BufferUsages::UNIFORM,
-            })
+            let params = Params {
+                n: n as u32,
+                t: t as u32,
+                r: r as u32,
+                chunk: CHUNK as u32,
+                chunks: chunks as u32,
+                pad: [0; 3],
+            };
+            let bytes = bytemuck::bytes_of(&params);
+            ctx.buffer_with("whiten params", bytes, wgpu::BufferUsages::UNIFORM)
         };
         let group = |pipeline: &wgpu::ComputePipeline, entries: &[wgpu::BindGroupEntry<'_>]| {
-            dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("whiten"),
-                layout: &pipeline.get_bind_group_layout(0),
-                entries,
-            })
+            ctx.bind_group("whiten", pipeline, entries)
         };
         let xb = (ctx.upload("x", bytemuck::cast_slice(&x.data), storage)).map_err(gpu)?;
         let mu = empty("mu", n * 8);
