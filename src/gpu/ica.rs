@@ -127,15 +127,15 @@ pub struct FastIcaPipelines {
 }
 
 /// One dispatch of an iteration: (label, pipeline, bind group, workgroups).
-struct Dispatch<'a>(
-    &'static str,
-    &'a wgpu::ComputePipeline,
-    wgpu::BindGroup,
-    (u32, u32, u32),
+pub(super) struct Dispatch<'a>(
+    pub(super) &'static str,
+    pub(super) &'a wgpu::ComputePipeline,
+    pub(super) wgpu::BindGroup,
+    pub(super) (u32, u32, u32),
 );
 
 impl Dispatch<'_> {
-    fn run(&self, pass: &mut wgpu::ComputePass<'_>) {
+    pub(super) fn run(&self, pass: &mut wgpu::ComputePass<'_>) {
         pass.set_pipeline(self.1);
         pass.set_bind_group(0, &self.2, &[]);
         pass.dispatch_workgroups(self.3.0, self.3.1, self.3.2);

@@ -12,7 +12,7 @@ use eframe::wgpu;
 use nalgebra::DMatrix;
 
 use super::context::{compute_pipeline, entry};
-use super::ica::{FastIcaPipelines, Params as GemmParams};
+use super::ica::{Dispatch, FastIcaPipelines, Params as GemmParams};
 use super::{GpuContext, GpuError};
 use crate::dsp::ica::picard::{Pass, PicardParams, solve};
 use crate::dsp::ica::{Contrast, IcaError, Observations};
@@ -134,9 +134,9 @@ struct Passes<'p, 'a> {
     totals: wgpu::Buffer,
     staging: wgpu::Buffer,
     /// Y = W Z, density and row totals, psi(Y) Y^T and its sum, psi'(Y) (Y^2)^T and its sum.
-    groups: Vec<(&'p wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))>,
+    groups: Vec<Dispatch<'p>>,
     /// Z Z^T and its sum (once, for the covariance).
-    covariance: Vec<(&'p wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))>,
+    covariance: Vec<Dispatch<'p>>,
 }
 
 impl<'p, 'a> Passes<'p, 'a> {
@@ -202,7 +202,8 @@ impl<'p, 'a> Passes<'p, 'a> {
                 if binds_d {
                     entries.push(entry(4, &unused));
                 }
-                (
+                Dispatch(
+                    "a b^T",
                     gram,
                     group(gram, &entries),
                     (gram_tiles, gram_tiles, chunks as u32),
@@ -213,11 +214,13 @@ impl<'p, 'a> Passes<'p, 'a> {
                     &picard.sum_chunks,
                     &[entry(0, &params), entry(7, &chunk), entry(8, to)],
                 );
-                (&picard.sum_chunks, g, ((r * r).div_ceil(256) as u32, 1, 1))
+                let n = ((r * r).div_ceil(256) as u32, 1, 1);
+                Dispatch("sum chunks", &picard.sum_chunks, g, n)
             };
             let standard = !p.ortho;
             let mut groups = vec![
-                (
+                Dispatch(
+                    "W Z",
                     &pl.gemm_wide,
                     group(
                         &pl.gemm_wide,
@@ -231,7 +234,8 @@ impl<'p, 'a> Passes<'p, 'a> {
                     ),
                     (t.div_ceil(64) as u32, r.div_ceil(64) as u32, 1),
                 ),
-                (
+                Dispatch(
+                    "density",
                     &picard.density,
                     group(
                         &picard.density,
@@ -246,7 +250,8 @@ impl<'p, 'a> Passes<'p, 'a> {
                     ),
                     (tiles as u32, r32, 1),
                 ),
-                (
+                Dispatch(
+                    "row totals",
                     &picard.row_totals,
                     group(
                         &picard.row_totals,
@@ -284,33 +289,21 @@ impl<'p, 'a> Passes<'p, 'a> {
     }
 
     /// Runs `dispatches`, copies the results back and reads them as f64.
-    #[allow(clippy::type_complexity)]
-    fn run(
-        &self,
-        label: &'static str,
-        dispatches: &[(&wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))],
-    ) -> Result<Vec<f64>, GpuError> {
+    fn run(&self, label: &'static str, dispatches: &[Dispatch]) -> Result<Vec<f64>, GpuError> {
         let ctx = self.picard.ctx;
         let rr = (self.r * self.r * 8) as u64;
         let submission = ctx.guarded(|| {
             let mut enc = ctx.device.create_command_encoder(&Default::default());
             {
                 let mut pass = ctx.pass(&mut enc, label);
-                for (pipeline, group, n) in dispatches {
-                    pass.set_pipeline(pipeline);
-                    pass.set_bind_group(0, group, &[]);
-                    pass.dispatch_workgroups(n.0, n.1, n.2);
+                for d in dispatches {
+                    d.run(&mut pass);
                 }
             }
             enc.copy_buffer_to_buffer(&self.out[0], 0, &self.staging, 0, rr);
             enc.copy_buffer_to_buffer(&self.out[1], 0, &self.staging, rr, rr);
-            enc.copy_buffer_to_buffer(
-                &self.totals,
-                0,
-                &self.staging,
-                2 * rr,
-                3 * self.r as u64 * 8,
-            );
+            let totals = 3 * self.r as u64 * 8;
+            enc.copy_buffer_to_buffer(&self.totals, 0, &self.staging, 2 * rr, totals);
             ctx.queue.submit([enc.finish()])
         })?;
         let bytes = self.staging.size();
