@@ -28,6 +28,7 @@ use crate::dsp::filter::DisplayFilter;
 use crate::dsp::ica::{Contrast, Observations};
 use crate::dsp::montage::Reference;
 use crate::gpu::GpuContext;
+use crate::gpu::picard::GpuPicard;
 use crate::recording::{ChannelType, OpenOptions, Recording};
 
 #[derive(Debug, clap::Args)]
@@ -217,6 +218,9 @@ pub fn run(args: &IcaBenchArgs) -> anyhow::Result<()> {
             picard(PicardForm::Infomax),
         ),
     ];
+    // Picard's GPU rows only where it runs there (f64 in shaders), else they would be the
+    // CPU's under the GPU's name.
+    let picard_gpu = gpu.as_ref().filter(|g| GpuPicard::supported(g));
     let mut fits = Vec::new();
     let cpu = (Backend::Cpu, None);
     let (f, cpu_fit) = fit("sample fastica", &sample, &fastica, cpu, args.repeat)?;
@@ -233,7 +237,7 @@ pub fn run(args: &IcaBenchArgs) -> anyhow::Result<()> {
     for (name, settings) in &picards {
         let what = format!("sample {name}");
         fits.push(fit(&what, &sample, settings, cpu, args.repeat)?.0);
-        if let Some(g) = &gpu {
+        if let Some(g) = picard_gpu {
             let on = (Backend::Gpu, Some(g));
             fits.push(fit(&what, &sample, settings, on, args.repeat)?.0);
         }
@@ -288,7 +292,7 @@ pub fn run(args: &IcaBenchArgs) -> anyhow::Result<()> {
     }
     for (name, settings) in &picards {
         let what = format!("hour {name}");
-        if let Some(g) = &gpu {
+        if let Some(g) = picard_gpu {
             let on = (Backend::Gpu, Some(g));
             fits.push(fit(&what, &hour, settings, on, args.repeat)?.0);
         }

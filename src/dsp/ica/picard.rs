@@ -170,7 +170,7 @@ pub fn solve(
             }),
             false => regularize_hessian(h_sq, &h_off, p.lambda_min),
         };
-        let g = relative_gradient(&pass, cov, p, &signs);
+        let g = relative_gradient(&pass, &c, p, &signs);
         if g.amax() < p.tol {
             converged = true;
             break;
@@ -222,11 +222,12 @@ pub fn solve(
 }
 
 /// Picard's relative gradient at the pass's W under `signs`: psi(Y) Y^T / T signed, plus
-/// W C W^T for extended standard Picard (extended Infomax's psi(y) + y for sub- and
-/// super-Gaussian sources alike), minus I; antisymmetrised for Picard-O.
+/// the sources' covariance `c` (W C W^T) for extended standard Picard (extended Infomax's
+/// psi(y) + y for sub- and super-Gaussian sources alike), minus I; antisymmetrised for
+/// Picard-O.
 fn relative_gradient(
     pass: &Pass,
-    cov: &DMatrix<f64>,
+    c: &DMatrix<f64>,
     p: &PicardParams,
     signs: &[f64],
 ) -> DMatrix<f64> {
@@ -236,7 +237,7 @@ fn relative_gradient(
         g.row_mut(i).scale_mut(*s);
     }
     if p.extended && !p.ortho {
-        g += &pass.w * cov * pass.w.transpose();
+        g += c;
     }
     match p.ortho {
         true => (&g - g.transpose()) / 2.0,
@@ -415,7 +416,9 @@ fn line_search(
             && step.pass.resolution > 0.0
             && slope < 0.0
             && {
-                let there = relative_gradient(&step.pass, at.cov, p, at.signs).dot(direction);
+                let w = &step.pass.w;
+                let c = w * at.cov * w.transpose();
+                let there = relative_gradient(&step.pass, &c, p, at.signs).dot(direction);
                 there.abs() <= WOLFE * slope.abs()
             };
         if step.loss < at.current || unresolved {
