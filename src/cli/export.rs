@@ -1,5 +1,6 @@
 //! `ede export FILE [--montage NAME|FILE.json|FILE.mtg] [--reference average|mastoids|CH[,CH]]
-//! [--filter hp=F,lp=F,order=N[,notch=50][,zero-phase]] [--bad CH,..] [--channels ...]
+//! [--filter hp=F,lp=F,order=N[,notch=50][,zero-phase]] [--bad CH,..] [--interpolate-bads]
+//! [--channels ...]
 //! [--start S] [--duration D] [--format csv|edf] [--out FILE]`: what the browser draws, written
 //! as numbers. Traces go through the same montage, reference and filter code as the browser's
 //! (`dsp::montage::derive_filtered`), so a causal filter is warmed up on the signal before the
@@ -37,6 +38,10 @@ pub struct ExportArgs {
     /// Channels to treat as bad besides those the file marks: out of every average.
     #[arg(long, value_delimiter = ',')]
     pub bad: Vec<String>,
+    /// Write bad scalp electrodes as the spherical-spline interpolation of the good ones
+    /// (MNE's interpolate_bads), positions from the file or the 10-05 template.
+    #[arg(long)]
+    pub interpolate_bads: bool,
     /// Channel labels or types (without --montage), or derivation labels (with it); all
     /// when omitted.
     #[arg(long, value_delimiter = ',')]
@@ -72,6 +77,9 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
         let c = montage::find_channel(&rec, label)
             .with_context(|| format!("--bad: the recording has no channel {label:?}"))?;
         rec.signals[c].bad = true;
+    }
+    if args.interpolate_bads {
+        super::interpolate_bads(&mut rec);
     }
     let montage = match &args.montage {
         Some(m) => load_montage(&rec, m)?,

@@ -326,6 +326,34 @@ pub fn open(path: &std::path::Path, fs: Option<f64>) -> Result<Recording, ReadEr
     )?)
 }
 
+/// Turns on the interpolation of bad scalp electrodes, saying on standard error which are
+/// interpolated and which stay as recorded (and why).
+pub fn interpolate_bads(rec: &mut Recording) {
+    rec.interpolate_bads = true;
+    let plan = crate::dsp::spline::BadInterpolation::of(rec);
+    let names = |v: Vec<usize>| -> String {
+        v.iter()
+            .map(|&c| rec.signals[c].label.trim())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if plan.bads.is_empty() && plan.left.is_empty() {
+        eprintln!("note: --interpolate-bads: no scalp electrode is marked bad");
+    } else if !plan.bads.is_empty() {
+        eprintln!(
+            "note: interpolated {} from {} good electrodes",
+            names(plan.bads.iter().map(|b| b.0).collect()),
+            plan.goods.len()
+        );
+    }
+    for (c, why) in &plan.left {
+        eprintln!(
+            "warning: {} stays as recorded: {why}",
+            rec.signals[*c].label.trim()
+        );
+    }
+}
+
 /// Writes `text` and a newline to standard output. A reader that went away (`ede info F | head`)
 /// is not an error.
 pub fn print(text: &str) -> std::io::Result<()> {

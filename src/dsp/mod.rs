@@ -15,5 +15,6 @@ pub mod qrs;
 pub mod resample_poly;
 pub mod sleep;
 pub mod spectrum;
+pub mod spline;
 pub mod stats;
 pub mod xapen;

@@ -81,6 +81,15 @@ pub fn template_1005_position(label: &str) -> Option<[f64; 3]> {
         .copied()
 }
 
+/// Where an electrode sits for scalp maps and interpolation: the file's position, else MNE's
+/// `standard_1005` template for its label (what MNE's `set_montage("standard_1005")` gives),
+/// else the idealized sphere's position for a 10-20 name the template lacks.
+pub fn head_position(label: &str, own: Option<[f64; 3]>) -> Option<[f64; 3]> {
+    own.filter(|p| p.iter().all(|v| v.is_finite()) && p.iter().any(|&v| v != 0.0))
+        .or_else(|| template_1005_position(label))
+        .or_else(|| electrode_position(label))
+}
+
 /// A head-frame position (metres; x right, y front, z up) in EEGLAB's frame: X to the nose,
 /// Y to the left, Z up (millimetres), with its azimuth (from the nose towards the left) and
 /// elevation in radians. topoplot's polar coordinates are (-azimuth, 0.5 - elevation / pi).

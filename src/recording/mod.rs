@@ -424,6 +424,10 @@ pub struct Recording {
     /// The regularly sampled streams of a file that holds several (XDF), by name: what else
     /// it can show. Empty for other formats.
     pub streams: Vec<String>,
+    /// Bad scalp electrodes are drawn, exported and analysed as the spherical-spline
+    /// interpolation of the good ones (`dsp::spline::BadInterpolation`, MNE's
+    /// `interpolate_bads`) instead of as recorded. Like the bad marks, recording state.
+    pub interpolate_bads: bool,
     source: Arc<dyn SampleSource>,
 }
 
@@ -486,6 +490,7 @@ impl Recording {
             patient: String::new(),
             recording_info: String::new(),
             streams: Vec::new(),
+            interpolate_bads: false,
             source,
         }
     }

@@ -77,9 +77,13 @@ pub fn derive_on(
             }
             combos.insert(key.clone(), m);
         }
-        let mut x = match release(&mut data, der.plus) {
-            Some(own) => own,
-            None => data[&der.plus].clone(),
+        let mut x = if der.interpolated {
+            vec![0f32; len]
+        } else {
+            match release(&mut data, der.plus) {
+                Some(own) => own,
+                None => data[&der.plus].clone(),
+            }
         };
         for &(c, _) in &der.minus {
             release(&mut data, c);

@@ -19,6 +19,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::dsp::spline::BadInterpolation;
 use crate::recording::electrodes::electrode_name;
 use crate::recording::{ChannelType, Recording};
 
@@ -240,6 +241,10 @@ pub struct Derivation {
     /// channel shown as recorded. Traces that share it (an average) compute it once.
     pub minus: Vec<(usize, f32)>,
     pub colour: Option<[u8; 3]>,
+    /// `plus` is a bad electrode replaced by its interpolation from the good ones: the trace
+    /// is `-sum(w * x[c])` over `minus` alone (the spline's weights folded in), and `plus`
+    /// gives only its rate, type and unit. Lanes draw it as interpolated.
+    pub interpolated: bool,
 }
 
 impl Derivation {
@@ -250,12 +255,14 @@ impl Derivation {
             plus: channel,
             minus: Vec::new(),
             colour: None,
+            interpolated: false,
         }
     }
 
     /// Every recorded channel it reads.
     pub fn sources(&self) -> impl Iterator<Item = usize> + '_ {
-        std::iter::once(self.plus).chain(self.minus.iter().map(|&(c, _)| c))
+        let plus = (!self.interpolated).then_some(self.plus);
+        plus.into_iter().chain(self.minus.iter().map(|&(c, _)| c))
     }
 }
 
@@ -347,8 +354,9 @@ pub fn resolve(
     let mut skipped = Vec::new();
     // Worked out once: every average of every derivation asks for them.
     let scalp = rec.scalp_electrodes();
+    let interpolation = rec.interpolate_bads.then(|| BadInterpolation::of(rec));
     for spec in &montage.derivations {
-        match resolve_one(rec, spec, reference, &scalp) {
+        match resolve_one(rec, spec, reference, &scalp, interpolation.as_ref()) {
             Ok(d) => derivations.push(d),
             // A channel the file lacks leaves that trace out; anything else is the montage's
             // or the reference's error, said as is.
@@ -379,15 +387,23 @@ fn resolve_one(
     spec: &DerivationSpec,
     reference: &Reference,
     scalp: &[usize],
+    interpolation: Option<&BadInterpolation>,
 ) -> Result<Derivation, MontageError> {
     let find = |name: &str| {
         find_channel(rec, name).ok_or_else(|| MontageError::MissingChannel(name.to_string()))
     };
     let plus = find(&spec.plus)?;
     let rereferenced = |c: usize| -> Result<Weights, MontageError> {
-        let mut w = Weights::from([(c, 1.0)]);
+        // An interpolated bad electrode is the spline's sum of the good ones, and is
+        // re-referenced like them.
+        let spline = interpolation.and_then(|i| i.weights_of(c));
+        let interpolated = spline.is_some();
+        let mut w: Weights = match spline {
+            Some(weights) => weights.collect(),
+            None => Weights::from([(c, 1.0)]),
+        };
         // As MNE-Python does, a bad channel is neither in a reference nor re-referenced.
-        if rec.signals[c].kind == ChannelType::Eeg && !rec.signals[c].bad {
+        if rec.signals[c].kind == ChannelType::Eeg && (!rec.signals[c].bad || interpolated) {
             let r = reference_channels(rec, reference, c, scalp)?;
             if !r.is_empty() {
                 add(&mut w, &mean_of(&r), -1.0);
@@ -418,9 +434,10 @@ fn resolve_one(
     // minus = e_plus - weights, without the terms that cancel (a bipolar pair under any
     // reference is the pair alone); each channel taken into the plus channel's unit (a mV
     // channel in a uV trace counts a thousand times its number).
+    let interpolated = interpolation.is_some_and(|i| i.weights_of(plus).is_some());
     let mut minus = Vec::new();
     for (&c, &w) in &weights {
-        let m = if c == plus {
+        let m = if c == plus && !interpolated {
             1.0 - w
         } else {
             -w * rec.unit_factor(c, plus)
@@ -443,6 +460,7 @@ fn resolve_one(
         plus,
         minus,
         colour: spec.colour,
+        interpolated,
     })
 }
 
