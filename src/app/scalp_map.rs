@@ -1,14 +1,17 @@
-//! Scalp maps of ICA components: each component's topography (its mixing column) at the
-//! electrodes the file places (positions from FIF, BrainVision, EEGLAB or BIDS), or whose
-//! 10-20/10-10 labels `recording::electrodes::electrode_position` knows, spread over the
-//! head by inverse-distance weighting and drawn in a diverging colour map, with the head's
-//! outline, nose and electrodes. Textures are made once per window, not every frame.
+//! Scalp maps: values at the electrodes the file places (positions from FIF, BrainVision,
+//! EEGLAB or BIDS), or at MNE's `standard_1005` template position of their 10-05 label
+//! (`recording::electrodes::head_position`), spread over the head by spherical splines
+//! (`dsp::spline`, the interpolation of bad channels too) and drawn in a diverging colour map
+//! with the head's outline, nose and electrodes, and a colour bar. ICA components, blink and
+//! live components, ERPs and the browser's cursor all draw through here. Textures are made once
+//! per map, not every frame.
 
 use eframe::egui::{self, Color32, ColorImage, Pos2, Stroke, TextureHandle, TextureOptions, Vec2};
 
 use super::colormap::ColourMap;
 use crate::dsp::ica::Ica;
-use crate::recording::electrodes::electrode_position;
+use crate::dsp::spline::{SphericalSpline, direction};
+use crate::recording::electrodes::head_position;
 use nalgebra::DMatrix;
 
 /// The smallest map drawn, points across.
@@ -17,22 +20,29 @@ const MIN_SIDE: f32 = 30.0;
 const BAR_WIDTH: f32 = 40.0;
 
 /// Pixels across a map's texture.
-const SIZE: usize = 64;
+pub const SIZE: usize = 64;
 
 /// Where electrodes sit on the flat map: an azimuthal equidistant projection from the vertex,
-/// scaled so that the lowest electrode sits at radius `RIM`; `None` where fewer than three
-/// electrodes have a position. The file's position (head coordinates: x right, y front, z up)
-/// comes first, the label's standard one otherwise.
-pub fn layout(labels: &[String], positions: &[Option<[f64; 3]>]) -> Option<Vec<Option<[f64; 2]>>> {
+/// scaled so that the lowest electrode sits at radius `RIM`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    /// Per channel, its point on the map (x right, y front; the head's outline is the unit
+    /// circle); `None` for a channel without a scalp position.
+    pub at: Vec<Option<[f64; 2]>>,
+    /// The lowest electrode's angle from the vertex (radians): the map's radius `RIM`.
+    reach: f64,
+}
+
+/// The layout of `labels`, or `None` where fewer than three electrodes have a position. The
+/// file's position (head coordinates: x right, y front, z up) comes first, the label's
+/// template one otherwise.
+pub fn layout(labels: &[String], positions: &[Option<[f64; 3]>]) -> Option<Layout> {
     let polar: Vec<Option<(f64, f64, f64)>> = labels
         .iter()
         .enumerate()
         .map(|(i, l)| {
-            let own = positions.get(i).copied().flatten().and_then(|p| {
-                let n = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
-                (n > 0.0).then(|| [p[0] / n, p[1] / n, p[2] / n])
-            });
-            let [x, y, z] = own.or_else(|| electrode_position(l))?;
+            let own = positions.get(i).copied().flatten();
+            let [x, y, z] = head_position(l, own).and_then(direction)?;
             let theta = z.clamp(-1.0, 1.0).acos();
             let r = (x * x + y * y).sqrt().max(1e-12);
             Some((theta, x / r, y / r))
@@ -45,72 +55,84 @@ pub fn layout(labels: &[String], positions: &[Option<[f64; 3]>]) -> Option<Vec<O
         .map(|p| p.0)
         .fold(0.0f64, f64::max)
         .max(1e-9);
-    Some(
-        (polar.into_iter())
-            .map(|p| p.map(|(t, cx, cy)| [RIM * t / reach * cx, RIM * t / reach * cy]))
-            .collect(),
-    )
+    let at = (polar.into_iter())
+        .map(|p| p.map(|(t, cx, cy)| [RIM * t / reach * cx, RIM * t / reach * cy]))
+        .collect();
+    Some(Layout { at, reach })
+}
+
+impl Layout {
+    /// The direction on the sphere that a point of the map shows (the projection undone).
+    fn direction_at(&self, x: f64, y: f64) -> [f64; 3] {
+        let rho = (x * x + y * y).sqrt();
+        if rho < 1e-12 {
+            return [0.0, 0.0, 1.0];
+        }
+        let theta = rho / RIM * self.reach;
+        let s = theta.sin();
+        [s * x / rho, s * y / rho, theta.cos()]
+    }
 }
 
 /// The lowest electrodes' radius on a map of radius 1 (the head's outline).
 const RIM: f64 = 0.92;
 
-/// Values on a `size` x `size` grid over the unit disk (row 0 at the front), by inverse squared
-/// distance from the electrodes; `None` outside the head.
-pub fn interpolate(values: &[f64], at: &[Option<[f64; 2]>], size: usize) -> Vec<Option<f64>> {
-    Interpolation::new(at, size).apply(values)
+/// Values on a `size` x `size` grid over the unit disk (row 0 at the front), by the spherical
+/// spline through the electrodes; `None` outside the head.
+pub fn interpolate(values: &[f64], layout: &Layout, size: usize) -> Vec<Option<f64>> {
+    Interpolation::new(layout, size).apply(values)
 }
 
-/// `interpolate`'s weights for one layout, worked out once: a map is then one weighted sum
-/// per pixel (the distances cost thirty times more, and the Live tab draws a dozen maps for
-/// every new window).
+/// `interpolate`'s weights for one layout, worked out once: a map is then one weighted sum per
+/// pixel (the spline costs a hundred times more, and the Live tab draws a dozen maps for every
+/// new window, the browser one every frame the cursor moves).
 pub struct Interpolation {
     /// The electrodes with a position (indices into the channels).
     known: Vec<usize>,
-    /// Per cell, the normalized weights of `known`; `None` outside the head.
-    cells: Vec<Option<Vec<f64>>>,
+    /// Per cell inside the head, its index and the weights of `known`.
+    cells: Vec<(usize, Vec<f64>)>,
+    size: usize,
 }
 
 impl Interpolation {
-    pub fn new(at: &[Option<[f64; 2]>], size: usize) -> Self {
-        let known: Vec<usize> = (0..at.len()).filter(|&i| at[i].is_some()).collect();
-        let cells = (0..size * size)
-            .map(|k| {
+    pub fn new(layout: &Layout, size: usize) -> Self {
+        let known: Vec<usize> = (0..layout.at.len())
+            .filter(|&i| layout.at[i].is_some())
+            .collect();
+        let electrodes: Vec<[f64; 3]> = (known.iter())
+            .filter_map(|&i| layout.at[i].map(|[x, y]| layout.direction_at(x, y)))
+            .collect();
+        let inside: Vec<(usize, [f64; 3])> = (0..size * size)
+            .filter_map(|k| {
                 let (row, col) = (k / size, k % size);
                 let x = (col as f64 + 0.5) / size as f64 * 2.0 - 1.0;
                 let y = 1.0 - (row as f64 + 0.5) / size as f64 * 2.0;
-                if x * x + y * y > 1.0 {
-                    return None;
-                }
-                let d2: Vec<f64> = (known.iter())
-                    .map(|&i| {
-                        at[i].map_or(f64::INFINITY, |[px, py]| {
-                            (x - px).powi(2) + (y - py).powi(2)
-                        })
-                    })
-                    .collect();
-                // On an electrode: its value.
-                if let Some(hit) = d2.iter().position(|&d| d < 1e-12) {
-                    let mut w = vec![0.0; known.len()];
-                    w[hit] = 1.0;
-                    return Some(w);
-                }
-                let w: Vec<f64> = d2.iter().map(|d| 1.0 / (d * d)).collect();
-                let sum: f64 = w.iter().sum();
-                Some(w.into_iter().map(|v| v / sum).collect())
+                (x * x + y * y <= 1.0).then(|| (k, layout.direction_at(x, y)))
             })
             .collect();
-        Interpolation { known, cells }
+        let cells = match SphericalSpline::new(&electrodes) {
+            Some(spline) => {
+                let to: Vec<[f64; 3]> = inside.iter().map(|c| c.1).collect();
+                let m = spline.matrix(&to);
+                (inside.iter().enumerate())
+                    .map(|(r, &(k, _))| (k, m.row(r).iter().copied().collect()))
+                    .collect()
+            }
+            // Coincident electrodes everywhere: their mean.
+            None => (inside.iter())
+                .map(|&(k, _)| (k, vec![1.0 / known.len().max(1) as f64; known.len()]))
+                .collect(),
+        };
+        Interpolation { known, cells, size }
     }
 
     /// The grid for one value per channel.
     pub fn apply(&self, values: &[f64]) -> Vec<Option<f64>> {
-        (self.cells.iter())
-            .map(|w| {
-                w.as_ref()
-                    .map(|w| self.known.iter().zip(w).map(|(&i, w)| w * values[i]).sum())
-            })
-            .collect()
+        let mut out = vec![None; self.size * self.size];
+        for (k, w) in &self.cells {
+            out[*k] = Some(self.known.iter().zip(w).map(|(&i, w)| w * values[i]).sum());
+        }
+        out
     }
 }
 
@@ -120,29 +142,47 @@ fn diverging(v: f64, scale: f64) -> Color32 {
     ColourMap::RdBu.colour(v, (-s, s))
 }
 
-/// One component's map as an image. The sign is chosen so that the largest weight is positive
-/// (ICA leaves it arbitrary).
-fn image(values: &[f64], at: &[Option<[f64; 2]>], grid: &Interpolation) -> ColorImage {
-    let peak = (at.iter().zip(values))
-        .filter(|(p, _)| p.is_some())
-        .map(|(_, &v)| v)
-        .fold(0.0f64, |m, v| if v.abs() > m.abs() { v } else { m });
-    let sign = if peak < 0.0 { -1.0 } else { 1.0 };
+/// How a set of maps is coloured.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Scale {
+    /// Each map over its own largest value, drawn positive: ICA leaves a component's sign and
+    /// scale free.
+    #[default]
+    OwnPeak,
+    /// Every map on one scale, -limit..limit in `unit` (voltages: an ERP, the cursor's map).
+    Shared { limit: f64, unit: String },
+}
+
+/// One map as an image, coloured by `scale`.
+fn image(values: &[f64], layout: &Layout, grid: &Interpolation, scale: &Scale) -> ColorImage {
+    let (sign, limit) = match scale {
+        Scale::OwnPeak => {
+            let peak = (layout.at.iter().zip(values))
+                .filter(|(p, _)| p.is_some())
+                .map(|(_, &v)| v)
+                .fold(0.0f64, |m, v| if v.abs() > m.abs() { v } else { m });
+            (if peak < 0.0 { -1.0 } else { 1.0 }, peak.abs())
+        }
+        Scale::Shared { limit, .. } => (1.0, *limit),
+    };
     let signed: Vec<f64> = values.iter().map(|v| v * sign).collect();
     let pixels = (grid.apply(&signed).iter())
-        .map(|g| g.map_or(Color32::TRANSPARENT, |v| diverging(v, peak.abs())))
+        .map(|g| g.map_or(Color32::TRANSPARENT, |v| diverging(v, limit)))
         .collect();
     ColorImage::new([SIZE, SIZE], pixels)
 }
 
-/// The maps of one window's components, kept as textures until the window changes.
+/// Maps of the columns of a matrix (an ICA's components, an ERP at several latencies), kept as
+/// textures until the matrix, the channels or the scale change.
 #[derive(Default)]
 pub struct ScalpMaps {
-    /// A fingerprint of the ICA they were made for, and the textures.
+    /// A fingerprint of the matrix and scale they were made for, and the textures.
     made_for: Option<u64>,
     textures: Vec<TextureHandle>,
-    layout: Option<(Vec<Option<[f64; 2]>>, Interpolation)>,
+    layout: Option<(Layout, Interpolation)>,
     labels: Vec<String>,
+    positions: Vec<Option<[f64; 3]>>,
+    scale: Scale,
 }
 
 /// A click on a map of the grid: the component, and whether it was the secondary button.
@@ -207,9 +247,10 @@ impl ScalpMaps {
             ui.small("no scalp maps: no channel has a position (in the file or by a 10-10 label)");
             return None;
         }
-        let Some((at, _)) = &self.layout else {
+        let Some((layout, _)) = &self.layout else {
             return None;
         };
+        let at = &layout.at;
         let mut clicked = None;
         let red = Color32::from_rgb(220, 50, 47);
         let line = ui.visuals().text_color();
@@ -272,7 +313,7 @@ impl ScalpMaps {
                         }
                     });
             });
-            bar(ui, height, line);
+            bar(ui, height, line, &self.scale);
         });
         clicked
     }
@@ -289,9 +330,10 @@ impl ScalpMaps {
         if k >= mixing.ncols() || !self.prepare(ui, channels, mixing, k + 1) {
             return;
         }
-        let Some((at, _)) = &self.layout else {
+        let Some((layout, _)) = &self.layout else {
             return;
         };
+        let at = &layout.at;
         let red = Color32::from_rgb(220, 50, 47);
         let line = ui.visuals().text_color();
         ui.horizontal_top(|ui| {
@@ -302,8 +344,16 @@ impl ScalpMaps {
                 false,
                 (red, line),
             );
-            bar(ui, side, line);
+            bar(ui, side, line, &self.scale);
         });
+    }
+
+    /// Colours the maps by `scale` from now on (ICA's maps by their own peaks by default).
+    pub fn set_scale(&mut self, scale: Scale) {
+        if self.scale != scale {
+            self.scale = scale;
+            self.made_for = None;
+        }
     }
 
     /// Makes the layout, and the textures of at least the first `count` maps, where the
@@ -319,8 +369,9 @@ impl ScalpMaps {
         // A new ICA has a new mixing matrix: its bits tell windows (and refits) apart.
         let made_for =
             (mixing.iter()).fold(mixing.ncols() as u64, |h, v| h.rotate_left(5) ^ v.to_bits());
-        if self.labels != labels {
+        if self.labels != labels || self.positions != positions {
             self.labels = labels.to_vec();
+            self.positions = positions.to_vec();
             self.layout = layout(labels, positions).map(|at| {
                 let grid = Interpolation::new(&at, SIZE);
                 (at, grid)
@@ -336,7 +387,7 @@ impl ScalpMaps {
                     let column: Vec<f64> = mixing.column(k).iter().copied().collect();
                     ui.ctx().load_texture(
                         format!("scalp map {k}"),
-                        image(&column, at, grid),
+                        image(&column, at, grid, &self.scale),
                         TextureOptions::LINEAR,
                     )
                 })
@@ -347,23 +398,47 @@ impl ScalpMaps {
     }
 }
 
-/// One bar for every map: each is scaled to its own peak, made positive.
-fn bar(ui: &mut egui::Ui, height: f32, line: Color32) {
+/// One bar for every map, by their `scale`.
+fn bar(ui: &mut egui::Ui, height: f32, line: Color32, scale: &Scale) {
     let (rect, response) =
         ui.allocate_exact_size(Vec2::new(BAR_WIDTH, height), egui::Sense::hover());
+    let top = if matches!(scale, Scale::Shared { .. }) {
+        16.0
+    } else {
+        8.0
+    };
     let bar = egui::Rect::from_min_size(
-        rect.min + Vec2::new(4.0, 8.0),
-        Vec2::new(9.0, (height - 16.0).max(10.0)),
+        rect.min + Vec2::new(4.0, top),
+        Vec2::new(9.0, (height - top - 8.0).max(10.0)),
     );
-    ColourMap::RdBu.bar(ui.painter(), bar, (-1.0, 1.0), line, |v| match v {
-        0.0 => "0".into(),
-        v if v.fract() == 0.0 => format!("{v:+.0}"),
-        v => format!("{v:+.1}"),
-    });
-    response.on_hover_text(
-        "each map's weights over its largest one (ICA leaves a component's sign and scale \
-         free: the largest weight is drawn positive)",
-    );
+    match scale {
+        Scale::OwnPeak => {
+            ColourMap::RdBu.bar(ui.painter(), bar, (-1.0, 1.0), line, |v| match v {
+                0.0 => "0".into(),
+                v if v.fract() == 0.0 => format!("{v:+.0}"),
+                v => format!("{v:+.1}"),
+            });
+            response.on_hover_text(
+                "each map's weights over its largest one (ICA leaves a component's sign and \
+                 scale free: the largest weight is drawn positive)",
+            );
+        }
+        Scale::Shared { limit, unit } => {
+            let digits = if *limit >= 10.0 { 0 } else { 1 };
+            ColourMap::RdBu.bar(ui.painter(), bar, (-limit, *limit), line, |v| match v {
+                0.0 => "0".into(),
+                v => format!("{v:+.digits$}"),
+            });
+            ui.painter().text(
+                rect.min + Vec2::new(2.0, 2.0),
+                egui::Align2::LEFT_TOP,
+                unit,
+                egui::FontId::proportional(10.0),
+                line,
+            );
+            response.on_hover_text(format!("every map on one scale, in {unit}"));
+        }
+    }
 }
 
 /// One map: the image in the head's outline with the nose and electrodes, and its caption;
@@ -421,19 +496,21 @@ fn map(
 mod tests {
     use super::*;
 
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
     #[test]
     fn a_frontal_topography_is_strongest_at_the_front() {
-        let labels: Vec<String> = ["Fp1", "Fp2", "Fz", "Cz", "Pz", "O1", "O2", "EOG1"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let at = layout(&labels, &[]).unwrap();
+        let labels = names(&["Fp1", "Fp2", "Fz", "Cz", "Pz", "O1", "O2", "EOG1"]);
+        let lay = layout(&labels, &[]).unwrap();
+        let at = &lay.at;
         assert!(at[7].is_none(), "EOG has no scalp position");
-        // Front is +y on the map; Cz at the centre.
+        // Front is +y on the map; Cz near the centre (the template's Cz leans back a little).
         assert!(at[0].unwrap()[1] > 0.5 && at[5].unwrap()[1] < -0.5);
-        assert!(at[3].unwrap()[0].abs() < 1e-9 && at[3].unwrap()[1].abs() < 1e-9);
+        assert!(at[3].unwrap()[0].abs() < 0.05 && at[3].unwrap()[1].abs() < 0.15);
         let values = [10.0, 10.0, 4.0, 1.0, 0.5, 0.2, 0.2, 99.0];
-        let grid = interpolate(&values, &at, 32);
+        let grid = interpolate(&values, &lay, 32);
         let row_mean = |row: usize| {
             let v: Vec<f64> = grid[row * 32..(row + 1) * 32]
                 .iter()
@@ -450,32 +527,60 @@ mod tests {
         );
         assert!(grid[0].is_none(), "corners are outside the head");
         // EOG's 99 has no place on the scalp and must not leak in.
-        assert!(grid.iter().flatten().all(|&v| v <= 10.0 + 1e-9));
-        assert!(layout(&["EOG1".to_string(), "X".into()], &[]).is_none());
+        assert!(grid.iter().flatten().all(|&v| v < 20.0));
+        assert!(layout(&names(&["EOG1", "X"]), &[]).is_none());
         // Labels no montage knows, placed by the file: the frontal one maps to the front.
-        let labels: Vec<String> = ["E1", "E2", "E3", "E4"].map(String::from).to_vec();
+        let labels = names(&["E1", "E2", "E3", "E4"]);
         let at = [
             Some([0.0, 0.09, 0.03]),
             Some([0.0, 0.0, 0.1]),
             Some([-0.08, 0.0, 0.02]),
             Some([0.0, -0.09, 0.03]),
         ];
-        let flat = layout(&labels, &at).expect("placed by the file");
+        let flat = layout(&labels, &at).expect("placed by the file").at;
         let front = flat[0].unwrap();
         assert!(front[1].abs() > 0.5 && front[0].abs() < 1e-9, "{front:?}");
         assert!(flat[1].unwrap()[0].abs() < 1e-9 && flat[1].unwrap()[1].abs() < 1e-9);
     }
 
+    /// The spline solved plainly: the bordered system by LU (no pseudo-inverse), evaluated
+    /// at one direction.
+    fn spline_at(electrodes: &[[f64; 3]], values: &[f64], at: [f64; 3]) -> f64 {
+        use crate::dsp::spline::green;
+        let n = electrodes.len();
+        let unit = |p: [f64; 3]| {
+            let r = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
+            [p[0] / r, p[1] / r, p[2] / r]
+        };
+        let e: Vec<[f64; 3]> = electrodes.iter().map(|&p| unit(p)).collect();
+        let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+        let mut c = DMatrix::<f64>::zeros(n + 1, n + 1);
+        let mut rhs = nalgebra::DVector::<f64>::zeros(n + 1);
+        for i in 0..n {
+            for j in 0..n {
+                c[(i, j)] = green(dot(e[i], e[j])) + if i == j { 1e-5 } else { 0.0 };
+            }
+            c[(i, n)] = 1.0;
+            c[(n, i)] = 1.0;
+            rhs[i] = values[i];
+        }
+        let coef = c.lu().solve(&rhs).unwrap();
+        let a = unit(at);
+        (0..n).map(|j| coef[j] * green(dot(a, e[j]))).sum::<f64>() + coef[n]
+    }
+
     #[test]
-    fn precomputed_weights_equal_the_plain_inverse_distance_sums() {
-        let labels: Vec<String> = ["Fp1", "Fp2", "F7", "Fz", "Cz", "T8", "Pz", "O1", "EOG"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let at = layout(&labels, &[]).unwrap();
+    fn precomputed_weights_equal_the_spline_solved_plainly() {
+        let labels = names(&["Fp1", "Fp2", "F7", "Fz", "Cz", "T8", "Pz", "O1", "EOG"]);
+        let lay = layout(&labels, &[]).unwrap();
         let values = [3.0, -1.0, 0.5, 2.0, -4.0, 1.5, 0.25, -2.0, 50.0];
         let size = 24;
-        let grid = interpolate(&values, &at, size);
+        let grid = interpolate(&values, &lay, size);
+        let known: Vec<usize> = (0..9).filter(|&i| lay.at[i].is_some()).collect();
+        let electrodes: Vec<[f64; 3]> = (known.iter())
+            .map(|&i| lay.direction_at(lay.at[i].unwrap()[0], lay.at[i].unwrap()[1]))
+            .collect();
+        let v: Vec<f64> = known.iter().map(|&i| values[i]).collect();
         for (k, cell) in grid.iter().enumerate() {
             let x = ((k % size) as f64 + 0.5) / size as f64 * 2.0 - 1.0;
             let y = 1.0 - ((k / size) as f64 + 0.5) / size as f64 * 2.0;
@@ -483,38 +588,42 @@ mod tests {
                 assert!(cell.is_none());
                 continue;
             }
-            let (mut num, mut den) = (0.0, 0.0);
-            for (p, v) in at.iter().zip(values) {
-                if let Some([px, py]) = p {
-                    let w = 1.0 / ((x - px).powi(2) + (y - py).powi(2)).powi(2);
-                    num += w * v;
-                    den += w;
-                }
+            let want = spline_at(&electrodes, &v, lay.direction_at(x, y));
+            assert!((cell.unwrap() - want).abs() < 1e-8, "cell {k}");
+        }
+        // The projection undone gives back the electrodes' own directions.
+        for &i in &known {
+            let own =
+                crate::dsp::spline::direction(head_position(&labels[i], None).unwrap()).unwrap();
+            let back = lay.direction_at(lay.at[i].unwrap()[0], lay.at[i].unwrap()[1]);
+            for d in 0..3 {
+                assert!((own[d] - back[d]).abs() < 1e-9, "{}", labels[i]);
             }
-            let want = num / den;
-            assert!(
-                (cell.unwrap() - want).abs() < 1e-12 * want.abs().max(1.0),
-                "cell {k}"
-            );
         }
     }
 
     #[test]
     fn a_topography_of_both_signs_draws_red_and_blue() {
-        let labels: Vec<String> = ["Fp1", "Fp2", "Fz", "Cz", "Pz", "O1", "O2"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let at = layout(&labels, &[]).unwrap();
-        let grid = Interpolation::new(&at, SIZE);
+        let labels = names(&["Fp1", "Fp2", "Fz", "Cz", "Pz", "O1", "O2"]);
+        let lay = layout(&labels, &[]).unwrap();
+        let grid = Interpolation::new(&lay, SIZE);
         // Frontal positive, occipital negative: a blink-like dipole.
-        let img = image(&[3.0, 3.0, 1.0, 0.0, -1.0, -2.0, -2.0], &at, &grid);
-        let red = (img.pixels.iter())
-            .filter(|c| c.r() as i32 > c.b() as i32 + 40)
-            .count();
-        let blue = (img.pixels.iter())
-            .filter(|c| c.b() as i32 > c.r() as i32 + 40)
-            .count();
-        assert!(red > 100 && blue > 100, "red {red}, blue {blue}");
+        let values = [3.0, 3.0, 1.0, 0.0, -1.0, -2.0, -2.0];
+        for scale in [
+            Scale::OwnPeak,
+            Scale::Shared {
+                limit: 3.0,
+                unit: "uV".into(),
+            },
+        ] {
+            let img = image(&values, &lay, &grid, &scale);
+            let red = (img.pixels.iter())
+                .filter(|c| c.r() as i32 > c.b() as i32 + 40)
+                .count();
+            let blue = (img.pixels.iter())
+                .filter(|c| c.b() as i32 > c.r() as i32 + 40)
+                .count();
+            assert!(red > 100 && blue > 100, "red {red}, blue {blue}");
+        }
     }
 }

@@ -9,6 +9,7 @@
 use nalgebra::DMatrix;
 
 use crate::recording::Recording;
+pub use crate::recording::electrodes::direction;
 use crate::recording::electrodes::head_position;
 
 /// The spline's stiffness (m = 4) and its Legendre terms (50), as MNE's.
@@ -34,12 +35,6 @@ fn green_terms(cos: f64, terms: usize) -> f64 {
         (p0, p1) = (p1, p2);
     }
     g
-}
-
-/// Unit vector of `p`; `None` at the origin or for a non-finite position.
-pub fn direction(p: [f64; 3]) -> Option<[f64; 3]> {
-    let n = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
-    (n > 0.0 && n.is_finite()).then(|| [p[0] / n, p[1] / n, p[2] / n])
 }
 
 fn dot(a: &[f64; 3], b: &[f64; 3]) -> f64 {

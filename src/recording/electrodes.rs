@@ -81,6 +81,12 @@ pub fn template_1005_position(label: &str) -> Option<[f64; 3]> {
         .copied()
 }
 
+/// Unit vector of `p`; `None` at the origin or for a non-finite position.
+pub fn direction(p: [f64; 3]) -> Option<[f64; 3]> {
+    let n = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
+    (n > 0.0 && n.is_finite()).then(|| [p[0] / n, p[1] / n, p[2] / n])
+}
+
 /// Where an electrode sits for scalp maps and interpolation: the file's position, else MNE's
 /// `standard_1005` template for its label (what MNE's `set_montage("standard_1005")` gives),
 /// else the idealized sphere's position for a 10-20 name the template lacks.

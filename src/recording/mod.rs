@@ -19,6 +19,7 @@ pub mod edf_write;
 pub mod eeglab;
 pub mod electrodes;
 pub mod fif;
+pub mod fif_write;
 pub mod mat5;
 pub mod mat5_write;
 pub mod mat73;
