@@ -85,3 +85,114 @@ fn bad_channels_interpolate_as_mne_does() {
         }
     }
 }
+
+/// `ede epochs` on the sample equals MNE's `Epochs(...).average()`: the same epochs dropped
+/// (by the same channels) and the averages to 1e-6 of their RMS.
+#[test]
+fn epochs_average_as_mne_does() {
+    let Some(data) = shared_data() else { return };
+    let edf = data.join("eeg/eeglab_sample_32ch_128hz.edf");
+    let fx = fixture();
+    let cases: [(&str, &[&str]); 2] = [
+        (
+            "square",
+            &[
+                "--events",
+                "square",
+                "--tmin",
+                "-0.2",
+                "--tmax",
+                "0.8",
+                "--baseline",
+                "-0.2,0",
+                "--reject",
+                "eeg=150uV",
+            ],
+        ),
+        (
+            "both",
+            &[
+                "--events",
+                "square,rt",
+                "--tmin",
+                "-0.1",
+                "--tmax",
+                "0.5",
+                "--baseline",
+                "none",
+                "--reject",
+                "eeg=100uV,eog=250uV",
+                "--flat",
+                "eeg=1uV",
+            ],
+        ),
+    ];
+    for (case, flags) in cases {
+        let want = &fx["epochs"][case];
+        let out = tempfile::NamedTempFile::new().unwrap();
+        let mut args = vec!["epochs", edf.to_str().unwrap()];
+        args.extend(flags);
+        args.extend(["--out", out.path().to_str().unwrap()]);
+        let run = ede(&args);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let got: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.path()).unwrap()).unwrap();
+        assert_eq!(got["unit"], "uV");
+        let (times, want_times) = (floats(&got["times_s"]), floats(&want["times_s"]));
+        assert_eq!(times.len(), want_times.len(), "{case}");
+        assert!(
+            times
+                .iter()
+                .zip(&want_times)
+                .all(|(a, b)| (a - b).abs() < 1e-12)
+        );
+        let channels: Vec<&str> = (got["channels"].as_array().unwrap().iter())
+            .map(|c| c.as_str().unwrap())
+            .collect();
+        for (name, w) in want["conditions"].as_object().unwrap() {
+            let g = &got["conditions"][name];
+            assert_eq!(g["n_epochs"], w["n_epochs"], "{case} {name}");
+            let dropped = |v: &Value| -> Vec<(u64, Vec<String>)> {
+                (v.as_array().unwrap().iter())
+                    .map(|d| {
+                        let mut c: Vec<String> = (d["channels"].as_array().unwrap().iter())
+                            .map(|c| c.as_str().unwrap().to_string())
+                            .collect();
+                        c.sort();
+                        (d["index"].as_u64().unwrap(), c)
+                    })
+                    .collect()
+            };
+            assert_eq!(
+                dropped(&g["dropped"]),
+                dropped(&w["dropped"]),
+                "{case} {name}"
+            );
+            let mut err2 = 0.0;
+            let mut ref2 = 0.0;
+            for (k, ch) in want["channels"].as_array().unwrap().iter().enumerate() {
+                let c = channels
+                    .iter()
+                    .position(|x| *x == ch.as_str().unwrap())
+                    .unwrap();
+                let (ours, mne) = (floats(&g["data"][c]), floats(&w["data"][k]));
+                for (a, b) in ours.iter().zip(&mne) {
+                    err2 = f64::max(err2, (a - b).abs());
+                    ref2 += b * b;
+                }
+            }
+            let rms =
+                (ref2 / (want["channels"].as_array().unwrap().len() * times.len()) as f64).sqrt();
+            assert!(
+                err2 / rms < 1e-6,
+                "{case} {name}: {:.2e} of the RMS",
+                err2 / rms
+            );
+            eprintln!("{case} {name}: largest error {:.2e} of the RMS", err2 / rms);
+        }
+    }
+}

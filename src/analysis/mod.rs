@@ -3,6 +3,7 @@
 
 pub mod blink;
 pub mod cwt;
+pub mod epochs;
 pub mod group;
 pub mod heart;
 pub mod hermite;

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod blinks;
 pub mod cwt;
 pub mod deblink;
+pub mod epochs;
 pub mod export;
 pub mod group;
 pub mod hermite;
@@ -216,6 +217,9 @@ pub enum Command {
     Export(export::ExportArgs),
     /// Power spectral density of channels over a time range (Welch's method, as SciPy's).
     Psd(psd::PsdArgs),
+    /// Epochs around events and their averages (ERPs), as MNE's Epochs: JSON and MNE's
+    /// evoked file.
+    Epochs(epochs::EpochsArgs),
     /// Sleep statistics (YASA's) of the hypnogram a recording's stage events make.
     Sleep(sleep::SleepArgs),
     /// Heart rate variability (time domain, LF/HF) of an ECG channel's beats.
@@ -501,6 +505,7 @@ pub fn main_with(args: Vec<String>) -> u8 {
         Some(Command::Info(args)) => info::run(args),
         Some(Command::Export(args)) => export::run(args),
         Some(Command::Psd(args)) => psd::run(args),
+        Some(Command::Epochs(args)) => epochs::run(args),
         Some(Command::Sleep(args)) => sleep::run(args),
         Some(Command::Hrv(args)) => hrv::run(args),
         Some(Command::Trend(args)) => trend::run(args),

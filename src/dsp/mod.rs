@@ -6,6 +6,7 @@ pub mod biharmonic;
 pub mod blink;
 pub mod cwt;
 pub mod decimate;
+pub mod epochs;
 pub mod filter;
 pub mod hermite;
 pub mod hrv;

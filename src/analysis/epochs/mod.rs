@@ -1,0 +1,405 @@
+//! Epochs around events and their averages (ERPs), as MNE-Python's `Epochs` and `average`:
+//! events chosen by their text (annotations, and trigger codes, which readers turn into
+//! annotations), a window `tmin..tmax`, a baseline, rejection by peak-to-peak amplitude and
+//! flatness per channel type, epochs overlapping a span marked bad dropped, bad channels left
+//! out or interpolated (the recording's `interpolate_bads`). The traces are the page's: its
+//! montage, reference and filters (`dsp::montage`), read once for all epochs; the arithmetic is
+//! `dsp::epochs`. Values are in each channel's reading unit (voltages in uV).
+
+pub mod evoked_fif;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dsp::epochs::{self, Average, Limits, Verdict};
+use crate::dsp::filter::DisplayFilter;
+use crate::dsp::montage::{self, Derivation};
+use crate::recording::channel::{reading_unit, si_per_unit};
+use crate::recording::{ChannelType, ReadError, Recording};
+
+/// What to epoch and how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochParams {
+    /// One condition per event text (an annotation's text without its channel, or a trigger
+    /// code as the readers write it).
+    pub events: Vec<String>,
+    pub tmin: f64,
+    pub tmax: f64,
+    /// The baseline interval in seconds (`None` ends: the window's); `None`: no baseline.
+    pub baseline: Option<(Option<f64>, Option<f64>)>,
+    /// Peak-to-peak limits per channel type, in SI units (volts, teslas), as MNE's `reject`.
+    pub reject: Vec<(ChannelType, f64)>,
+    /// Smallest peak-to-peak per channel type, as MNE's `flat`.
+    pub flat: Vec<(ChannelType, f64)>,
+    /// Drop epochs that overlap a span whose text starts with "bad" (MNE's default).
+    pub reject_by_annotation: bool,
+}
+
+impl Default for EpochParams {
+    fn default() -> Self {
+        EpochParams {
+            events: Vec::new(),
+            tmin: -0.2,
+            tmax: 0.5,
+            baseline: Some((None, Some(0.0))),
+            reject: Vec::new(),
+            flat: Vec::new(),
+            reject_by_annotation: true,
+        }
+    }
+}
+
+/// Why epochs cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum EpochError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("no event has the text {0:?} (events here: {1})")]
+    NoSuchEvent(String, String),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+}
+
+/// An epoch left out, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Dropped {
+    /// Its place among its condition's events (from 0).
+    pub index: usize,
+    pub onset_s: f64,
+    pub reason: String,
+    /// The channels that dropped it (rejection and flatness).
+    pub channels: Vec<String>,
+}
+
+/// One condition's epochs and average.
+#[derive(Debug, Clone)]
+pub struct Condition {
+    pub name: String,
+    /// Every event's onset (s) and the first sample of its window (`None`: outside the data).
+    pub events: Vec<(f64, Option<usize>)>,
+    /// Per event, whether its epoch is in the average.
+    pub kept: Vec<bool>,
+    pub dropped: Vec<Dropped>,
+    pub average: Average,
+}
+
+/// Epochs of several conditions over the same traces.
+#[derive(Clone)]
+pub struct Epochs {
+    pub fs: f64,
+    /// The window's first and last sample offsets from the event.
+    pub window: (i64, i64),
+    pub labels: Vec<String>,
+    pub units: Vec<String>,
+    pub kinds: Vec<ChannelType>,
+    /// The file's or the template's electrode positions, for scalp maps.
+    pub positions: Vec<Option<[f64; 3]>>,
+    /// Channels that are scalp electrodes (the GFP's).
+    pub scalp: Vec<usize>,
+    pub conditions: Vec<Condition>,
+    /// The baseline's samples within the window.
+    pub baseline: Option<(usize, usize)>,
+    traces: Arc<Traces>,
+}
+
+impl Epochs {
+    /// Samples per channel of an epoch.
+    pub fn len(&self) -> usize {
+        (self.window.1 - self.window.0 + 1) as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
+    /// The epoch's times in seconds from the event.
+    pub fn times_s(&self) -> Vec<f64> {
+        (self.window.0..=self.window.1)
+            .map(|k| k as f64 / self.fs)
+            .collect()
+    }
+
+    /// Condition `c`'s event `e` (kept or not), baseline-corrected, channel-major; `None`
+    /// where its window is outside the data.
+    pub fn epoch(&self, c: usize, e: usize) -> Option<Vec<f64>> {
+        let start = self.conditions.get(c)?.events.get(e)?.1?;
+        let n = self.len();
+        let mut out = vec![0.0; n * self.labels.len()];
+        self.traces.copy(start, n, &mut out).then_some(())?;
+        epochs::subtract_baseline(&mut out, n, self.baseline);
+        Some(out)
+    }
+
+    /// The GFP of condition `c`'s average (the scalp electrodes', else every channel's).
+    pub fn gfp(&self, c: usize) -> Vec<f64> {
+        let all: Vec<usize> = (0..self.labels.len()).collect();
+        let channels = if self.scalp.len() >= 2 {
+            &self.scalp
+        } else {
+            &all
+        };
+        epochs::gfp(&self.conditions[c].average.mean, self.len(), channels)
+    }
+}
+
+/// The traces around the events, in memory: spans of samples (per channel, in the reading
+/// unit), each read and filtered once.
+struct Traces {
+    channels: usize,
+    spans: Vec<(usize, Vec<Vec<f32>>)>,
+}
+
+impl Traces {
+    /// Samples `start..start + n` of every channel into `out` (channel-major); false where no
+    /// span holds them all.
+    fn copy(&self, start: usize, n: usize, out: &mut [f64]) -> bool {
+        let i = self.spans.partition_point(|s| s.0 <= start);
+        let Some((first, data)) = i.checked_sub(1).map(|i| &self.spans[i]) else {
+            return false;
+        };
+        let at = start - first;
+        if data.first().is_none_or(|d| at + n > d.len()) {
+            return false;
+        }
+        for (c, d) in data.iter().enumerate().take(self.channels) {
+            for (o, &v) in out[c * n..(c + 1) * n].iter_mut().zip(&d[at..at + n]) {
+                *o = v as f64;
+            }
+        }
+        true
+    }
+}
+
+/// The channels epochs take by default: every signal at the most common rate but stimulus and
+/// annotation channels, as recorded.
+pub fn default_montage(rec: &Recording) -> montage::Montage {
+    let fs = rec.most_common_rate();
+    let mut m = montage::BuiltIn::as_recorded(rec);
+    m.derivations.retain(|d| {
+        montage::find_channel(rec, &d.plus)
+            .is_some_and(|c| rec.signals[c].kind != ChannelType::Stim && rec.signals[c].fs == fs)
+    });
+    m
+}
+
+/// Epochs of `rec` through `derivations` (resolved under the recording's bad channels and
+/// interpolation; a bad channel not interpolated is left out), each filtered by `filter`.
+pub fn epochs(
+    rec: &Recording,
+    derivations: &[Derivation],
+    filter: DisplayFilter,
+    p: &EpochParams,
+) -> Result<Epochs, EpochError> {
+    let invalid = |m: String| EpochError::Invalid(m);
+    let derivations: Vec<&Derivation> = (derivations.iter())
+        .filter(|d| !rec.signals[d.plus].bad || d.interpolated)
+        .collect();
+    let Some(first) = derivations.first() else {
+        return Err(invalid("no good channel to epoch".into()));
+    };
+    let fs = rec.signals[first.plus].fs;
+    if let Some(d) = derivations.iter().find(|d| rec.signals[d.plus].fs != fs) {
+        return Err(invalid(format!(
+            "{} is sampled at {} Hz, {} at {fs} Hz: epoch channels of one rate",
+            d.label, rec.signals[d.plus].fs, first.label
+        )));
+    }
+    if filter.is_active() {
+        filter.validate_at(fs).map_err(|e| invalid(e.to_string()))?;
+    }
+    if p.events.is_empty() {
+        return Err(invalid("name at least one event".into()));
+    }
+    let window = epochs::window(p.tmin, p.tmax, fs).map_err(invalid)?;
+    let n = (window.1 - window.0 + 1) as usize;
+    let baseline = match p.baseline {
+        Some(b) => Some(epochs::baseline_range(window, fs, b).map_err(invalid)?),
+        None => None,
+    };
+    let signal = first.plus;
+    let segments = rec.signal_segments(signal);
+    let bad_spans: Vec<(f64, f64, &str)> = (rec.annotations.iter())
+        .filter(|a| {
+            p.reject_by_annotation
+                && a.description()
+                    .trim()
+                    .to_ascii_lowercase()
+                    .starts_with("bad")
+        })
+        .map(|a| (a.onset, a.onset + a.duration, a.description().trim()))
+        .collect();
+
+    // Every event's window, as the first sample or why there is none.
+    let mut conditions = Vec::new();
+    let mut windows: Vec<(usize, usize)> = Vec::new();
+    for name in &p.events {
+        let onsets: Vec<f64> = (rec.annotations.iter())
+            .filter(|a| a.description().trim() == name.trim())
+            .map(|a| a.onset)
+            .collect();
+        if onsets.is_empty() {
+            let mut known: Vec<&str> = rec
+                .annotations
+                .iter()
+                .map(|a| a.description().trim())
+                .collect();
+            known.sort_unstable();
+            known.dedup();
+            known.truncate(20);
+            return Err(EpochError::NoSuchEvent(name.clone(), known.join(", ")));
+        }
+        let mut events = Vec::new();
+        let mut dropped = Vec::new();
+        for (index, &t) in onsets.iter().enumerate() {
+            let placed = segments.iter().find_map(|&(s0, first, len)| {
+                let k = ((t - s0) * fs).round_ties_even();
+                (k >= 0.0 && (k as usize) < len).then(|| (first, len, first as i64 + k as i64))
+            });
+            let start = placed.and_then(|(seg, len, k)| {
+                let (a, b) = (k + window.0, k + window.1);
+                (a >= seg as i64 && b < (seg + len) as i64).then_some(a as usize)
+            });
+            let reason = match (placed, start) {
+                (None, _) => Some("its event is outside the recording or in a gap".to_string()),
+                (Some(_), None) => Some("the window runs past the data's start or end".into()),
+                _ => None,
+            }
+            .or_else(|| {
+                let (a, b) = (t + window.0 as f64 / fs, t + window.1 as f64 / fs);
+                (bad_spans.iter())
+                    .find(|s| s.0 <= b && s.1 > a)
+                    .map(|s| format!("overlaps the span {:?}", s.2))
+            });
+            match reason {
+                Some(reason) => {
+                    dropped.push(Dropped {
+                        index,
+                        onset_s: t,
+                        reason,
+                        channels: Vec::new(),
+                    });
+                    events.push((t, None));
+                }
+                None => {
+                    let s = start.expect("placed");
+                    windows.push((s, s + n));
+                    events.push((t, Some(s)));
+                }
+            }
+        }
+        conditions.push((name.clone(), events, dropped));
+    }
+
+    // The traces, read in merged spans, in each channel's reading unit.
+    let scale: Vec<(String, f64)> = (derivations.iter())
+        .map(|d| reading_unit(&rec.signals[d.plus].unit))
+        .collect();
+    let owned: Vec<Derivation> = derivations.iter().map(|d| (*d).clone()).collect();
+    let traces = read_spans(rec, &owned, filter, &segments, windows, &scale)?;
+
+    let limit = |list: &[(ChannelType, f64)], d: &Derivation, unit: &str| {
+        let kind = rec.signals[d.plus].kind;
+        let si = si_per_unit(unit).map_or(1.0, |s| s.1);
+        list.iter().find(|(k, _)| *k == kind).map(|(_, v)| v / si)
+    };
+    let limits = Limits {
+        reject: (owned.iter().zip(&scale))
+            .map(|(d, (u, _))| limit(&p.reject, d, u))
+            .collect(),
+        flat: (owned.iter().zip(&scale))
+            .map(|(d, (u, _))| limit(&p.flat, d, u))
+            .collect(),
+    };
+    let labels: Vec<String> = owned.iter().map(|d| d.label.clone()).collect();
+    let len = n * owned.len();
+    let conditions = (conditions.into_iter())
+        .map(|(name, events, mut dropped)| {
+            let (average, verdicts) =
+                epochs::average(events.len(), (n, len), baseline, &limits, |i, out| {
+                    events[i].1.is_some_and(|s| traces.copy(s, n, out))
+                });
+            let mut kept = vec![false; events.len()];
+            for (i, v) in verdicts.into_iter().enumerate() {
+                let (reason, channels) = match v {
+                    Some(Verdict::Keep) => {
+                        kept[i] = true;
+                        continue;
+                    }
+                    Some(Verdict::TooLarge(c)) => ("peak-to-peak over the limit", c),
+                    Some(Verdict::Flat(c)) => ("flat: peak-to-peak under the limit", c),
+                    None => continue,
+                };
+                let channels: Vec<String> = channels.iter().map(|&c| labels[c].clone()).collect();
+                dropped.push(Dropped {
+                    index: i,
+                    onset_s: events[i].0,
+                    reason: format!("{reason} on {}", channels.join(", ")),
+                    channels,
+                });
+            }
+            dropped.sort_by_key(|d| d.index);
+            Condition {
+                name,
+                events,
+                kept,
+                dropped,
+                average,
+            }
+        })
+        .collect();
+    let scalp_set = rec.scalp_electrodes();
+    Ok(Epochs {
+        fs,
+        window,
+        units: scale.into_iter().map(|s| s.0).collect(),
+        kinds: owned.iter().map(|d| rec.signals[d.plus].kind).collect(),
+        positions: owned.iter().map(|d| rec.signals[d.plus].position).collect(),
+        scalp: (0..owned.len())
+            .filter(|&i| scalp_set.contains(&owned[i].plus))
+            .collect(),
+        labels,
+        conditions,
+        baseline,
+        traces: Arc::new(traces),
+    })
+}
+
+/// The derivations' samples over `windows` (`[start, end)`, sorted or not), merged where they
+/// touch, each span filtered as its whole segment would be.
+fn read_spans(
+    rec: &Recording,
+    derivations: &[Derivation],
+    filter: DisplayFilter,
+    segments: &[(f64, usize, usize)],
+    mut windows: Vec<(usize, usize)>,
+    scale: &[(String, f64)],
+) -> Result<Traces, ReadError> {
+    windows.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (a, b) in windows {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    let group: Vec<usize> = (0..derivations.len()).collect();
+    let mut spans = Vec::with_capacity(merged.len());
+    for (a, b) in merged {
+        let bounds = (segments.iter())
+            .find(|s| s.1 <= a && b <= s.1 + s.2)
+            .map_or((a, b), |s| (s.1, s.1 + s.2));
+        let mut data =
+            montage::derive_filtered(rec, derivations, &group, a, b - a, bounds, |_| filter)?;
+        for (x, (_, k)) in data.iter_mut().zip(scale) {
+            if *k != 1.0 {
+                x.iter_mut().for_each(|v| *v *= *k as f32);
+            }
+        }
+        spans.push((a, data));
+    }
+    Ok(Traces {
+        channels: derivations.len(),
+        spans,
+    })
+}
