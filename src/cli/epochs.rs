@@ -7,9 +7,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use serde::Serialize;
 
-use crate::analysis::epochs::{self, Dropped, EpochParams, evoked_fif};
+use crate::analysis::epochs::{self, EpochParams, evoked_fif};
 use crate::dsp::filter::DisplayFilter;
 use crate::dsp::montage::{self, Reference};
 use crate::recording::ChannelType;
@@ -66,30 +65,6 @@ pub struct EpochsArgs {
     /// Sampling rate of a CSV input without a time column.
     #[arg(long)]
     pub fs: Option<f64>,
-}
-
-#[derive(Debug, Serialize)]
-struct ConditionOut {
-    n_epochs: usize,
-    dropped: Vec<Dropped>,
-    /// Channel x time.
-    data: Vec<Vec<f64>>,
-    /// The standard deviation over epochs (ddof 1), channel x time.
-    sd: Vec<Vec<f64>>,
-}
-
-#[derive(Debug, Serialize)]
-struct EpochsOut {
-    /// The unit every channel shares, or "mixed" (then `units` says each one's).
-    unit: String,
-    units: Vec<String>,
-    fs: f64,
-    times_s: Vec<f64>,
-    channels: Vec<String>,
-    baseline_s: Option<(Option<f64>, Option<f64>)>,
-    filter: String,
-    /// Per condition, in the order given.
-    conditions: serde_json::Map<String, serde_json::Value>,
 }
 
 /// `eeg=150uV` as (EEG, 150e-6 V): a number in SI units, or with a unit ede knows.
@@ -178,10 +153,13 @@ pub fn run(args: &EpochsArgs) -> anyhow::Result<()> {
             .collect::<Result<_, _>>()?,
         reject_by_annotation: !args.keep_bad_spans,
     };
-    let e = epochs::epochs(&rec, &resolved.derivations, filter, &params)?;
-    let n = e.len();
-    let rows = |v: &[f64]| -> Vec<Vec<f64>> { v.chunks_exact(n).map(<[f64]>::to_vec).collect() };
-    let mut conditions = serde_json::Map::new();
+    let e = epochs::epochs(
+        &rec,
+        &rec.annotations,
+        &resolved.derivations,
+        &|_| filter,
+        &params,
+    )?;
     for c in &e.conditions {
         eprintln!(
             "{}: {} epochs kept, {} dropped",
@@ -189,31 +167,14 @@ pub fn run(args: &EpochsArgs) -> anyhow::Result<()> {
             c.average.n_epochs,
             c.dropped.len()
         );
-        let out = ConditionOut {
-            n_epochs: c.average.n_epochs,
-            dropped: c.dropped.clone(),
-            data: rows(&c.average.mean),
-            sd: rows(&c.average.sd),
-        };
-        conditions.insert(c.name.clone(), serde_json::to_value(out)?);
     }
-    let first_unit = e.units.first().cloned().unwrap_or_default();
-    let out = EpochsOut {
-        unit: match e.units.iter().all(|u| *u == first_unit) {
-            true => first_unit,
-            false => "mixed".into(),
-        },
-        units: e.units.clone(),
-        fs: e.fs,
-        times_s: e.times_s(),
-        channels: e.labels.clone(),
-        baseline_s: params.baseline,
-        filter: match filter.is_active() {
+    let out = e.report(
+        &params,
+        match filter.is_active() {
             true => filter.describe(),
             false => "none".into(),
         },
-        conditions,
-    };
+    );
     if let Some(path) = &args.ave {
         let band = (
             filter.highpass.unwrap_or(0.0),

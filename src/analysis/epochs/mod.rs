@@ -16,7 +16,7 @@ use crate::dsp::epochs::{self, Average, Limits, Verdict};
 use crate::dsp::filter::DisplayFilter;
 use crate::dsp::montage::{self, Derivation};
 use crate::recording::channel::{reading_unit, si_per_unit};
-use crate::recording::{ChannelType, ReadError, Recording};
+use crate::recording::{Annotation, ChannelType, ReadError, Recording};
 
 /// What to epoch and how.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,6 +143,86 @@ impl Epochs {
     }
 }
 
+/// One condition as `ede epochs` writes it.
+#[derive(Debug, Serialize)]
+pub struct ConditionReport {
+    pub n_epochs: usize,
+    pub dropped: Vec<Dropped>,
+    /// Channel x time.
+    pub data: Vec<Vec<f64>>,
+    /// The standard deviation over epochs (ddof 1), channel x time.
+    pub sd: Vec<Vec<f64>>,
+}
+
+/// The averages as `ede epochs` writes them (and the ERP tab exports).
+#[derive(Debug, Serialize)]
+pub struct EpochsReport {
+    /// The unit every channel shares, or "mixed" (then `units` says each one's).
+    pub unit: String,
+    pub units: Vec<String>,
+    pub fs: f64,
+    pub times_s: Vec<f64>,
+    pub channels: Vec<String>,
+    pub baseline_s: Option<(Option<f64>, Option<f64>)>,
+    pub filter: String,
+    /// Per condition, in the order asked for.
+    pub conditions: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Epochs {
+    /// The report of these epochs, made with `p` and filtered as `filter` says.
+    pub fn report(&self, p: &EpochParams, filter: String) -> EpochsReport {
+        let n = self.len();
+        let rows =
+            |v: &[f64]| -> Vec<Vec<f64>> { v.chunks_exact(n).map(<[f64]>::to_vec).collect() };
+        let conditions = (self.conditions.iter())
+            .map(|c| {
+                let r = ConditionReport {
+                    n_epochs: c.average.n_epochs,
+                    dropped: c.dropped.clone(),
+                    data: rows(&c.average.mean),
+                    sd: rows(&c.average.sd),
+                };
+                (c.name.clone(), serde_json::to_value(r).unwrap_or_default())
+            })
+            .collect();
+        let first = self.units.first().cloned().unwrap_or_default();
+        EpochsReport {
+            unit: match self.units.iter().all(|u| *u == first) {
+                true => first,
+                false => "mixed".into(),
+            },
+            units: self.units.clone(),
+            fs: self.fs,
+            times_s: self.times_s(),
+            channels: self.labels.clone(),
+            baseline_s: p.baseline,
+            filter,
+            conditions,
+        }
+    }
+
+    /// Condition `c`'s average as CSV: a time column (s), then one per channel.
+    pub fn csv(&self, c: usize) -> String {
+        use std::fmt::Write as _;
+        let n = self.len();
+        let mut out = String::from("time_s");
+        for (l, u) in self.labels.iter().zip(&self.units) {
+            let _ = write!(out, ",{} ({u})", l.replace(',', " "));
+        }
+        out.push('\n');
+        let mean = &self.conditions[c].average.mean;
+        for (t, time) in self.times_s().iter().enumerate() {
+            let _ = write!(out, "{time}");
+            for ch in 0..self.labels.len() {
+                let _ = write!(out, ",{}", mean[ch * n + t]);
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
 /// The traces around the events, in memory: spans of samples (per channel, in the reading
 /// unit), each read and filtered once.
 struct Traces {
@@ -183,30 +263,39 @@ pub fn default_montage(rec: &Recording) -> montage::Montage {
     m
 }
 
-/// Epochs of `rec` through `derivations` (resolved under the recording's bad channels and
-/// interpolation; a bad channel not interpolated is left out), each filtered by `filter`.
+/// Epochs of `rec` around `events` (its annotations, or the reviewer's edited list) through
+/// `derivations` (resolved under the recording's bad channels and interpolation; a bad channel
+/// not interpolated is left out), derivation `d` filtered by `filter_of(d)`.
 pub fn epochs(
     rec: &Recording,
+    events: &[Annotation],
     derivations: &[Derivation],
-    filter: DisplayFilter,
+    filter_of: &(dyn Fn(usize) -> DisplayFilter + Sync),
     p: &EpochParams,
 ) -> Result<Epochs, EpochError> {
     let invalid = |m: String| EpochError::Invalid(m);
-    let derivations: Vec<&Derivation> = (derivations.iter())
-        .filter(|d| !rec.signals[d.plus].bad || d.interpolated)
+    let picked: Vec<usize> = (0..derivations.len())
+        .filter(|&d| !rec.signals[derivations[d].plus].bad || derivations[d].interpolated)
         .collect();
-    let Some(first) = derivations.first() else {
+    let Some(first) = picked.first().map(|&d| &derivations[d]) else {
         return Err(invalid("no good channel to epoch".into()));
     };
     let fs = rec.signals[first.plus].fs;
-    if let Some(d) = derivations.iter().find(|d| rec.signals[d.plus].fs != fs) {
+    if let Some(d) = picked
+        .iter()
+        .map(|&d| &derivations[d])
+        .find(|d| rec.signals[d.plus].fs != fs)
+    {
         return Err(invalid(format!(
             "{} is sampled at {} Hz, {} at {fs} Hz: epoch channels of one rate",
             d.label, rec.signals[d.plus].fs, first.label
         )));
     }
-    if filter.is_active() {
-        filter.validate_at(fs).map_err(|e| invalid(e.to_string()))?;
+    let filters: Vec<DisplayFilter> = picked.iter().map(|&d| filter_of(d)).collect();
+    for (f, &d) in filters.iter().zip(&picked) {
+        if f.is_active() {
+            (f.validate_at(fs)).map_err(|e| invalid(format!("{}: {e}", derivations[d].label)))?;
+        }
     }
     if p.events.is_empty() {
         return Err(invalid("name at least one event".into()));
@@ -219,7 +308,7 @@ pub fn epochs(
     };
     let signal = first.plus;
     let segments = rec.signal_segments(signal);
-    let bad_spans: Vec<(f64, f64, &str)> = (rec.annotations.iter())
+    let bad_spans: Vec<(f64, f64, &str)> = (events.iter())
         .filter(|a| {
             p.reject_by_annotation
                 && a.description()
@@ -234,7 +323,7 @@ pub fn epochs(
     let mut conditions = Vec::new();
     let mut windows: Vec<(usize, usize)> = Vec::new();
     for name in &p.events {
-        let onsets: Vec<f64> = (rec.annotations.iter())
+        let onsets: Vec<f64> = (events.iter())
             .filter(|a| a.description().trim() == name.trim())
             .map(|a| a.onset)
             .collect();
@@ -292,11 +381,11 @@ pub fn epochs(
     }
 
     // The traces, read in merged spans, in each channel's reading unit.
-    let scale: Vec<(String, f64)> = (derivations.iter())
+    let owned: Vec<Derivation> = picked.iter().map(|&d| derivations[d].clone()).collect();
+    let scale: Vec<(String, f64)> = (owned.iter())
         .map(|d| reading_unit(&rec.signals[d.plus].unit))
         .collect();
-    let owned: Vec<Derivation> = derivations.iter().map(|d| (*d).clone()).collect();
-    let traces = read_spans(rec, &owned, filter, &segments, windows, &scale)?;
+    let traces = read_spans(rec, &owned, &filters, &segments, windows, &scale)?;
 
     let limit = |list: &[(ChannelType, f64)], d: &Derivation, unit: &str| {
         let kind = rec.signals[d.plus].kind;
@@ -370,7 +459,7 @@ pub fn epochs(
 fn read_spans(
     rec: &Recording,
     derivations: &[Derivation],
-    filter: DisplayFilter,
+    filters: &[DisplayFilter],
     segments: &[(f64, usize, usize)],
     mut windows: Vec<(usize, usize)>,
     scale: &[(String, f64)],
@@ -390,7 +479,7 @@ fn read_spans(
             .find(|s| s.1 <= a && b <= s.1 + s.2)
             .map_or((a, b), |s| (s.1, s.1 + s.2));
         let mut data =
-            montage::derive_filtered(rec, derivations, &group, a, b - a, bounds, |_| filter)?;
+            montage::derive_filtered(rec, derivations, &group, a, b - a, bounds, |d| filters[d])?;
         for (x, (_, k)) in data.iter_mut().zip(scale) {
             if *k != 1.0 {
                 x.iter_mut().for_each(|v| *v *= *k as f32);
