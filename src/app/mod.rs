@@ -9,6 +9,7 @@ pub mod dataset_view;
 mod dialogs;
 pub use dialogs::Purpose;
 pub mod envelope;
+pub mod erp_view;
 pub mod events;
 pub mod export;
 pub mod hermite_view;
@@ -110,6 +111,11 @@ pub const VIEWS: &[ViewInfo] = &[
         id: "ica",
         title: "ICA",
         make: |rec, gpu| Box::new(ica_view::IcaView::new(rec, gpu)),
+    },
+    ViewInfo {
+        id: "erp",
+        title: "ERP",
+        make: |rec, _gpu| Box::new(erp_view::ErpView::new(rec, None)),
     },
     ViewInfo {
         id: "live",
