@@ -9,6 +9,7 @@ use common::shared_data;
 use common::ui::{harness, settle};
 use ede::app::erp_view::ErpView;
 use ede::app::{EdeApp, Settings};
+use eframe::egui;
 use egui_kittest::Harness;
 
 fn settle_view(h: &mut Harness<'_, EdeApp>) {
@@ -70,4 +71,36 @@ fn the_erp_tab_epochs_averages_and_sorts() {
     assert_eq!(e.conditions.len(), 2);
     assert_eq!(e.conditions[1].name, "rt");
     save(&mut h, "erp_two.png");
+}
+
+/// The browser's scalp map follows the pointer over the traces, the GFP lane runs under them,
+/// and a bad channel interpolated is drawn as such.
+#[test]
+fn the_browser_maps_the_cursor_and_interpolates_a_bad_channel() {
+    let Some(data) = shared_data() else { return };
+    let path = data.join("eeg/eeglab_sample_32ch_128hz.edf");
+    let mut h = harness(EdeApp::new(Some(path), None, Settings::default(), None));
+    settle(&mut h);
+    {
+        let b = &mut h.state_mut().browser;
+        b.scalp.map = true;
+        b.scalp.gfp = true;
+        b.set_reference("average".parse().unwrap());
+        let c3 = b.rec.signal_index("C3").unwrap();
+        b.set_bad(c3, true);
+        b.set_interpolate_bads(true);
+    }
+    settle(&mut h);
+    let spec = h.state().browser.traces.spec.clone();
+    let c3 = spec.derivations.iter().find(|d| d.label == "C3").unwrap();
+    assert!(c3.interpolated, "C3 is drawn from its neighbours");
+    let plot = h.state().browser.plot_rect;
+    assert!(plot.is_positive());
+    // The pointer at a third of the page: the map is of that instant.
+    h.hover_at(egui::pos2(
+        plot.left() + plot.width() / 3.0,
+        plot.center().y,
+    ));
+    h.run_steps(3);
+    save(&mut h, "browser_cursor_map.png");
 }

@@ -80,6 +80,11 @@ impl Calibration {
 impl Browser {
     /// The Page menu: sensitivity, paper speed, clipping and the screen's calibration.
     pub(super) fn page_menu(&mut self, ui: &mut egui::Ui) {
+        ui.checkbox(&mut self.scalp.map, "Scalp map at the cursor")
+            .on_hover_text("the scalp electrodes under the page's reference and EEG filter, at the pointer's time (or the selection's mean)");
+        ui.checkbox(&mut self.scalp.gfp, "GFP lane")
+            .on_hover_text("global field power: the scalp electrodes' standard deviation at each instant, as MNE's");
+        ui.separator();
         let c = &mut self.settings.calibration;
         let choice = |ui: &mut egui::Ui, v: &mut Option<f32>, presets: &[f32], unit: &str| {
             ui.horizontal_wrapped(|ui| {

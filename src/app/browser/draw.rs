@@ -73,6 +73,9 @@ impl Browser {
             // A bad channel's trace is greyed: it stays readable but out of the way.
             let color = if selected {
                 Color32::from_rgb(200, 30, 30)
+            } else if der.interpolated {
+                // Interpolated from its neighbours: drawn, but not as a recorded trace.
+                Color32::from_rgb(20, 150, 150)
             } else if sig.bad {
                 Color32::from_gray(175)
             } else {
@@ -137,7 +140,12 @@ impl Browser {
                 painter.rect_filled(label_rect, 2.0, Color32::from_rgb(255, 225, 225));
             }
             // A channel the file marks bad keeps its lane, its label struck in red.
-            let (text, ink) = if sig.bad {
+            let (text, ink) = if der.interpolated {
+                (
+                    format!("{} (interpolated)", der.label),
+                    Color32::from_rgb(20, 120, 120),
+                )
+            } else if sig.bad {
                 (
                     format!("{} (bad)", der.label),
                     Color32::from_rgb(190, 40, 40),

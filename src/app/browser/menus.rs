@@ -26,6 +26,17 @@ impl Browser {
                 self.channels_open = true;
                 ui.close();
             }
+            let mut interpolate = self.rec.interpolate_bads;
+            if ui
+                .checkbox(&mut interpolate, "Interpolate bad channels")
+                .on_hover_text(
+                    "draw and analyse bad scalp electrodes as the spherical-spline interpolation \
+                     of the good ones (MNE's interpolate_bads)",
+                )
+                .changed()
+            {
+                self.set_interpolate_bads(interpolate);
+            }
             ui.separator();
             let labels = self.trace_labels();
             let kinds: Vec<ChannelType> = (self.traces.spec.derivations.iter())

@@ -21,6 +21,7 @@ mod channels_dialog;
 mod measure;
 mod menus;
 mod montage_editor;
+pub mod scalp;
 mod session;
 
 pub use calibration::Calibration;
@@ -169,6 +170,8 @@ pub struct Browser {
     stats: Option<SelectionStats>,
     /// The night's strips, spectrum dock and scoring.
     pub night: crate::app::night::Night,
+    /// The scalp map at the cursor and the GFP lane.
+    pub scalp: scalp::ScalpPanel,
 }
 
 /// Statistics of the shown traces over a selection: `(selection, traces, per trace)`.
@@ -285,6 +288,7 @@ impl Browser {
             show_stats: false,
             stats: None,
             night: Default::default(),
+            scalp: Default::default(),
         };
         b.file_bytes = (b.rec.path.as_ref())
             .and_then(|p| std::fs::metadata(p).ok())
@@ -385,6 +389,19 @@ impl Browser {
         }
         let mut rec = (*self.rec).clone();
         rec.signals[c].bad = bad;
+        self.rec = Arc::new(rec);
+        self.recording_changed = true;
+        self.rebuild(false);
+    }
+
+    /// Draws (or stops drawing) bad scalp electrodes as the spherical-spline interpolation of
+    /// the good ones: recording state like the bad marks, handed to the other views.
+    pub fn set_interpolate_bads(&mut self, on: bool) {
+        if self.rec.interpolate_bads == on {
+            return;
+        }
+        let mut rec = (*self.rec).clone();
+        rec.interpolate_bads = on;
         self.rec = Arc::new(rec);
         self.recording_changed = true;
         self.rebuild(false);
@@ -577,6 +594,9 @@ impl Browser {
         }
         let mut night = std::mem::take(&mut self.night);
         night.panels(self, ui);
+        let mut scalp = std::mem::take(&mut self.scalp);
+        scalp.panels(self, ui);
+        self.scalp = scalp;
         egui::CentralPanel::default()
             .frame(egui::Frame::new().fill(Color32::from_rgb(252, 252, 250)))
             .show(ui, |ui| self.traces_ui(ui));

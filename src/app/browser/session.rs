@@ -38,6 +38,8 @@ pub struct Session {
     pub hidden: Vec<String>,
     /// Recorded channels marked bad, by label.
     pub bad: Vec<String>,
+    /// Bad scalp electrodes drawn as their interpolation.
+    pub interpolate_bads: bool,
     /// Every recorded channel's type, by label (the user may have changed some: that decides
     /// which are scalp electrodes in every average).
     pub types: Vec<(String, crate::recording::ChannelType)>,
@@ -68,6 +70,7 @@ impl Default for Session {
             calibration: super::Calibration::default(),
             hidden: Vec::new(),
             bad: Vec::new(),
+            interpolate_bads: false,
             types: Vec::new(),
             events: None,
             tab: "browser".into(),
@@ -120,6 +123,7 @@ impl Browser {
                 .filter(|s| s.bad)
                 .map(|s| s.label.clone())
                 .collect(),
+            interpolate_bads: self.rec.interpolate_bads,
             types: (self.rec.signals.iter())
                 .map(|s| (s.label.clone(), s.kind))
                 .collect(),
@@ -141,6 +145,7 @@ impl Browser {
             let bad = session.bad.contains(&self.rec.signals[c].label);
             self.set_bad(c, bad);
         }
+        self.set_interpolate_bads(session.interpolate_bads);
         self.settings.reference = session.reference.clone();
         self.settings.filter = session.filter;
         self.settings.type_filters = session.type_filters.clone();
