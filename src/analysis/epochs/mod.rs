@@ -273,6 +273,19 @@ pub fn epochs(
     filter_of: &(dyn Fn(usize) -> DisplayFilter + Sync),
     p: &EpochParams,
 ) -> Result<Epochs, EpochError> {
+    prepare(rec, events, derivations, filter_of, p)?.average(p)
+}
+
+/// The events placed and the traces around them read: what `Prepared::average` needs, and all
+/// a change of the baseline or the limits does not change (the ERP tab keeps it while those
+/// sliders move). `p`'s events, window and bad-span rule are used here.
+pub fn prepare(
+    rec: &Recording,
+    events: &[Annotation],
+    derivations: &[Derivation],
+    filter_of: &(dyn Fn(usize) -> DisplayFilter + Sync),
+    p: &EpochParams,
+) -> Result<Prepared, EpochError> {
     let invalid = |m: String| EpochError::Invalid(m);
     let picked: Vec<usize> = (0..derivations.len())
         .filter(|&d| !rec.signals[derivations[d].plus].bad || derivations[d].interpolated)
@@ -302,10 +315,6 @@ pub fn epochs(
     }
     let window = epochs::window(p.tmin, p.tmax, fs).map_err(invalid)?;
     let n = (window.1 - window.0 + 1) as usize;
-    let baseline = match p.baseline {
-        Some(b) => Some(epochs::baseline_range(window, fs, b).map_err(invalid)?),
-        None => None,
-    };
     let signal = first.plus;
     let segments = rec.signal_segments(signal);
     let bad_spans: Vec<(f64, f64, &str)> = (events.iter())
@@ -328,11 +337,7 @@ pub fn epochs(
             .map(|a| a.onset)
             .collect();
         if onsets.is_empty() {
-            let mut known: Vec<&str> = rec
-                .annotations
-                .iter()
-                .map(|a| a.description().trim())
-                .collect();
+            let mut known: Vec<&str> = events.iter().map(|a| a.description().trim()).collect();
             known.sort_unstable();
             known.dedup();
             known.truncate(20);
@@ -387,71 +392,111 @@ pub fn epochs(
         .collect();
     let traces = read_spans(rec, &owned, &filters, &segments, windows, &scale)?;
 
-    let limit = |list: &[(ChannelType, f64)], d: &Derivation, unit: &str| {
-        let kind = rec.signals[d.plus].kind;
-        let si = si_per_unit(unit).map_or(1.0, |s| s.1);
-        list.iter().find(|(k, _)| *k == kind).map(|(_, v)| v / si)
-    };
-    let limits = Limits {
-        reject: (owned.iter().zip(&scale))
-            .map(|(d, (u, _))| limit(&p.reject, d, u))
-            .collect(),
-        flat: (owned.iter().zip(&scale))
-            .map(|(d, (u, _))| limit(&p.flat, d, u))
-            .collect(),
-    };
-    let labels: Vec<String> = owned.iter().map(|d| d.label.clone()).collect();
-    let len = n * owned.len();
-    let conditions = (conditions.into_iter())
-        .map(|(name, events, mut dropped)| {
-            let (average, verdicts) =
-                epochs::average(events.len(), (n, len), baseline, &limits, |i, out| {
-                    events[i].1.is_some_and(|s| traces.copy(s, n, out))
-                });
-            let mut kept = vec![false; events.len()];
-            for (i, v) in verdicts.into_iter().enumerate() {
-                let (reason, channels) = match v {
-                    Some(Verdict::Keep) => {
-                        kept[i] = true;
-                        continue;
-                    }
-                    Some(Verdict::TooLarge(c)) => ("peak-to-peak over the limit", c),
-                    Some(Verdict::Flat(c)) => ("flat: peak-to-peak under the limit", c),
-                    None => continue,
-                };
-                let channels: Vec<String> = channels.iter().map(|&c| labels[c].clone()).collect();
-                dropped.push(Dropped {
-                    index: i,
-                    onset_s: events[i].0,
-                    reason: format!("{reason} on {}", channels.join(", ")),
-                    channels,
-                });
-            }
-            dropped.sort_by_key(|d| d.index);
-            Condition {
-                name,
-                events,
-                kept,
-                dropped,
-                average,
-            }
-        })
-        .collect();
     let scalp_set = rec.scalp_electrodes();
-    Ok(Epochs {
+    Ok(Prepared {
         fs,
         window,
+        labels: owned.iter().map(|d| d.label.clone()).collect(),
         units: scale.into_iter().map(|s| s.0).collect(),
         kinds: owned.iter().map(|d| rec.signals[d.plus].kind).collect(),
         positions: owned.iter().map(|d| rec.signals[d.plus].position).collect(),
         scalp: (0..owned.len())
             .filter(|&i| scalp_set.contains(&owned[i].plus))
             .collect(),
-        labels,
         conditions,
-        baseline,
         traces: Arc::new(traces),
     })
+}
+
+/// Events placed and traces read (`prepare`), to be averaged.
+#[derive(Clone)]
+pub struct Prepared {
+    fs: f64,
+    window: (i64, i64),
+    labels: Vec<String>,
+    units: Vec<String>,
+    kinds: Vec<ChannelType>,
+    positions: Vec<Option<[f64; 3]>>,
+    scalp: Vec<usize>,
+    /// Per condition: its name, every event's onset and window start, and those dropped so far.
+    conditions: Vec<(String, Vec<(f64, Option<usize>)>, Vec<Dropped>)>,
+    traces: Arc<Traces>,
+}
+
+impl Prepared {
+    /// The epochs baseline-corrected, judged by `p`'s limits and averaged.
+    pub fn average(&self, p: &EpochParams) -> Result<Epochs, EpochError> {
+        let n = (self.window.1 - self.window.0 + 1) as usize;
+        let baseline = match p.baseline {
+            Some(b) => Some(
+                epochs::baseline_range(self.window, self.fs, b).map_err(EpochError::Invalid)?,
+            ),
+            None => None,
+        };
+        let limit = |list: &[(ChannelType, f64)], c: usize| {
+            let si = si_per_unit(&self.units[c]).map_or(1.0, |s| s.1);
+            (list.iter())
+                .find(|(k, _)| *k == self.kinds[c])
+                .map(|(_, v)| v / si)
+        };
+        let channels = self.labels.len();
+        let limits = Limits {
+            reject: (0..channels).map(|c| limit(&p.reject, c)).collect(),
+            flat: (0..channels).map(|c| limit(&p.flat, c)).collect(),
+        };
+        let labels = &self.labels;
+        let traces = &self.traces;
+        let len = n * channels;
+        let conditions = (self.conditions.iter())
+            .map(|(name, events, dropped)| {
+                let (average, verdicts) =
+                    epochs::average(events.len(), (n, len), baseline, &limits, |i, out| {
+                        events[i].1.is_some_and(|s| traces.copy(s, n, out))
+                    });
+                let mut dropped = dropped.clone();
+                let mut kept = vec![false; events.len()];
+                for (i, v) in verdicts.into_iter().enumerate() {
+                    let (reason, channels) = match v {
+                        Some(Verdict::Keep) => {
+                            kept[i] = true;
+                            continue;
+                        }
+                        Some(Verdict::TooLarge(c)) => ("peak-to-peak over the limit", c),
+                        Some(Verdict::Flat(c)) => ("flat: peak-to-peak under the limit", c),
+                        None => continue,
+                    };
+                    let channels: Vec<String> =
+                        channels.iter().map(|&c| labels[c].clone()).collect();
+                    dropped.push(Dropped {
+                        index: i,
+                        onset_s: events[i].0,
+                        reason: format!("{reason} on {}", channels.join(", ")),
+                        channels,
+                    });
+                }
+                dropped.sort_by_key(|d| d.index);
+                Condition {
+                    name: name.clone(),
+                    events: events.clone(),
+                    kept,
+                    dropped,
+                    average,
+                }
+            })
+            .collect();
+        Ok(Epochs {
+            fs: self.fs,
+            window: self.window,
+            labels: self.labels.clone(),
+            units: self.units.clone(),
+            kinds: self.kinds.clone(),
+            positions: self.positions.clone(),
+            scalp: self.scalp.clone(),
+            conditions,
+            baseline,
+            traces: self.traces.clone(),
+        })
+    }
 }
 
 /// The derivations' samples over `windows` (`[start, end)`, sorted or not), merged where they

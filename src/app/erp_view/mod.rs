@@ -47,25 +47,40 @@ struct Computed {
 }
 
 fn compute(_rec: Arc<Recording>, _gpu: Option<GpuContext>) -> Compute<Request, Computed> {
-    Box::new(|req: &Request, progress: &Progress| {
+    // The placed events and read traces, kept while only the baseline or the limits change.
+    let mut kept: Option<(Request, epochs::Prepared)> = None;
+    Box::new(move |req: &Request, progress: &Progress| {
         let t = Instant::now();
-        let spec = &req.spec;
-        let filter_of = |d: usize| {
-            let mut f = spec.filter_of(d);
-            f.zero_phase |= req.zero_phase;
-            f
+        let same_traces = |old: &Request| {
+            Arc::ptr_eq(&old.spec, &req.spec)
+                && old.events == req.events
+                && old.zero_phase == req.zero_phase
+                && (old.params.events.iter().eq(&req.params.events))
+                && (old.params.tmin, old.params.tmax) == (req.params.tmin, req.params.tmax)
+                && old.params.reject_by_annotation == req.params.reject_by_annotation
         };
-        let e = epochs::epochs(
-            &spec.rec,
-            &req.events,
-            &spec.derivations,
-            &filter_of,
-            &req.params,
-        )
-        .map_err(|e| e.to_string())?;
+        if !kept.as_ref().is_some_and(|(old, _)| same_traces(old)) {
+            let spec = &req.spec;
+            let filter_of = |d: usize| {
+                let mut f = spec.filter_of(d);
+                f.zero_phase |= req.zero_phase;
+                f
+            };
+            let prepared = epochs::prepare(
+                &spec.rec,
+                &req.events,
+                &spec.derivations,
+                &filter_of,
+                &req.params,
+            )
+            .map_err(|e| e.to_string())?;
+            kept = Some((req.clone(), prepared));
+        }
         if progress.cancelled() {
             return Ok(None);
         }
+        let (_, prepared) = kept.as_ref().expect("prepared above");
+        let e = prepared.average(&req.params).map_err(|e| e.to_string())?;
         Ok(Some(Computed {
             epochs: e,
             elapsed_s: t.elapsed().as_secs_f64(),
