@@ -63,28 +63,17 @@ pub enum Verdict {
     Flat(Vec<usize>),
 }
 
-/// The verdict on one epoch (`n` samples per channel, channel-major).
-pub fn judge(epoch: &[f64], n: usize, limits: &Limits) -> Verdict {
+/// The verdict on one epoch from each channel's peak-to-peak amplitude (NaN: a channel with
+/// no data there, judged too large where it has a limit: nothing can be said of it).
+pub fn judge(ptp: &[f64], limits: &Limits) -> Verdict {
     let mut large = Vec::new();
     let mut flat = Vec::new();
-    for (c, x) in epoch.chunks_exact(n).enumerate() {
-        let (r, f) = (
-            limits.reject.get(c).copied().flatten(),
-            limits.flat.get(c).copied().flatten(),
-        );
-        if r.is_none() && f.is_none() {
-            continue;
-        }
-        let (lo, hi) = x
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-                (lo.min(v), hi.max(v))
-            });
-        let ptp = hi - lo;
-        // NaN (past a signal's end) is rejected as too large: nothing can be said of it.
-        if r.is_some_and(|r| ptp > r || ptp.is_nan()) {
+    for (c, &p) in ptp.iter().enumerate() {
+        let r = limits.reject.get(c).copied().flatten();
+        let f = limits.flat.get(c).copied().flatten();
+        if r.is_some_and(|r| p > r || p.is_nan()) {
             large.push(c);
-        } else if f.is_some_and(|f| ptp < f) {
+        } else if f.is_some_and(|f| p < f) {
             flat.push(c);
         }
     }
@@ -92,6 +81,17 @@ pub fn judge(epoch: &[f64], n: usize, limits: &Limits) -> Verdict {
         (false, _) => Verdict::TooLarge(large),
         (true, false) => Verdict::Flat(flat),
         _ => Verdict::Keep,
+    }
+}
+
+/// Peak-to-peak of `x`; NaN where it holds a NaN.
+fn peak_to_peak(x: &[f32]) -> f64 {
+    let (lo, hi) = (x.iter()).fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &v| {
+        (lo.min(v), hi.max(v))
+    });
+    match x.iter().any(|v| v.is_nan()) {
+        true => f64::NAN,
+        false => hi as f64 - lo as f64,
     }
 }
 
@@ -114,81 +114,68 @@ pub struct Average {
     pub sd: Vec<f64>,
 }
 
-/// Epochs read by `epoch(i, out)` (channel-major, `len` values; false: not available),
-/// baseline-corrected and judged; returns the average of the kept ones and each epoch's
-/// verdict (`None` where `epoch` had no data). In parallel over epochs.
-pub fn average(
+/// Epochs whose channel `c` of epoch `i` is `read(i, c)` (`n` values; `None`: epoch `i` is
+/// not available), judged, baseline-corrected and averaged; returns the average of the kept
+/// ones and each epoch's verdict (`None` where `read` had no data). Two passes over the
+/// samples where they lie, in parallel: the verdicts over epochs (peak-to-peak does not depend
+/// on the baseline), then the sums over channels, whose accumulators stay in the cache
+/// (summing whole epochs into channel-major accumulators of a megabyte was memory-bound).
+pub fn average<'a>(
     count: usize,
-    (n, len): (usize, usize),
+    (channels, n): (usize, usize),
     baseline: Option<(usize, usize)>,
     limits: &Limits,
-    epoch: impl Fn(usize, &mut [f64]) -> bool + Sync,
+    read: impl Fn(usize, usize) -> Option<&'a [f32]> + Sync,
 ) -> (Average, Vec<Option<Verdict>>) {
-    struct Acc {
-        n: usize,
-        sum: Vec<f64>,
-        sq: Vec<f64>,
-    }
-    let zero = || Acc {
-        n: 0,
-        sum: vec![0.0; len],
-        sq: vec![0.0; len],
-    };
-    // Per chunk of epochs: one buffer and one accumulator; chunks summed after.
-    let chunk = count
-        .div_ceil(rayon::current_num_threads().max(1) * 4)
-        .max(1);
-    let parts: Vec<(Acc, Vec<Option<Verdict>>)> = (0..count)
-        .collect::<Vec<_>>()
-        .par_chunks(chunk)
-        .map(|ids| {
-            let mut acc = zero();
-            let mut buf = vec![0.0; len];
-            let verdicts = (ids.iter())
-                .map(|&i| {
-                    if !epoch(i, &mut buf) {
-                        return None;
-                    }
-                    subtract_baseline(&mut buf, n, baseline);
-                    let v = judge(&buf, n, limits);
-                    if v == Verdict::Keep {
-                        acc.n += 1;
-                        for ((s, q), &x) in acc.sum.iter_mut().zip(&mut acc.sq).zip(&buf) {
-                            *s += x;
-                            *q += x * x;
-                        }
-                    }
-                    Some(v)
+    let judged = !limits.reject.iter().chain(&limits.flat).all(Option::is_none);
+    let verdicts: Vec<Option<Verdict>> = (0..count)
+        .into_par_iter()
+        .map(|i| {
+            let mut ptp = vec![0.0; channels];
+            for (c, p) in ptp.iter_mut().enumerate() {
+                let x = read(i, c)?;
+                if judged {
+                    *p = peak_to_peak(x);
+                }
+            }
+            Some(judge(&ptp, limits))
+        })
+        .collect();
+    let kept: Vec<usize> = (0..count)
+        .filter(|&i| verdicts[i] == Some(Verdict::Keep))
+        .collect();
+    let k = kept.len() as f64;
+    let per_channel: Vec<(Vec<f64>, Vec<f64>)> = (0..channels)
+        .into_par_iter()
+        .map(|c| {
+            let (mut sum, mut sq) = (vec![0.0; n], vec![0.0; n]);
+            for &i in &kept {
+                let x = read(i, c).expect("read in the first pass");
+                let level = baseline.map_or(0.0, |(a, b)| {
+                    x[a..b].iter().map(|&v| v as f64).sum::<f64>() / (b - a) as f64
+                });
+                for ((s, q), &v) in sum.iter_mut().zip(&mut sq).zip(x) {
+                    let v = v as f64 - level;
+                    *s += v;
+                    *q += v * v;
+                }
+            }
+            let mean: Vec<f64> = sum.iter().map(|s| s / k.max(1.0)).collect();
+            let sd = (sq.iter().zip(&mean))
+                .map(|(q, m)| match kept.len() {
+                    0 | 1 => 0.0,
+                    _ => ((q - k * m * m) / (k - 1.0)).max(0.0).sqrt(),
                 })
                 .collect();
-            (acc, verdicts)
+            (mean, sd)
         })
         .collect();
-    let mut total = zero();
-    let mut verdicts = Vec::with_capacity(count);
-    for (acc, v) in parts {
-        total.n += acc.n;
-        total
-            .sum
-            .iter_mut()
-            .zip(&acc.sum)
-            .for_each(|(a, b)| *a += b);
-        total.sq.iter_mut().zip(&acc.sq).for_each(|(a, b)| *a += b);
-        verdicts.extend(v);
-    }
-    let k = total.n as f64;
-    let mean: Vec<f64> = total.sum.iter().map(|s| s / k.max(1.0)).collect();
-    let sd = (total.sq.iter().zip(&mean))
-        .map(|(q, m)| match total.n {
-            0 | 1 => 0.0,
-            _ => ((q - k * m * m) / (k - 1.0)).max(0.0).sqrt(),
-        })
-        .collect();
+    let (mean, sd): (Vec<Vec<f64>>, Vec<Vec<f64>>) = per_channel.into_iter().unzip();
     (
         Average {
-            n_epochs: total.n,
-            mean,
-            sd,
+            n_epochs: kept.len(),
+            mean: mean.concat(),
+            sd: sd.concat(),
         },
         verdicts,
     )
@@ -253,9 +240,11 @@ mod tests {
             reject: vec![Some(100.0), Some(100.0)],
             flat: vec![None, Some(0.5)],
         };
-        let (avg, verdicts) = average(4, (n, 2 * n), Some((0, 2)), &limits, |i, out| {
-            out.copy_from_slice(&epochs[i]);
-            true
+        let data: Vec<Vec<f32>> = (epochs.iter())
+            .map(|e| e.iter().map(|&v| v as f32).collect())
+            .collect();
+        let (avg, verdicts) = average(4, (2, n), Some((0, 2)), &limits, |i, c| {
+            Some(&data[i][c * n..(c + 1) * n])
         });
         assert_eq!(
             verdicts,

@@ -231,6 +231,14 @@ struct Traces {
 }
 
 impl Traces {
+    /// Samples `start..start + n` of channel `c`, where one span holds them.
+    fn channel(&self, start: usize, c: usize, n: usize) -> Option<&[f32]> {
+        let i = self.spans.partition_point(|s| s.0 <= start).checked_sub(1)?;
+        let (first, data) = &self.spans[i];
+        let at = start - first;
+        data.get(c)?.get(at..at + n)
+    }
+
     /// Samples `start..start + n` of every channel into `out` (channel-major); false where no
     /// span holds them all.
     fn copy(&self, start: usize, n: usize, out: &mut [f64]) -> bool {
@@ -446,12 +454,11 @@ impl Prepared {
         };
         let labels = &self.labels;
         let traces = &self.traces;
-        let len = n * channels;
         let conditions = (self.conditions.iter())
             .map(|(name, events, dropped)| {
                 let (average, verdicts) =
-                    epochs::average(events.len(), (n, len), baseline, &limits, |i, out| {
-                        events[i].1.is_some_and(|s| traces.copy(s, n, out))
+                    epochs::average(events.len(), (channels, n), baseline, &limits, |i, c| {
+                        traces.channel(events[i].1?, c, n)
                     });
                 let mut dropped = dropped.clone();
                 let mut kept = vec![false; events.len()];
@@ -510,10 +517,18 @@ fn read_spans(
     scale: &[(String, f64)],
 ) -> Result<Traces, ReadError> {
     windows.sort_unstable();
+    // Windows closer than a filter's two margins are read as one: each span read filters its
+    // margins too, and overlapping margins would be filtered twice.
+    let fs = derivations.first().map_or(1.0, |d| rec.signals[d.plus].fs);
+    let margin = (filters.iter())
+        .filter(|f| f.is_active())
+        .map(|f| f.margin(fs))
+        .max()
+        .unwrap_or(0);
     let mut merged: Vec<(usize, usize)> = Vec::new();
     for (a, b) in windows {
         match merged.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            Some(last) if a <= last.1 + 2 * margin => last.1 = last.1.max(b),
             _ => merged.push((a, b)),
         }
     }

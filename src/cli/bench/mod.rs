@@ -4,6 +4,7 @@
 pub mod all;
 pub mod cwt;
 pub mod deblink;
+pub mod erp;
 pub mod first_call;
 pub mod group;
 pub mod hermite;
@@ -39,6 +40,8 @@ pub enum BenchCommand {
     Deblink(deblink::DeblinkBenchArgs),
     /// ICA of a whole recording: the EEGLAB sample (fits, a contrast change) and 64 ch x 1 h.
     Ica(ica::IcaBenchArgs),
+    /// Epochs and averages: 2,000 epochs of 64 ch x 1 s at 1 kHz, and the EEGLAB sample.
+    Erp(erp::ErpBenchArgs),
     /// The group step of a study over 1,000 recordings' generated outputs.
     Group(group::GroupBenchArgs),
     /// Whole-recording trends: CDSA and aEEG of 64 channels x 16 h from disk.
@@ -60,6 +63,7 @@ pub fn run(cmd: &BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Hermite(args) => hermite::run(args),
         BenchCommand::Deblink(args) => deblink::run(args),
         BenchCommand::Ica(args) => ica::run(args),
+        BenchCommand::Erp(args) => erp::run(args),
         BenchCommand::Live(args) => live::run(args),
         BenchCommand::Peak(args) => peak::run(args),
         BenchCommand::Trend(args) => trend::run(args),
