@@ -340,3 +340,26 @@ def test_ica_set_file_reads_in_mne_as_the_fit(tmp_path):
     b = mne.preprocessing.read_ica(fif, verbose="error").get_components()
     r = np.abs((a / np.linalg.norm(a, axis=0) * b / np.linalg.norm(b, axis=0)).sum(axis=0))
     np.testing.assert_allclose(r, 1.0, atol=1e-9)
+
+
+def test_epochs_averages_are_read_by_mne_as_its_own(tmp_path):
+    """`ede epochs` on the sample: MNE reads its -ave.fif, and the averages equal MNE's Epochs
+    on the same events with the same settings (the JSON and the file agree)."""
+    mne = pytest.importorskip("mne")
+    if not EEGLAB.exists():
+        pytest.skip("the shared recordings are absent")
+    out, ave = tmp_path / "erp.json", tmp_path / "erp-ave.fif"
+    run("epochs", EEGLAB, "--events", "square", "--tmin", "-0.2", "--tmax", "0.8",
+        "--baseline", "-0.2,0", "--reject", "eeg=150uV", "--out", out, "--ave", ave)
+    evoked = mne.read_evokeds(ave, verbose="error")[0]
+    assert evoked.comment == "square" and evoked.nave == 68
+    raw = mne.io.read_raw_edf(EEGLAB, preload=True, verbose="error")
+    raw.set_channel_types({"EOG1": "eog", "EOG2": "eog"})
+    events, ids = mne.events_from_annotations(raw, verbose="error")
+    theirs = mne.Epochs(raw, events, {"square": ids["square"]}, -0.2, 0.8, baseline=(-0.2, 0),
+                        reject=dict(eeg=150e-6), preload=True, verbose="error").average()
+    assert np.allclose(evoked.times, theirs.times)
+    ours = evoked.copy().pick(theirs.ch_names).data
+    assert np.abs(ours - theirs.data).max() < 1e-6 * np.abs(theirs.data).max()
+    report = json.loads(out.read_text())
+    assert report["conditions"]["square"]["n_epochs"] == 68

@@ -185,7 +185,14 @@ pub fn run(args: &EpochsArgs) -> anyhow::Result<()> {
             let (lo, hi) = e.baseline.expect("a baseline");
             (a.unwrap_or(times[lo]), b.unwrap_or(times[hi - 1]))
         });
-        evoked_fif::write(path, &e, band, b)?;
+        let left_out = evoked_fif::write(path, &e, band, b)?;
+        if !left_out.is_empty() {
+            eprintln!(
+                "warning: {} left out of {}: not a voltage of EEG, EOG, ECG or EMG",
+                left_out.join(", "),
+                path.display()
+            );
+        }
     }
     super::write_json(&out, args.out.as_deref())
 }

@@ -127,7 +127,11 @@ pub fn average<'a>(
     limits: &Limits,
     read: impl Fn(usize, usize) -> Option<&'a [f32]> + Sync,
 ) -> (Average, Vec<Option<Verdict>>) {
-    let judged = !limits.reject.iter().chain(&limits.flat).all(Option::is_none);
+    let judged = !limits
+        .reject
+        .iter()
+        .chain(&limits.flat)
+        .all(Option::is_none);
     let verdicts: Vec<Option<Verdict>> = (0..count)
         .into_par_iter()
         .map(|i| {

@@ -1,7 +1,7 @@
 //! Averages as MNE-Python's `write_evokeds` writes them (`-ave.fif`), for `mne.read_evokeds`:
-//! the measurement info of the channels (voltages, in volts), then one evoked block per
-//! condition: its name, first and last sample, baseline, and the average (aspect "average",
-//! with the number of epochs) as one float matrix.
+//! the measurement info of the voltage channels (EEG, EOG, ECG, EMG, in volts; others are left
+//! out and named), then one evoked block per condition: its name, first and last sample,
+//! baseline, and the average (aspect "average", with the number of epochs) as one float matrix.
 
 use std::path::Path;
 
@@ -31,45 +31,56 @@ const ASPECT_AVERAGE: i32 = 100;
 pub enum EvokedFifError {
     #[error(transparent)]
     Channel(#[from] FifChannelError),
-    #[error("{0} is in {1:?}: the evoked file holds voltages only")]
-    NotVoltage(String, String),
+    #[error("no channel is a voltage of EEG, EOG, ECG or EMG: the evoked file holds those only")]
+    NoVoltage,
     #[error("writing {0}: {1}")]
     Write(String, std::io::Error),
 }
 
-/// Writes the averages of `e` to `path` (whole or not at all); `filter` is the band the data
-/// had (high-pass, low-pass in Hz), `baseline` its interval in seconds.
+/// Writes the averages of `e` to `path` (whole or not at all); `band` is the band the data
+/// had (high-pass, low-pass in Hz), `baseline` its interval in seconds. Returns the channels
+/// left out (not voltages of a type a FIF channel record here describes).
 pub fn write(
     path: &Path,
     e: &Epochs,
     band: (f32, f32),
     baseline: Option<(f64, f64)>,
-) -> Result<(), EvokedFifError> {
-    let bytes = encode(e, band, baseline)?;
+) -> Result<Vec<String>, EvokedFifError> {
+    let (bytes, left_out) = encode(e, band, baseline)?;
     crate::recording::write_whole(path, &bytes)
-        .map_err(|err| EvokedFifError::Write(path.display().to_string(), err))
+        .map_err(|err| EvokedFifError::Write(path.display().to_string(), err))?;
+    Ok(left_out)
 }
 
-/// The file's bytes.
+/// The file's bytes and the channels left out.
 pub fn encode(
     e: &Epochs,
     band: (f32, f32),
     baseline: Option<(f64, f64)>,
-) -> Result<Vec<u8>, EvokedFifError> {
-    let mut volts = Vec::with_capacity(e.labels.len());
-    for (label, unit) in e.labels.iter().zip(&e.units) {
-        let v = volts_per_unit(unit)
-            .ok_or_else(|| EvokedFifError::NotVoltage(label.clone(), unit.clone()))?;
-        volts.push(v);
+) -> Result<(Vec<u8>, Vec<String>), EvokedFifError> {
+    let mut picked = Vec::new();
+    let mut left_out = Vec::new();
+    for c in 0..e.labels.len() {
+        let ch = FifChannel {
+            label: &e.labels[c],
+            kind: e.kinds[c],
+            position: e.positions[c],
+        };
+        match (volts_per_unit(&e.units[c]), FifChannel::check(&[ch])) {
+            (Some(v), Ok(())) => picked.push((c, v)),
+            _ => left_out.push(e.labels[c].clone()),
+        }
     }
-    let channels: Vec<FifChannel> = (0..e.labels.len())
-        .map(|c| FifChannel {
+    if picked.is_empty() {
+        return Err(EvokedFifError::NoVoltage);
+    }
+    let channels: Vec<FifChannel> = (picked.iter())
+        .map(|&(c, _)| FifChannel {
             label: &e.labels[c],
             kind: e.kinds[c],
             position: e.positions[c],
         })
         .collect();
-    FifChannel::check(&channels)?;
     let mut f = Vec::new();
     let id = start(&mut f);
     block(&mut f, BLOCK_START, B_MEAS);
@@ -89,15 +100,19 @@ pub fn encode(
         block(&mut f, BLOCK_START, B_ASPECT);
         int(&mut f, ASPECT_KIND, ASPECT_AVERAGE);
         int(&mut f, NAVE, c.average.n_epochs as i32);
-        let data: Vec<f32> = (c.average.mean.chunks_exact(n).zip(&volts))
-            .flat_map(|(row, v)| row.iter().map(move |x| (x * v) as f32))
+        let data: Vec<f32> = (picked.iter())
+            .flat_map(|&(ch, v)| {
+                c.average.mean[ch * n..(ch + 1) * n]
+                    .iter()
+                    .map(move |x| (x * v) as f32)
+            })
             .collect();
-        float_matrix(&mut f, EPOCH, &data, &[e.labels.len(), n]);
+        float_matrix(&mut f, EPOCH, &data, &[picked.len(), n]);
         block(&mut f, BLOCK_END, B_ASPECT);
         block(&mut f, BLOCK_END, B_EVOKED);
     }
     block(&mut f, BLOCK_END, B_PROCESSED_DATA);
     block(&mut f, BLOCK_END, B_MEAS);
     end(&mut f);
-    Ok(f)
+    Ok((f, left_out))
 }

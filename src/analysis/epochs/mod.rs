@@ -233,7 +233,10 @@ struct Traces {
 impl Traces {
     /// Samples `start..start + n` of channel `c`, where one span holds them.
     fn channel(&self, start: usize, c: usize, n: usize) -> Option<&[f32]> {
-        let i = self.spans.partition_point(|s| s.0 <= start).checked_sub(1)?;
+        let i = self
+            .spans
+            .partition_point(|s| s.0 <= start)
+            .checked_sub(1)?;
         let (first, data) = &self.spans[i];
         let at = start - first;
         data.get(c)?.get(at..at + n)
@@ -436,9 +439,9 @@ impl Prepared {
     pub fn average(&self, p: &EpochParams) -> Result<Epochs, EpochError> {
         let n = (self.window.1 - self.window.0 + 1) as usize;
         let baseline = match p.baseline {
-            Some(b) => Some(
-                epochs::baseline_range(self.window, self.fs, b).map_err(EpochError::Invalid)?,
-            ),
+            Some(b) => {
+                Some(epochs::baseline_range(self.window, self.fs, b).map_err(EpochError::Invalid)?)
+            }
             None => None,
         };
         let limit = |list: &[(ChannelType, f64)], c: usize| {

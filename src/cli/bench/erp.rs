@@ -54,7 +54,7 @@ struct ErpReport {
 }
 
 /// The 64 10-10 electrodes of a common cap, cycled where more are asked for.
-const CAP: [&str; 64] = [
+pub(super) const CAP: [&str; 64] = [
     "Fp1", "Fpz", "Fp2", "AF7", "AF3", "AFz", "AF4", "AF8", "F7", "F5", "F3", "F1", "Fz", "F2",
     "F4", "F6", "F8", "FT7", "FC5", "FC3", "FC1", "FCz", "FC2", "FC4", "FC6", "FT8", "T7", "C5",
     "C3", "C1", "Cz", "C2", "C4", "C6", "T8", "TP7", "CP5", "CP3", "CP1", "CPz", "CP2", "CP4",
@@ -94,7 +94,15 @@ fn generated(channels: usize, fs: f64, epochs: usize) -> Recording {
     let labels = (0..channels)
         .map(|c| (CAP[c % CAP.len()].to_string(), "uV".to_string(), fs))
         .collect();
-    let mut rec = in_memory(None, Format::Csv, unknown_start(), labels, data, events, Vec::new());
+    let mut rec = in_memory(
+        None,
+        Format::Csv,
+        unknown_start(),
+        labels,
+        data,
+        events,
+        Vec::new(),
+    );
     for s in &mut rec.signals {
         s.kind = ChannelType::Eeg;
     }
@@ -142,8 +150,11 @@ pub fn run(args: &ErpBenchArgs) -> anyhow::Result<()> {
     let mut cases = Vec::new();
     if let Some(path) = &args.sample {
         let mut rec = crate::cli::open(path, None)?;
-        rec.set_types(&[("EOG1".into(), ChannelType::Eog), ("EOG2".into(), ChannelType::Eog)])
-            .map_err(anyhow::Error::msg)?;
+        rec.set_types(&[
+            ("EOG1".into(), ChannelType::Eog),
+            ("EOG2".into(), ChannelType::Eog),
+        ])
+        .map_err(anyhow::Error::msg)?;
         let params = EpochParams {
             events: vec!["square".into()],
             tmin: -0.2,
@@ -171,7 +182,10 @@ pub fn run(args: &ErpBenchArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
     cases.push(measure(
-        &format!("{} epochs of {} ch x 1 s at {} Hz, in memory", args.epochs, args.channels, args.fs),
+        &format!(
+            "{} epochs of {} ch x 1 s at {} Hz, in memory",
+            args.epochs, args.channels, args.fs
+        ),
         &rec,
         &params,
         (Reference::AsRecorded, DisplayFilter::default()),

@@ -188,6 +188,29 @@ pub fn run(args: &IoArgs) -> anyhow::Result<()> {
         "20 derivations, average reference, HP 0.5 + LP 35 Hz order 4",
     ));
 
+    // The scalp map at the cursor and the GFP lane on, over the clinician's page: the bench
+    // file's channels placed at a 64-electrode cap's positions, the pointer moving every frame.
+    {
+        let mut placed = (*app.browser.rec).clone();
+        for (c, s) in placed.signals.iter_mut().enumerate() {
+            let name = super::erp::CAP[c % super::erp::CAP.len()];
+            s.position = crate::recording::electrodes::template_1005_position(name);
+        }
+        app.browser.rec = std::sync::Arc::new(placed);
+        app.browser.set_reference(Reference::AsRecorded);
+        app.browser.set_reference(Reference::Average);
+        app.browser.scalp.map = true;
+        app.browser.scalp.gfp = true;
+        frames.push(measure_frames_with(
+            &ctx,
+            &mut app,
+            size,
+            (10.0, args.frames),
+            "scalp map at the moving cursor and GFP lane, 64 electrodes, average reference",
+            true,
+        ));
+    }
+
     let report = IoReport {
         format: rec.format.to_string(),
         file: args.file.display().to_string(),
@@ -216,14 +239,40 @@ fn measure_frames(
     frames: usize,
     page: &str,
 ) -> FrameReport {
+    measure_frames_with(ctx, app, size, (span, frames), page, false)
+}
+
+/// `measure_frames`, the window moved, or (`pointer`) the window still and the pointer moved
+/// across the traces a few pixels each frame (the scalp map follows it).
+fn measure_frames_with(
+    ctx: &egui::Context,
+    app: &mut EdeApp,
+    size: egui::Vec2,
+    (span, frames): (f64, usize),
+    page: &str,
+    pointer: bool,
+) -> FrameReport {
     app.browser.settings.span_s = span;
     app.browser.t0 = 0.0;
     let _ = run_frame(ctx, app, size);
+    let _ = run_frame(ctx, app, size);
     let mut times = Vec::new();
     for k in 0..frames {
-        // Scroll by a few pixels each frame, as a drag does.
-        app.browser.t0 = (k as f64) * span / 400.0;
-        times.push(run_frame(ctx, app, size));
+        if pointer {
+            let plot = app.browser.plot_rect;
+            let x = plot.left() + plot.width() * (0.2 + 0.6 * k as f32 / frames.max(1) as f32);
+            let at = egui::pos2(x, plot.center().y);
+            times.push(run_frame_with(
+                ctx,
+                app,
+                size,
+                vec![egui::Event::PointerMoved(at)],
+            ));
+        } else {
+            // Scroll by a few pixels each frame, as a drag does.
+            app.browser.t0 = (k as f64) * span / 400.0;
+            times.push(run_frame(ctx, app, size));
+        }
     }
     let columns = (size.x - 350.0) as usize;
     let mut col_times = Vec::new();
@@ -284,8 +333,19 @@ fn lab_montage(rec: &Recording) -> Montage {
 
 /// One frame's CPU work: the egui pass of the whole window and its tessellation, seconds.
 pub(super) fn run_frame(ctx: &egui::Context, app: &mut EdeApp, size: egui::Vec2) -> f64 {
+    run_frame_with(ctx, app, size, Vec::new())
+}
+
+/// `run_frame` with input `events`.
+fn run_frame_with(
+    ctx: &egui::Context,
+    app: &mut EdeApp,
+    size: egui::Vec2,
+    events: Vec<egui::Event>,
+) -> f64 {
     let input = egui::RawInput {
         screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, size)),
+        events,
         ..Default::default()
     };
     let t = Instant::now();
