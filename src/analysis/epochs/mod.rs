@@ -76,8 +76,8 @@ pub struct Dropped {
 #[derive(Debug, Clone)]
 pub struct Condition {
     pub name: String,
-    /// Every event's onset (s) and the first sample of its window (`None`: outside the data).
-    pub events: Vec<(f64, Option<usize>)>,
+    /// Every event's onset and window.
+    pub events: Vec<Placed>,
     /// Per event, whether its epoch is in the average.
     pub kept: Vec<bool>,
     pub dropped: Vec<Dropped>,
@@ -419,6 +419,9 @@ pub fn prepare(
     })
 }
 
+/// An event's onset (s) and the first sample of its window (`None`: outside the data).
+pub type Placed = (f64, Option<usize>);
+
 /// Events placed and traces read (`prepare`), to be averaged.
 #[derive(Clone)]
 pub struct Prepared {
@@ -430,7 +433,7 @@ pub struct Prepared {
     positions: Vec<Option<[f64; 3]>>,
     scalp: Vec<usize>,
     /// Per condition: its name, every event's onset and window start, and those dropped so far.
-    conditions: Vec<(String, Vec<(f64, Option<usize>)>, Vec<Dropped>)>,
+    conditions: Vec<(String, Vec<Placed>, Vec<Dropped>)>,
     traces: Arc<Traces>,
 }
 
