@@ -77,7 +77,7 @@ pub struct GuiArgs {
     /// Render the window after the first complete frame, save it as PNG and exit.
     #[arg(long, value_name = "PNG")]
     pub screenshot: Option<PathBuf>,
-    /// Which view to show: browser, xapen, scalogram, beats, blinks or live.
+    /// Which view to show: browser, xapen, scalogram, beats, blinks, ica, erp or live.
     #[arg(long, default_value = "browser")]
     pub view: String,
     /// Window size for the screenshot, WIDTHxHEIGHT.
