@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::ui::{harness, settle};
+use common::ui::{harness, settle, settle_view};
 use ede::app::hermite_view::HermiteView;
 use ede::app::scalogram_view::ScalogramView;
 use ede::app::xapen_view::XapenView;
@@ -346,19 +346,6 @@ fn annotation_filter_and_next_jump_to_matches() {
     h.get_by_label("< Previous").click();
     h.run_steps(2);
     assert_eq!(h.state().browser.visible_span(), (t0, t1));
-}
-
-/// Steps until the view shown shows what its current settings ask for.
-fn settle_view(h: &mut Harness<'_, EdeApp>) {
-    let t = std::time::Instant::now();
-    while t.elapsed().as_secs() < 120 {
-        h.step();
-        if h.state().ready() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    h.run_steps(2);
 }
 
 /// omega0 changes in three consecutive frames, as a drag does: the image shown in the end is

@@ -6,29 +6,11 @@
 mod common;
 
 use common::shared_data;
-use common::ui::{harness, settle};
+use common::ui::{harness, save, settle, settle_view};
 use ede::app::erp_view::ErpView;
 use ede::app::{EdeApp, Settings};
 use eframe::egui;
 use egui_kittest::Harness;
-
-fn settle_view(h: &mut Harness<'_, EdeApp>) {
-    let t = std::time::Instant::now();
-    while t.elapsed().as_secs() < 120 {
-        h.step();
-        if h.state().ready() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    h.run_steps(3);
-}
-
-fn save(h: &mut Harness<'_, EdeApp>, name: &str) {
-    let image = h.render().expect("a frame");
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-    image.save(dir.join(name)).unwrap();
-}
 
 fn view<'a>(h: &'a mut Harness<'_, EdeApp>) -> &'a mut ErpView {
     h.state_mut().view_mut::<ErpView>().unwrap()

@@ -195,6 +195,25 @@ impl ColourMap {
         }
     }
 
+    /// `bar` with its unit written above it, at the top left of `area` (the bar starts lower).
+    pub fn bar_with_unit(
+        self,
+        painter: &egui::Painter,
+        (area, bar): (Rect, Rect),
+        range: (f64, f64),
+        (text, unit): (Color32, &str),
+        label: impl Fn(f64) -> String,
+    ) {
+        self.bar(painter, bar, range, text, label);
+        painter.text(
+            area.min + egui::Vec2::new(2.0, 2.0),
+            egui::Align2::LEFT_TOP,
+            unit,
+            egui::FontId::proportional(10.0),
+            text,
+        );
+    }
+
     /// A combo box choosing the map.
     pub fn picker(&mut self, ui: &mut egui::Ui, id: &str) {
         egui::ComboBox::from_id_salt(id)

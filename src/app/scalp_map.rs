@@ -425,17 +425,13 @@ fn bar(ui: &mut egui::Ui, height: f32, line: Color32, scale: &Scale) {
         }
         Scale::Shared { limit, unit } => {
             let digits = if *limit >= 10.0 { 0 } else { 1 };
-            ColourMap::RdBu.bar(ui.painter(), bar, (-limit, *limit), line, |v| match v {
-                0.0 => "0".into(),
-                v => format!("{v:+.digits$}"),
+            let range = (-limit, *limit);
+            ColourMap::RdBu.bar_with_unit(ui.painter(), (rect, bar), range, (line, unit), |v| {
+                match v {
+                    0.0 => "0".into(),
+                    v => format!("{v:+.digits$}"),
+                }
             });
-            ui.painter().text(
-                rect.min + Vec2::new(2.0, 2.0),
-                egui::Align2::LEFT_TOP,
-                unit,
-                egui::FontId::proportional(10.0),
-                line,
-            );
             response.on_hover_text(format!("every map on one scale, in {unit}"));
         }
     }

@@ -117,15 +117,7 @@ fn baseline(text: &str) -> anyhow::Result<Option<(Option<f64>, Option<f64>)>> {
 }
 
 pub fn run(args: &EpochsArgs) -> anyhow::Result<()> {
-    let mut rec = super::open(&args.file, args.fs)?;
-    for label in &args.bad {
-        let c = montage::find_channel(&rec, label)
-            .with_context(|| format!("--bad: the recording has no channel {label:?}"))?;
-        rec.signals[c].bad = true;
-    }
-    if args.interpolate_bads {
-        super::interpolate_bads(&mut rec);
-    }
+    let rec = super::open_marked(&args.file, args.fs, &args.bad, args.interpolate_bads)?;
     let m = match &args.montage {
         Some(m) => super::export::load_montage(&rec, m)?,
         None => epochs::default_montage(&rec),

@@ -72,15 +72,7 @@ pub(super) fn parse_filter(s: &str) -> Result<DisplayFilter, String> {
 const CHUNK: usize = 1 << 16;
 
 pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
-    let mut rec = super::open(&args.file, args.fs)?;
-    for label in &args.bad {
-        let c = montage::find_channel(&rec, label)
-            .with_context(|| format!("--bad: the recording has no channel {label:?}"))?;
-        rec.signals[c].bad = true;
-    }
-    if args.interpolate_bads {
-        super::interpolate_bads(&mut rec);
-    }
+    let rec = super::open_marked(&args.file, args.fs, &args.bad, args.interpolate_bads)?;
     let montage = match &args.montage {
         Some(m) => load_montage(&rec, m)?,
         None => picked(&rec, &args.channels)?,

@@ -330,9 +330,30 @@ pub fn open(path: &std::path::Path, fs: Option<f64>) -> Result<Recording, ReadEr
     )?)
 }
 
+/// Opens a recording as `open` does, with the channels `bad` names marked bad and, where
+/// `interpolate`, the bad scalp electrodes interpolated.
+pub fn open_marked(
+    path: &Path,
+    fs: Option<f64>,
+    bad: &[String],
+    interpolate: bool,
+) -> anyhow::Result<Recording> {
+    use anyhow::Context;
+    let mut rec = open(path, fs)?;
+    for label in bad {
+        let c = crate::dsp::montage::find_channel(&rec, label)
+            .with_context(|| format!("--bad: the recording has no channel {label:?}"))?;
+        rec.signals[c].bad = true;
+    }
+    if interpolate {
+        interpolate_bads(&mut rec);
+    }
+    Ok(rec)
+}
+
 /// Turns on the interpolation of bad scalp electrodes, saying on standard error which are
 /// interpolated and which stay as recorded (and why).
-pub fn interpolate_bads(rec: &mut Recording) {
+fn interpolate_bads(rec: &mut Recording) {
     rec.interpolate_bads = true;
     let plan = crate::dsp::spline::BadInterpolation::of(rec);
     let names = |v: Vec<usize>| -> String {

@@ -24,3 +24,23 @@ pub fn settle(h: &mut Harness<'_, EdeApp>) {
     }
     h.run_steps(3);
 }
+
+/// Steps until the view shown shows what its current settings ask for (at most 300 s).
+pub fn settle_view(h: &mut Harness<'_, EdeApp>) {
+    let t = std::time::Instant::now();
+    while t.elapsed().as_secs() < 300 {
+        h.step();
+        if h.state().ready() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    h.run_steps(3);
+}
+
+/// Writes the frame to the test's temporary folder (CARGO_TARGET_TMPDIR), to be looked at.
+pub fn save(h: &mut Harness<'_, EdeApp>, name: &str) {
+    let image = h.render().expect("a frame");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    image.save(dir.join(name)).unwrap();
+}

@@ -508,14 +508,9 @@ impl ErpView {
                 ImageOf::Channel => (ColourMap::RdBu, (-self.image.limit, self.image.limit)),
                 ImageOf::Gfp => (ColourMap::Viridis, (0.0, self.image.limit)),
             };
-            map.bar(ui.painter(), bar, range, line, |v| format!("{v:.1}"));
-            ui.painter().text(
-                rect.min + Vec2::new(2.0, 2.0),
-                egui::Align2::LEFT_TOP,
-                unit,
-                egui::FontId::proportional(10.0),
-                line,
-            );
+            map.bar_with_unit(ui.painter(), (rect, bar), range, (line, unit), |v| {
+                format!("{v:.1}")
+            });
         });
     }
 }
