@@ -2,7 +2,7 @@
 //! EEGLAB or BIDS), or at MNE's `standard_1005` template position of their 10-05 label
 //! (`recording::electrodes::head_position`), spread over the head by spherical splines
 //! (`dsp::spline`, the interpolation of bad channels too) and drawn in a diverging colour map
-//! with the head's outline, nose and electrodes, and a colour bar. ICA components, blink and
+//! with the head's outline, nose, ears and electrodes, and a colour bar. ICA components, blink and
 //! live components, ERPs and the browser's cursor all draw through here. Textures are made once
 //! per map, not every frame.
 
@@ -473,6 +473,16 @@ fn map(
             c + Vec2::new(r * 0.15, -r * 0.98),
         ];
         p.line(nose, stroke);
+        // The ears, at the sides: a half-oval each, outside the outline.
+        for side in [-1.0f32, 1.0] {
+            let ear: Vec<Pos2> = (0..=8)
+                .map(|k| {
+                    let a = std::f32::consts::PI * (k as f32 / 8.0 - 0.5);
+                    c + Vec2::new(side * r * (1.0 + 0.07 * a.cos()), r * 0.16 * a.sin())
+                })
+                .collect();
+            p.line(ear, stroke);
+        }
         for q in at.iter().flatten() {
             let e = c + Vec2::new(q[0] as f32 * r, -q[1] as f32 * r);
             p.circle_filled(e, 1.2, Color32::from_gray(40));
