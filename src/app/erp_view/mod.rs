@@ -132,6 +132,8 @@ pub struct ErpView {
     hovered: Option<f64>,
     worker: Worker<Request, Computed>,
     shown: Option<(Request, Computed)>,
+    /// Counts the results shown: the epochs image is made again for a new one.
+    generation: u64,
     error: Option<String>,
     maps: ScalpMaps,
     image: plots::ImageCache,
@@ -175,6 +177,7 @@ impl ErpView {
             hovered: None,
             worker: Worker::on_recording("ede erp", &rec, &gpu, compute),
             shown: None,
+            generation: 0,
             error: None,
             maps: ScalpMaps::default(),
             image: plots::ImageCache::default(),
@@ -258,6 +261,7 @@ impl ErpView {
                     _ => Shown::Condition(0),
                 };
                 self.shown = Some((request, output));
+                self.generation += 1;
             }
             Some(Outcome::Failed { message, .. }) => self.error = Some(message),
             None => {}

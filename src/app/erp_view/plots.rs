@@ -98,7 +98,7 @@ fn nearest(times: &[f64], t: f64) -> usize {
 /// The epochs image's texture and what it was made of.
 #[derive(Default)]
 pub(super) struct ImageCache {
-    key: Option<(usize, String, ImageOf, Option<String>, usize)>,
+    key: Option<(u64, String, ImageOf, Option<String>, usize)>,
     texture: Option<TextureHandle>,
     /// The colour limit (symmetric), the rows' sort latencies (s; NaN: none) and row count.
     limit: f64,
@@ -117,7 +117,7 @@ impl ErpView {
 
     fn plots_of(&mut self, ui: &mut egui::Ui, req: &super::Request, c: &super::Computed) {
         let e = &c.epochs;
-        let req_id = std::sync::Arc::as_ptr(&req.events) as usize ^ c.elapsed_s.to_bits() as usize;
+        let req_id = self.generation;
         let times = e.times_s();
         let n = e.len();
         // The row of choices.
@@ -252,7 +252,7 @@ impl ErpView {
             true => (0..e.labels.len()).collect(),
             false => e.scalp.clone(),
         };
-        let r = Plot::new("erp butterfly")
+        Plot::new("erp butterfly")
             .height(butterfly_h)
             .link_axis(link, [true, false])
             .x_axis_label("time (ms)")
@@ -274,7 +274,6 @@ impl ErpView {
                     clicked = hovered;
                 }
             });
-        let _ = r;
         self.hovered = hovered.filter(|t| *t >= times[0] && *t <= times[n - 1]);
         if let Some(t) = clicked {
             if self.latencies.is_empty() {
@@ -379,7 +378,7 @@ impl ErpView {
         (ch, gfp_channels): (usize, &[usize]),
         ms: &[f64],
         unit: &str,
-        req_id: usize,
+        req_id: u64,
     ) {
         let c = match self.shown_as {
             Shown::Condition(c) | Shown::Difference(c, _) => c,
