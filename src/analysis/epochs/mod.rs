@@ -125,21 +125,20 @@ impl Epochs {
     pub fn epoch(&self, c: usize, e: usize) -> Option<Vec<f64>> {
         let start = self.conditions.get(c)?.events.get(e)?.1?;
         let n = self.len();
-        let mut out = vec![0.0; n * self.labels.len()];
-        self.traces.copy(start, n, &mut out).then_some(())?;
+        let mut out = Vec::with_capacity(n * self.labels.len());
+        for ch in 0..self.labels.len() {
+            out.extend(self.traces.channel(start, ch, n)?.iter().map(|&v| v as f64));
+        }
         epochs::subtract_baseline(&mut out, n, self.baseline);
         Some(out)
     }
 
-    /// The GFP of condition `c`'s average (the scalp electrodes', else every channel's).
-    pub fn gfp(&self, c: usize) -> Vec<f64> {
-        let all: Vec<usize> = (0..self.labels.len()).collect();
-        let channels = if self.scalp.len() >= 2 {
-            &self.scalp
-        } else {
-            &all
-        };
-        epochs::gfp(&self.conditions[c].average.mean, self.len(), channels)
+    /// The channels a GFP spans: the scalp electrodes, else every channel.
+    pub fn gfp_channels(&self) -> Vec<usize> {
+        match self.scalp.len() >= 2 {
+            true => self.scalp.clone(),
+            false => (0..self.labels.len()).collect(),
+        }
     }
 }
 
@@ -226,7 +225,6 @@ impl Epochs {
 /// The traces around the events, in memory: spans of samples (per channel, in the reading
 /// unit), each read and filtered once.
 struct Traces {
-    channels: usize,
     spans: Vec<(usize, Vec<Vec<f32>>)>,
 }
 
@@ -240,25 +238,6 @@ impl Traces {
         let (first, data) = &self.spans[i];
         let at = start - first;
         data.get(c)?.get(at..at + n)
-    }
-
-    /// Samples `start..start + n` of every channel into `out` (channel-major); false where no
-    /// span holds them all.
-    fn copy(&self, start: usize, n: usize, out: &mut [f64]) -> bool {
-        let i = self.spans.partition_point(|s| s.0 <= start);
-        let Some((first, data)) = i.checked_sub(1).map(|i| &self.spans[i]) else {
-            return false;
-        };
-        let at = start - first;
-        if data.first().is_none_or(|d| at + n > d.len()) {
-            return false;
-        }
-        for (c, d) in data.iter().enumerate().take(self.channels) {
-            for (o, &v) in out[c * n..(c + 1) * n].iter_mut().zip(&d[at..at + n]) {
-                *o = v as f64;
-            }
-        }
-        true
     }
 }
 
@@ -553,8 +532,5 @@ fn read_spans(
         }
         spans.push((a, data));
     }
-    Ok(Traces {
-        channels: derivations.len(),
-        spans,
-    })
+    Ok(Traces { spans })
 }

@@ -27,7 +27,7 @@ use crate::recording::{Annotation, ChannelType, Recording};
 #[derive(Clone)]
 struct Request {
     spec: Arc<TraceSpec>,
-    events: Arc<Vec<Annotation>>,
+    events: Arc<EventList>,
     params: EpochParams,
     zero_phase: bool,
 }
@@ -35,7 +35,7 @@ struct Request {
 impl PartialEq for Request {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.spec, &other.spec)
-            && self.events == other.events
+            && Arc::ptr_eq(&self.events, &other.events)
             && self.params == other.params
             && self.zero_phase == other.zero_phase
     }
@@ -53,7 +53,7 @@ fn compute(_rec: Arc<Recording>, _gpu: Option<GpuContext>) -> Compute<Request, C
         let t = Instant::now();
         let same_traces = |old: &Request| {
             Arc::ptr_eq(&old.spec, &req.spec)
-                && old.events == req.events
+                && Arc::ptr_eq(&old.events, &req.events)
                 && old.zero_phase == req.zero_phase
                 && (old.params.events.iter().eq(&req.params.events))
                 && (old.params.tmin, old.params.tmax) == (req.params.tmin, req.params.tmax)
@@ -68,7 +68,7 @@ fn compute(_rec: Arc<Recording>, _gpu: Option<GpuContext>) -> Compute<Request, C
             };
             let prepared = epochs::prepare(
                 &spec.rec,
-                &req.events,
+                &req.events.list,
                 &spec.derivations,
                 &filter_of,
                 &req.params,
@@ -132,6 +132,7 @@ pub struct ErpView {
     hovered: Option<f64>,
     worker: Worker<Request, Computed>,
     shown: Option<(Request, Computed)>,
+    events: Option<Arc<EventList>>,
     /// Counts the results shown: the epochs image is made again for a new one.
     generation: u64,
     error: Option<String>,
@@ -139,6 +140,14 @@ pub struct ErpView {
     image: plots::ImageCache,
     panel_rect: Rect,
     png_request: Option<std::path::PathBuf>,
+}
+
+/// The reviewer's events as of one version of the list, with their texts counted: made again
+/// only when the list changes, not every frame.
+struct EventList {
+    version: u64,
+    list: Vec<Annotation>,
+    kinds: Vec<(String, usize)>,
 }
 
 /// Event texts of `events` with their counts, commonest first (bad spans aside).
@@ -177,6 +186,7 @@ impl ErpView {
             hovered: None,
             worker: Worker::on_recording("ede erp", &rec, &gpu, compute),
             shown: None,
+            events: None,
             generation: 0,
             error: None,
             maps: ScalpMaps::default(),
@@ -225,6 +235,24 @@ impl ErpView {
         self.shown.as_ref().map(|(_, c)| &c.epochs)
     }
 
+    /// The browser's events, as last listed unless they changed since.
+    fn events(&mut self, browser: &Browser) -> Arc<EventList> {
+        let version = browser.events.version;
+        match &self.events {
+            Some(e) if e.version == version => e.clone(),
+            _ => {
+                let list = browser.events.list().to_vec();
+                let e = Arc::new(EventList {
+                    version,
+                    kinds: event_kinds(&list),
+                    list,
+                });
+                self.events = Some(e.clone());
+                e
+            }
+        }
+    }
+
     fn request(&mut self, browser: &Browser) -> Result<Request, String> {
         let mut params = self.params.clone();
         params.reject = [
@@ -244,7 +272,7 @@ impl ErpView {
         }
         Ok(Request {
             spec: browser.traces.spec.clone(),
-            events: Arc::new(browser.events.list().to_vec()),
+            events: self.events(browser),
             params,
             zero_phase: self.zero_phase,
         })
@@ -273,7 +301,7 @@ impl ErpView {
         ui.label("Epochs around events of the page's traces, and their averages.");
         ui.add_space(4.0);
         ui.label("Conditions (events)");
-        for (kind, count) in event_kinds(browser.events.list()) {
+        for (kind, count) in self.events(browser).kinds.clone() {
             let mut on = self.params.events.contains(&kind);
             if ui.checkbox(&mut on, format!("{kind} ({count})")).changed() {
                 match on {

@@ -164,7 +164,7 @@ impl ErpView {
             ui.label("image of");
             ui.radio_value(&mut self.image_of, ImageOf::Channel, "channel");
             ui.radio_value(&mut self.image_of, ImageOf::Gfp, "GFP");
-            let kinds = super::event_kinds(&req.events);
+            let kinds = req.events.kinds.clone();
             ui.label("image sorted by");
             egui::ComboBox::from_id_salt("erp sort")
                 .selected_text(self.sort_by.clone().unwrap_or("event order".into()))
@@ -189,10 +189,7 @@ impl ErpView {
             }
         });
         let w = wave(e, self.shown_as);
-        let gfp_channels: Vec<usize> = match e.scalp.len() >= 2 {
-            true => e.scalp.clone(),
-            false => (0..e.labels.len()).collect(),
-        };
+        let gfp_channels = e.gfp_channels();
         let g = gfp(&w.mean, n, &gfp_channels);
         let latencies = match self.latencies.is_empty() {
             true => gfp_peaks(&g, &times),
@@ -312,7 +309,7 @@ impl ErpView {
             ui.allocate_ui(Vec2::new(half + 56.0, rest), |ui| {
                 self.image_plot(
                     ui,
-                    (e, &req.events),
+                    (e, &req.events.list),
                     (channel, &gfp_channels),
                     &ms,
                     &unit,
