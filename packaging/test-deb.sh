@@ -12,7 +12,8 @@ deb=$(ls -t target/debian/ede_*.deb | head -1)
 echo "test-deb: $deb, $(du -h "$deb" | cut -f1)"
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "./$deb"
 trap '$SUDO apt-get remove -y -q ede >/dev/null' EXIT
-test "$(/usr/bin/ede --version)" = "ede $(dpkg-query -W -f '${Version}' ede | sed 's/-[0-9]*$//')"
+# The package's version, and the commit the binary is from.
+/usr/bin/ede --version | grep -qx "ede $(dpkg-query -W -f '${Version}' ede | sed 's/-[0-9]*$//') (.*)"
 test -f /usr/share/applications/ede.desktop
 test -f /usr/share/icons/hicolor/128x128/apps/ede.png
 out=$(mktemp -d)

@@ -30,10 +30,14 @@ if "XDG_RUNTIME_DIR" not in os.environ:
 
 from ede import _ede
 
+# The distribution is `ede-eeg` (`ede` on the package index is another project's); the import
+# name and the command stay `ede`.
 try:
-    __version__ = version("ede")
+    __version__ = version("ede-eeg")
 except PackageNotFoundError:  # running from a checkout
     __version__ = "0+unknown"
+# The commit and its date, as `ede --version` prints them after the version.
+__commit__ = _ede.COMMIT
 
 __all__ = ["read_array", "read_raw", "xapen", "cwt", "band_power", "hermite", "deblink", "view"]
 

@@ -106,4 +106,7 @@ mod _ede {
     use super::analyses::{band_power, cwt, deblink, hermite, xapen};
     #[pymodule_export]
     use super::{main, read_array};
+    /// The commit the extension was built from, with its date (`ede --version` prints it).
+    #[pymodule_export]
+    const COMMIT: &str = ede::COMMIT;
 }

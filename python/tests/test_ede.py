@@ -31,7 +31,8 @@ def cli(*args):
 
 def test_console_script_runs_the_command_line():
     out = subprocess.run([EDE, "--version"], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == f"ede {ede.__version__}"
+    assert out.stdout.strip() == f"ede {ede.__version__} ({ede.__commit__})"
+    assert ede.__commit__ != "unknown"
     bad = subprocess.run([EDE, "xapen"], capture_output=True, text=True)
     assert bad.returncode == 2 and "FILES" in bad.stderr
 

@@ -27,6 +27,7 @@ pub(crate) use view_parameters::{saved, saved_backend, to_saved};
 use page_png::PagePng;
 pub use page_png::save_png;
 pub mod shortcuts;
+pub mod system_libraries;
 pub mod traces;
 pub mod unsaved;
 pub mod worker;
@@ -269,6 +270,10 @@ impl EdeApp {
                 Err(e) => (None, format!("{e}")),
             },
             None => (None, "No GPU adapter: analyses run on the CPU".into()),
+        };
+        let gpu_status = match (&gpu, system_libraries::diagnose().last()) {
+            (None, Some(hint)) => format!("{gpu_status} ({hint})"),
+            _ => gpu_status,
         };
         let mut error = None;
         let rec = match &file {
@@ -944,7 +949,10 @@ pub fn run(args: StartOptions) -> anyhow::Result<()> {
         // The file's own error, not the window's, where that is what stopped it.
         match failed_open.lock().unwrap_or_else(|p| p.into_inner()).take() {
             Some(file) => anyhow::anyhow!(file),
-            None => anyhow::anyhow!("the window could not start: {e}"),
+            None => anyhow::anyhow!(
+                "the window could not start: {}",
+                system_libraries::explain(&e.to_string())
+            ),
         }
     })
 }

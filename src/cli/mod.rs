@@ -28,8 +28,13 @@ use crate::recording::{ChannelType, OpenOptions, ReadError, Recording, bids};
 #[derive(Debug, Parser)]
 #[command(
     name = "ede",
-    version,
+    version = crate::VERSION_WITH_COMMIT,
     about = "Viewer and GPU analyzer for EEG, MEG and ECG recordings",
+    after_help = "The viewer needs a display (X11 or Wayland; `xvfb-run -a ede FILE --screenshot \
+        PNG` without one) and a Vulkan driver: the GPU's own, or Mesa's software lavapipe \
+        (Debian/Ubuntu: apt-get install libvulkan1 mesa-vulkan-drivers libxkbcommon-x11-0). \
+        Where one is missing, ede names it. The subcommands need neither: their analyses run \
+        on the CPU where there is no GPU.",
     args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
@@ -499,7 +504,8 @@ pub fn provenance() -> serde_json::Value {
         None => std::env::args().collect(),
     };
     serde_json::json!({
-        "ede_version": env!("CARGO_PKG_VERSION"),
+        "ede_version": crate::VERSION,
+        "ede_commit": crate::COMMIT,
         "command": command,
     })
 }
@@ -626,5 +632,35 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_version_names_its_commit_and_help_the_viewer_s_needs() {
+        let version = Cli::try_parse_from(["ede", "--version"]).unwrap_err();
+        assert_eq!(version.kind(), clap::error::ErrorKind::DisplayVersion);
+        let text = version.to_string();
+        let rest = text
+            .trim()
+            .strip_prefix(&format!("ede {} (", crate::VERSION));
+        let commit = rest.and_then(|r| r.strip_suffix(')')).expect(&text);
+        // A checkout's hash and date; "unknown" only outside one.
+        if commit != "unknown" {
+            let (hash, date) = commit.split_once(' ').expect(commit);
+            assert!(
+                hash.len() >= 7 && hash.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{commit}"
+            );
+            assert!(
+                chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").is_ok(),
+                "{commit}"
+            );
+        }
+        let help = Cli::try_parse_from(["ede", "--help"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            help.contains("Vulkan") && help.contains("mesa-vulkan-drivers"),
+            "{help}"
+        );
     }
 }

@@ -256,10 +256,21 @@ impl GpuContext {
     }
 
     /// Runs a small kernel and compares it with the CPU; a context that fails is not used.
+    /// Its validation errors are caught rather than left to wgpu's handler, which panics: on
+    /// a machine without Vulkan, wgpu falls back to OpenGL, where a window draws but compute
+    /// pipelines can be refused.
     pub fn self_test(&self) -> Result<(), GpuError> {
         let x: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5 - 100.0).collect();
         let b: Vec<f32> = (0..1000).map(|i| (i % 7) as f32).collect();
-        let y = super::saxpy::saxpy(self, 1.5, &x, &b)?;
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let y = super::saxpy::saxpy(self, 1.5, &x, &b);
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(GpuError::Refused(format!(
+                "{} ({e}); analyses run on the CPU",
+                self.describe()
+            )));
+        }
+        let y = y?;
         let worst = y
             .iter()
             .zip(super::saxpy::saxpy_cpu(1.5, &x, &b))
