@@ -271,9 +271,13 @@ impl EdeApp {
             },
             None => (None, "No GPU adapter: analyses run on the CPU".into()),
         };
-        let gpu_status = match (&gpu, system_libraries::diagnose().last()) {
-            (None, Some(hint)) => format!("{gpu_status} ({hint})"),
-            _ => gpu_status,
+        let vulkan = || {
+            let driver = system_libraries::has_vulkan_driver();
+            system_libraries::vulkan_problem(&system_libraries::loads, driver)
+        };
+        let gpu_status = match gpu.is_none().then(vulkan).flatten() {
+            Some(problem) => format!("{gpu_status} ({problem})"),
+            None => gpu_status,
         };
         let mut error = None;
         let rec = match &file {

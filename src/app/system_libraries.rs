@@ -56,9 +56,6 @@ pub const WAYLAND: [Library; 3] = [
 /// everywhere (its OpenGL fallback draws the window but may refuse them).
 pub const VULKAN: Library = lib("libvulkan.so.1", "libvulkan1", "vulkan-loader");
 
-/// The software Vulkan driver, for machines without a GPU or its driver.
-const LAVAPIPE: Library = lib("", "mesa-vulkan-drivers", "mesa-vulkan-drivers");
-
 /// Whether `file` can be loaded here.
 pub fn loads(file: &str) -> bool {
     let Ok(name) = std::ffi::CString::new(file) else {
@@ -78,7 +75,7 @@ pub fn loads(file: &str) -> bool {
 
 /// Whether any Vulkan driver is installed: a manifest where the loader looks, or one named by
 /// the loader's environment variables.
-fn has_vulkan_driver() -> bool {
+pub fn has_vulkan_driver() -> bool {
     let named = ["VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES"]
         .iter()
         .filter_map(std::env::var_os)
@@ -96,49 +93,89 @@ fn has_vulkan_driver() -> bool {
         })
 }
 
-/// What is missing for the window here, with what to install: empty when nothing is.
+/// The display a window would open on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Display {
+    None,
+    X11,
+    Wayland,
+}
+
+impl Display {
+    /// This session's, as winit chooses it: Wayland where only Wayland is named.
+    pub fn here() -> Self {
+        let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some();
+        match (std::env::var_os("DISPLAY").is_some(), wayland) {
+            (true, _) => Self::X11,
+            (false, true) => Self::Wayland,
+            (false, false) => Self::None,
+        }
+    }
+}
+
+/// What is missing here for the window, with what to install: empty when nothing is.
 pub fn diagnose() -> Vec<String> {
-    let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some();
-    let x11 = std::env::var_os("DISPLAY").is_some();
-    let mut problems = Vec::new();
-    if !wayland && !x11 {
-        problems.push(
-            "no display: run ede in an X11 or Wayland session, or under `xvfb-run -a` for \
-             --screenshot"
-                .to_string(),
-        );
-    }
-    let session: &[Library] = if wayland && !x11 { &WAYLAND } else { &X11 };
-    let mut missing: Vec<Library> = session.iter().copied().filter(|l| !loads(l.file)).collect();
-    if !loads(VULKAN.file) {
-        missing.push(VULKAN);
-    }
-    if !missing.is_empty() {
-        problems.push(format!(
-            "missing {} (Debian/Ubuntu: apt-get install {}; Fedora: dnf install {})",
-            names(&missing, |l| l.file),
-            names(&missing, |l| l.debian).replace(", ", " "),
-            names(&missing, |l| l.fedora).replace(", ", " "),
-        ));
-    }
-    if loads(VULKAN.file) && !has_vulkan_driver() {
-        problems.push(format!(
-            "no Vulkan driver is installed: install your GPU's driver, or Mesa's software one \
-             (Debian/Ubuntu: apt-get install {}; Fedora: dnf install {})",
-            LAVAPIPE.debian, LAVAPIPE.fedora
-        ));
-    }
+    let mut problems = display_problems(Display::here(), &loads);
+    problems.extend(vulkan_problem(&loads, has_vulkan_driver()));
     problems
 }
 
-fn names(libs: &[Library], part: impl Fn(&Library) -> &'static str) -> String {
-    let mut seen: Vec<&str> = Vec::new();
-    for l in libs {
-        if !seen.contains(&part(l)) {
-            seen.push(part(l));
+/// What `display` lacks, given which libraries load.
+fn display_problems(display: Display, loads: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let libraries: &[Library] = match display {
+        Display::None => {
+            return vec![
+                "no display: run ede in an X11 or Wayland session, or under `xvfb-run -a` for \
+                 --screenshot"
+                    .to_string(),
+            ];
         }
+        Display::X11 => &X11,
+        Display::Wayland => &WAYLAND,
+    };
+    let missing: Vec<Library> = libraries
+        .iter()
+        .copied()
+        .filter(|l| !loads(l.file))
+        .collect();
+    missing
+        .first()
+        .map(|_| install(&missing))
+        .into_iter()
+        .collect()
+}
+
+/// Why the compute shaders have no Vulkan device here, if they have none: no loader, or no
+/// driver for it.
+pub fn vulkan_problem(loads: &dyn Fn(&str) -> bool, driver: bool) -> Option<String> {
+    if !loads(VULKAN.file) {
+        return Some(install(&[VULKAN]));
     }
-    seen.join(", ")
+    (!driver).then(|| {
+        "no Vulkan driver is installed: install the GPU's driver, or Mesa's software one \
+         (Debian/Ubuntu: apt-get install mesa-vulkan-drivers; Fedora: dnf install \
+         mesa-vulkan-drivers)"
+            .to_string()
+    })
+}
+
+/// "missing FILES (Debian/Ubuntu: apt-get install PACKAGES; Fedora: dnf install PACKAGES)".
+fn install(missing: &[Library]) -> String {
+    let names = |part: fn(&Library) -> &'static str| {
+        let mut seen: Vec<&str> = Vec::new();
+        for name in missing.iter().map(part) {
+            if !seen.contains(&name) {
+                seen.push(name);
+            }
+        }
+        seen
+    };
+    format!(
+        "missing {} (Debian/Ubuntu: apt-get install {}; Fedora: dnf install {})",
+        names(|l| l.file).join(", "),
+        names(|l| l.debian).join(" "),
+        names(|l| l.fedora).join(" "),
+    )
 }
 
 /// The window's start-up error `e`, with what is missing here to explain it.
@@ -162,11 +199,27 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_library_is_named_with_its_packages() {
-        let libs = [X11[0], X11[1], WAYLAND[2], X11[4]];
+    fn what_is_missing_is_named_with_its_packages() {
+        let all = |_: &str| true;
+        assert!(display_problems(Display::X11, &all).is_empty());
+        assert!(display_problems(Display::None, &all)[0].starts_with("no display"));
+        let no_x11 = |f: &str| f != "libX11.so.6" && f != "libxkbcommon.so.0";
         assert_eq!(
-            names(&libs, |l| l.debian),
-            "libx11-6, libxcursor1, libxkbcommon0"
+            display_problems(Display::X11, &no_x11),
+            [
+                "missing libX11.so.6, libxkbcommon.so.0 (Debian/Ubuntu: apt-get install libx11-6 \
+              libxkbcommon0; Fedora: dnf install libX11 libxkbcommon)"
+            ]
+        );
+        // Wayland needs none of X11's.
+        assert!(display_problems(Display::Wayland, &|f: &str| !f.starts_with("libX")).is_empty());
+        assert_eq!(vulkan_problem(&all, true), None);
+        let no_loader = vulkan_problem(&|f: &str| f != "libvulkan.so.1", true).unwrap();
+        assert!(no_loader.contains("libvulkan1") && no_loader.contains("vulkan-loader"));
+        assert!(
+            vulkan_problem(&all, false)
+                .unwrap()
+                .contains("mesa-vulkan-drivers")
         );
     }
 }
