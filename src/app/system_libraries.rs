@@ -73,19 +73,21 @@ pub fn loads(file: &str) -> bool {
     true
 }
 
-/// Whether any Vulkan driver is installed: a manifest where the loader looks, or one named by
-/// the loader's environment variables.
+/// Whether any Vulkan driver is installed: a manifest where the loader looks. Where
+/// `VK_DRIVER_FILES` (or the older `VK_ICD_FILENAMES`) names manifests, the loader looks only
+/// there.
 pub fn has_vulkan_driver() -> bool {
-    let named = ["VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .any(|v| std::env::split_paths(&v).any(|p| p.exists()));
+    let exists = |v: std::ffi::OsString| std::env::split_paths(&v).any(|p| p.exists());
+    let only = ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"].map(std::env::var_os);
+    if only.iter().any(Option::is_some) {
+        return only.into_iter().flatten().any(exists);
+    }
     let dirs = [
         "/usr/share/vulkan/icd.d",
         "/usr/local/share/vulkan/icd.d",
         "/etc/vulkan/icd.d",
     ];
-    named
+    std::env::var_os("VK_ADD_DRIVER_FILES").is_some_and(exists)
         || dirs.iter().any(|d| {
             std::fs::read_dir(d).is_ok_and(|mut entries| {
                 entries.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "json")))

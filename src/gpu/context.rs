@@ -260,14 +260,24 @@ impl GpuContext {
     /// a machine without Vulkan, wgpu falls back to OpenGL, where a window draws but compute
     /// pipelines can be refused.
     pub fn self_test(&self) -> Result<(), GpuError> {
+        // OpenGL without compute shaders (llvmpipe's, for one) reports no workgroup at all.
+        if self.device.limits().max_compute_invocations_per_workgroup < 64 {
+            return Err(GpuError::Refused(format!(
+                "{} runs no compute shaders; analyses run on the CPU",
+                self.describe()
+            )));
+        }
         let x: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5 - 100.0).collect();
         let b: Vec<f32> = (0..1000).map(|i| (i % 7) as f32).collect();
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let y = super::saxpy::saxpy(self, 1.5, &x, &b);
         if let Some(e) = pollster::block_on(scope.pop()) {
+            // wgpu's errors run to several lines; the status line has room for one.
+            let e = e.to_string();
             return Err(GpuError::Refused(format!(
-                "{} ({e}); analyses run on the CPU",
-                self.describe()
+                "{}: {}; analyses run on the CPU",
+                self.describe(),
+                e.lines().next().unwrap_or_default()
             )));
         }
         let y = y?;
