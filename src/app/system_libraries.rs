@@ -154,9 +154,8 @@ pub fn vulkan_problem(loads: &dyn Fn(&str) -> bool, driver: bool) -> Option<Stri
         return Some(install(&[VULKAN]));
     }
     (!driver).then(|| {
-        "no Vulkan driver is installed: install the GPU's driver, or Mesa's software one \
-         (Debian/Ubuntu: apt-get install mesa-vulkan-drivers; Fedora: dnf install \
-         mesa-vulkan-drivers)"
+        "no Vulkan driver: install the GPU's, or Mesa's software one (Debian/Ubuntu: apt-get \
+         install mesa-vulkan-drivers; Fedora: dnf install mesa-vulkan-drivers)"
             .to_string()
     })
 }
