@@ -271,10 +271,7 @@ impl EdeApp {
             },
             None => (None, "No GPU adapter: analyses run on the CPU".into()),
         };
-        let vulkan = || {
-            let driver = system_libraries::has_vulkan_driver();
-            system_libraries::vulkan_problem(&system_libraries::loads, driver)
-        };
+        let vulkan = system_libraries::vulkan_problem_here;
         let gpu_status = match gpu.is_none().then(vulkan).flatten() {
             Some(problem) => format!("{gpu_status} ({problem})"),
             None => gpu_status,

@@ -76,7 +76,7 @@ pub fn loads(file: &str) -> bool {
 /// Whether any Vulkan driver is installed: a manifest where the loader looks. Where
 /// `VK_DRIVER_FILES` (or the older `VK_ICD_FILENAMES`) names manifests, the loader looks only
 /// there.
-pub fn has_vulkan_driver() -> bool {
+fn has_vulkan_driver() -> bool {
     let exists = |v: std::ffi::OsString| std::env::split_paths(&v).any(|p| p.exists());
     let only = ["VK_DRIVER_FILES", "VK_ICD_FILENAMES"].map(std::env::var_os);
     if only.iter().any(Option::is_some) {
@@ -118,8 +118,13 @@ impl Display {
 /// What is missing here for the window, with what to install: empty when nothing is.
 pub fn diagnose() -> Vec<String> {
     let mut problems = display_problems(Display::here(), &loads);
-    problems.extend(vulkan_problem(&loads, has_vulkan_driver()));
+    problems.extend(vulkan_problem_here());
     problems
+}
+
+/// `vulkan_problem` on this machine.
+pub fn vulkan_problem_here() -> Option<String> {
+    vulkan_problem(&loads, has_vulkan_driver())
 }
 
 /// What `display` lacks, given which libraries load.
@@ -149,7 +154,7 @@ fn display_problems(display: Display, loads: &dyn Fn(&str) -> bool) -> Vec<Strin
 
 /// Why the compute shaders have no Vulkan device here, if they have none: no loader, or no
 /// driver for it.
-pub fn vulkan_problem(loads: &dyn Fn(&str) -> bool, driver: bool) -> Option<String> {
+fn vulkan_problem(loads: &dyn Fn(&str) -> bool, driver: bool) -> Option<String> {
     if !loads(VULKAN.file) {
         return Some(install(&[VULKAN]));
     }
