@@ -60,7 +60,8 @@ pub enum Orientation {
 }
 
 /// A matrix of `channels` x `samples` numbers at `offset` in a mapped file; sample `k` of
-/// channel `c` reads as `value * gains[c]`.
+/// channel `c` reads as `(value - zeros[c]) * gains[c]` (zeros are 0 unless set: unsigned and
+/// offset-binary formats store a channel's zero as a number of its own).
 pub struct MatrixSource {
     map: Mmap,
     offset: usize,
@@ -70,6 +71,7 @@ pub struct MatrixSource {
     channels: usize,
     samples: usize,
     gains: Vec<f64>,
+    zeros: Vec<f64>,
 }
 
 impl MatrixSource {
@@ -118,8 +120,16 @@ impl MatrixSource {
             orientation,
             channels,
             samples,
+            zeros: vec![0.0; gains.len()],
             gains,
         })
+    }
+
+    /// The stored number that reads as 0 in each channel (one per channel, in order).
+    pub fn with_zeros(mut self, zeros: Vec<f64>) -> Self {
+        debug_assert_eq!(zeros.len(), self.channels);
+        self.zeros = zeros;
+        self
     }
 }
 
@@ -130,10 +140,11 @@ impl SampleSource for MatrixSource {
             Orientation::Multiplexed => ((start * self.channels + signal) * b, self.channels * b),
             Orientation::Vectorized => ((signal * self.samples + start) * b, b),
         };
-        let gain = self.gains[signal];
+        let (gain, zero) = (self.gains[signal], self.zeros[signal]);
         let mut at = self.offset + first;
         for o in out.iter_mut() {
-            *o = (self.sample.decode(&self.map[at..at + b], self.big_endian) * gain) as f32;
+            let value = self.sample.decode(&self.map[at..at + b], self.big_endian);
+            *o = ((value - zero) * gain) as f32;
             at += stride;
         }
         Ok(())

@@ -5,6 +5,7 @@
 //! of a signal. Samples are read on demand through [`SampleSource`]: opening a recording parses
 //! headers only, so a multi-gigabyte file opens at once and memory stays bounded.
 
+pub mod ant;
 pub mod bids;
 pub mod binary;
 pub mod brainvision;
@@ -12,18 +13,27 @@ pub mod bti;
 pub mod channel;
 pub mod convert;
 pub mod csv;
+pub mod ctf;
+pub mod curry;
 pub mod demo;
 pub mod edf;
 pub mod edf_record;
 pub mod edf_write;
 pub mod eeglab;
+pub mod egi_raw;
 pub mod electrodes;
+pub mod kit;
 pub mod fif;
 pub mod fif_write;
 pub mod mat5;
 pub mod mat5_write;
 pub mod mat73;
+pub mod mff;
+pub mod neuroscan;
+pub mod nihon_kohden;
 mod pairing;
+pub mod persyst;
+mod readers;
 mod stim;
 pub mod wfdb;
 mod whole_file;
@@ -39,6 +49,7 @@ use serde::Serialize;
 pub(crate) use channel::nominal_range;
 pub use channel::{ChannelType, reading_unit, si_per_unit, volts_per_unit};
 pub use pairing::sibling_hypnogram;
+pub use readers::{READERS, Reader};
 pub(crate) use stim::stim_events;
 pub use stim::{StimStep, stim_steps};
 pub use whole_file::write_whole;
@@ -86,93 +97,6 @@ impl ReadError {
     }
 }
 
-/// A file format ede reads. Adding one is a module with an `open` and a line in [`READERS`].
-pub struct Reader {
-    /// What the user reads in messages and the file dialog.
-    pub name: &'static str,
-    /// Extensions (lower case) of the files a user may pick to open it.
-    pub extensions: &'static [&'static str],
-    /// Whether a file's first bytes (up to 64) are this format; `None` for formats known by
-    /// their name only.
-    pub sniff: Option<fn(&[u8]) -> bool>,
-    /// The error when a file's name says this format and its first bytes do not.
-    pub signature: &'static str,
-    /// Whether `path` belongs to this format through a file beside it (WFDB's `.dat` with
-    /// its `.hea`, BrainVision's `.eeg` with its `.vhdr`).
-    pub companion: Option<fn(&Path) -> bool>,
-    pub open: fn(&Path, &OpenOptions) -> Result<Recording, ReadError>,
-}
-
-/// Every format ede reads, in the order they are tried.
-pub const READERS: &[Reader] = &[
-    Reader {
-        name: "EDF/EDF+/BDF/BDF+",
-        extensions: &["edf", "bdf", "rec"],
-        sniff: Some(edf::looks_like_edf),
-        signature: "not an EDF/BDF file: the header does not start with the EDF version \"0\" \
-                    or the BDF marker",
-        companion: None,
-        open: |p, _| edf::open(p),
-    },
-    Reader {
-        name: "FIF",
-        extensions: &["fif"],
-        sniff: Some(fif::sniff),
-        signature: "not a FIF file: it does not start with a file id tag",
-        companion: None,
-        open: |p, _| fif::open(p),
-    },
-    Reader {
-        name: "XDF",
-        extensions: &["xdf", "xdfz"],
-        sniff: Some(xdf::sniff),
-        signature: "not an XDF file: it does not start with \"XDF:\"",
-        companion: None,
-        open: |p, o| xdf::open(p, o.xdf_stream.as_deref()),
-    },
-    Reader {
-        name: "WFDB",
-        extensions: &["hea", "dat", "atr"],
-        sniff: None,
-        signature: "",
-        companion: Some(wfdb::is_wfdb_path),
-        open: |p, _| wfdb::open(p),
-    },
-    Reader {
-        name: "BrainVision",
-        extensions: &["vhdr", "vmrk", "eeg"],
-        sniff: Some(brainvision::sniff),
-        signature: "not a BrainVision header: it does not start with \"Brain Vision Data \
-                    Exchange Header File\"",
-        companion: Some(brainvision::is_companion),
-        open: |p, _| brainvision::open(p),
-    },
-    Reader {
-        name: "4D/BTi",
-        extensions: &[],
-        sniff: None,
-        signature: "",
-        companion: Some(bti::is_data_file),
-        open: |p, _| bti::open(p),
-    },
-    Reader {
-        name: "EEGLAB",
-        extensions: &["set", "fdt"],
-        sniff: None,
-        signature: "",
-        companion: Some(eeglab::is_companion),
-        open: |p, _| eeglab::open(p),
-    },
-    Reader {
-        name: "CSV",
-        extensions: &["csv", "tsv", "txt"],
-        sniff: None,
-        signature: "",
-        companion: None,
-        open: |p, o| csv::open(p, o.csv_fs),
-    },
-];
-
 /// The sampling rate most of `rates` share (of equally common ones, the last seen), `None` for
 /// none.
 pub fn most_common_rate(rates: impl IntoIterator<Item = f64>) -> Option<f64> {
@@ -215,6 +139,29 @@ pub enum Format {
     Xdf,
     #[serde(rename = "4D")]
     Bti,
+    #[serde(rename = "Nihon Kohden")]
+    NihonKohden,
+    /// Neuroscan's CNT.
+    #[serde(rename = "CNT")]
+    Cnt,
+    /// EGI/Philips MFF (a folder).
+    #[serde(rename = "MFF")]
+    Mff,
+    /// EGI's simple binary.
+    #[serde(rename = "EGI")]
+    EgiRaw,
+    #[serde(rename = "CTF")]
+    Ctf,
+    #[serde(rename = "Persyst")]
+    Persyst,
+    #[serde(rename = "Curry")]
+    Curry,
+    /// ANT Neuro's eego CNT (RIFF).
+    #[serde(rename = "ANT")]
+    Ant,
+    /// KIT/Yokogawa/Ricoh MEG.
+    #[serde(rename = "KIT")]
+    Kit,
     #[serde(rename = "DEMO")]
     Demo,
     /// The newest samples of a Lab Streaming Layer stream, held in memory (live mode).
@@ -253,6 +200,15 @@ impl fmt::Display for Format {
             Format::Fif => "FIF",
             Format::Xdf => "XDF",
             Format::Bti => "4D",
+            Format::NihonKohden => "Nihon Kohden",
+            Format::Cnt => "CNT",
+            Format::Mff => "MFF",
+            Format::EgiRaw => "EGI",
+            Format::Ctf => "CTF",
+            Format::Persyst => "Persyst",
+            Format::Curry => "Curry",
+            Format::Ant => "ANT",
+            Format::Kit => "KIT",
             Format::Demo => "DEMO",
             Format::Lsl => "LSL",
             Format::Array => "array",
@@ -525,59 +481,6 @@ impl Recording {
             vec![one],
             source,
         )
-    }
-
-    /// Opens any supported file: the format is recognised from its first bytes, else from a
-    /// file beside it (a WFDB record's `.hea`, a BrainVision set's `.vhdr`), else from its
-    /// extension (see [`READERS`]).
-    pub fn open(path: &Path, options: &OpenOptions) -> Result<Recording, ReadError> {
-        if let Some(r) = READERS
-            .iter()
-            .find(|r| r.companion.is_some_and(|c| c(path)))
-        {
-            return (r.open)(path, options);
-        }
-        let mut head = [0u8; 64];
-        let n = {
-            use std::io::Read;
-            let mut f = std::fs::File::open(path).map_err(|e| ReadError::io(path, e))?;
-            if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-                let why = if bids::is_dataset(path) {
-                    "is a BIDS dataset, not one recording: `ede FOLDER` lists its runs, and the \
-                     batch commands take it with --subject/--task filters"
-                } else {
-                    "is a folder, not a recording"
-                };
-                return Err(ReadError::invalid(path, why));
-            }
-            f.read(&mut head).map_err(|e| ReadError::io(path, e))?
-        };
-        if n == 0 {
-            return Err(ReadError::invalid(path, "the file is empty"));
-        }
-        if let Some(r) = READERS
-            .iter()
-            .find(|r| r.sniff.is_some_and(|s| s(&head[..n])))
-        {
-            return (r.open)(path, options);
-        }
-        let ext = (path.extension())
-            .map(|e| e.to_string_lossy().to_ascii_lowercase())
-            .unwrap_or_default();
-        match READERS
-            .iter()
-            .find(|r| r.extensions.contains(&ext.as_str()))
-        {
-            Some(r) if r.sniff.is_none() => (r.open)(path, options),
-            Some(r) => Err(ReadError::invalid(path, r.signature)),
-            None => {
-                let names: Vec<&str> = READERS.iter().map(|r| r.name).collect();
-                Err(ReadError::invalid(
-                    path,
-                    format!("unknown file format (ede reads {})", names.join(", ")),
-                ))
-            }
-        }
     }
 
     /// Total duration in seconds: records times record duration (for EDF+D as well).
