@@ -24,7 +24,8 @@ while getopts "n:t:j:w:" o; do
 done
 shift $((OPTIND - 1))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(edf bdf wfdb brainvision eeglab eeglab_v73 fif xdf bti csv bids)
+[ ${#targets[@]} -gt 0 ] || targets=(edf bdf wfdb brainvision eeglab eeglab_v73 fif xdf bti csv bids nihon_kohden neuroscan
+  mff egi_raw ctf persyst curry ant kit)
 
 bin=${EDE_FUZZ_BIN:-}
 if [ -z "$bin" ]; then

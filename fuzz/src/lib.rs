@@ -33,6 +33,9 @@ pub fn run(target: &str, data: &[u8]) -> bool {
         "edf" | "bdf" | "fif" | "xdf" | "csv" => open_one(&format!("f.{target}"), data),
         // A BIDS run with its sidecars, opened as the app opens one.
         "bids" => open_bundle("sub-01/eeg", data, true),
+        // Formats that are folders: the bundle's files inside one, the first of them opened.
+        "ctf" => open_bundle("r.ds", data, false),
+        "mff" => open_bundle("r.mff", data, false),
         _ => open_bundle("", data, false),
     }
 }

@@ -558,8 +558,8 @@ impl EdeApp {
                         self.start_dialog(dialogs::Purpose::Open);
                     }
                     if ui
-                        .button("Open folder (BIDS dataset)…")
-                        .on_hover_text("a BIDS dataset: its runs listed beside the views")
+                        .button("Open folder (BIDS dataset, CTF .ds, EGI .mff)…")
+                        .on_hover_text("a BIDS dataset (its runs listed beside the views), or a recording that is a folder: CTF's .ds, EGI's .mff")
                         .clicked()
                     {
                         ui.close();

@@ -14,8 +14,11 @@ use super::{Annotation, ChannelType, OpenOptions, ReadError, Recording};
 
 /// Data types ede opens.
 const DATATYPES: [&str; 3] = ["eeg", "meg", "ieeg"];
-/// Data file extensions, by preference where a run has several (a `.eeg` beside its `.vhdr`).
-const EXTENSIONS: [&str; 6] = ["vhdr", "edf", "bdf", "set", "fif", "con"];
+/// Data file extensions, by preference where a run has several (a `.eeg` beside its `.vhdr`):
+/// BIDS' EEG, MEG and iEEG ones ede reads. CTF's `.ds` and EGI's `.mff` are folders.
+const EXTENSIONS: [&str; 10] = [
+    "vhdr", "edf", "bdf", "set", "fif", "con", "sqd", "ds", "mff", "cnt",
+];
 
 /// Whether `path` is the root of a BIDS dataset.
 /// Opens a recording file; a run of a BIDS dataset (by its name and folder) with its sidecars

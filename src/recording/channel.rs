@@ -275,6 +275,7 @@ pub fn is_eog(label: &str) -> bool {
 pub(crate) fn nominal_range(unit: &str) -> (f64, f64) {
     match unit {
         "V" => (-3.2e-3, 3.2e-3),
+        "uV" | "µV" => (-3200.0, 3200.0),
         "T" => (-5e-11, 5e-11),
         "T/m" => (-5e-9, 5e-9),
         _ => (-1.0, 1.0),

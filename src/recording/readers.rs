@@ -168,7 +168,6 @@ pub const READERS: &[Reader] = &[
     },
 ];
 
-
 impl Recording {
     /// Opens any supported file: the format is recognised from its first bytes, else from a
     /// file beside it (a WFDB record's `.hea`, a BrainVision set's `.vhdr`), else from its
@@ -189,7 +188,8 @@ impl Recording {
                     "is a BIDS dataset, not one recording: `ede FOLDER` lists its runs, and the \
                      batch commands take it with --subject/--task filters"
                 } else {
-                    "is a folder, not a recording"
+                    "is a folder, not a recording (ede opens folders that are one: CTF's .ds, \
+                     EGI's .mff, and BIDS datasets)"
                 };
                 return Err(ReadError::invalid(path, why));
             }

@@ -48,6 +48,10 @@ pub struct IoArgs {
     /// JSON output (standard output when omitted).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Real recordings (files, or folders such as CTF's .ds and EGI's .mff) to time from
+    /// nothing to their first page drawn, instead of the generated file.
+    #[arg(long, num_args = 1..)]
+    pub files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Serialize)]
@@ -83,6 +87,10 @@ struct FrameReport {
 const FS: usize = 256;
 
 pub fn run(args: &IoArgs) -> anyhow::Result<()> {
+    if !args.files.is_empty() {
+        let pages = super::first_page::run(&args.files, args.frames)?;
+        return write_json(&pages, args.out.as_deref());
+    }
     let records = (args.hours * 3600.0).round() as usize;
     let (file, data_file) = match args.format {
         BenchFormat::Edf => {
@@ -122,6 +130,7 @@ pub fn run(args: &IoArgs) -> anyhow::Result<()> {
         hours: args.hours,
         frames: args.frames,
         out: args.out.clone(),
+        files: Vec::new(),
     };
     let file_bytes = std::fs::metadata(&data_file)?.len();
 

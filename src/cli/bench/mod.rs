@@ -6,6 +6,7 @@ pub mod cwt;
 pub mod deblink;
 pub mod erp;
 pub mod first_call;
+mod first_page;
 pub mod group;
 pub mod hermite;
 pub mod ica;
