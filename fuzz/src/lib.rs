@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use ede::recording::{OpenOptions, Recording, bids};
 
 /// Every target: its name, and how it opens an input.
-pub const TARGETS: [&str; 11] = [
+pub const TARGETS: [&str; 20] = [
     "edf",
     "bdf",
     "wfdb",
@@ -24,6 +24,15 @@ pub const TARGETS: [&str; 11] = [
     "bti",
     "csv",
     "bids",
+    "nihon_kohden",
+    "neuroscan",
+    "mff",
+    "egi_raw",
+    "ctf",
+    "persyst",
+    "curry",
+    "ant",
+    "kit",
 ];
 
 /// Runs target `target` on one input (the fuzz targets and `tests/fuzz_regressions.rs`):

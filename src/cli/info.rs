@@ -32,6 +32,9 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<()> {
     let mut text = format!("{}  ({})\n", summary.path, summary.format);
     text += &format!("start       {}\n", summary.start);
     text += &format!("duration    {:.3} s\n", summary.duration_s);
+    if !summary.recording.is_empty() {
+        text += &format!("recording   {}\n", summary.recording);
+    }
     text += &format!("annotations {}\n", summary.annotations);
     text += &format!("signals     {}", summary.signals.len());
     for s in &summary.signals {

@@ -155,6 +155,22 @@ impl SampleSource for MatrixSource {
     }
 }
 
+/// A small text file (a header, a layout, a list of events) read whole and decoded as
+/// `decode_text`; one over `max_bytes` is refused as not being `what` ("a Persyst layout").
+pub fn read_small_text(path: &Path, max_bytes: u64, what: &str) -> Result<String, ReadError> {
+    let size = std::fs::metadata(path)
+        .map_err(|e| ReadError::io(path, e))?
+        .len();
+    if size > max_bytes {
+        return Err(ReadError::invalid(
+            path,
+            format!("larger than {} MB: not {what}", max_bytes >> 20),
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| ReadError::io(path, e))?;
+    Ok(decode_text(&bytes))
+}
+
 /// The text of a header in a codepage the file names: UTF-8 where it decodes, else Latin-1
 /// (Windows' default, which older BrainVision and EEGLAB files are written in).
 pub fn decode_text(bytes: &[u8]) -> String {

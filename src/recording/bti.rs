@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::binary::{MatrixSource, Orientation, SampleType};
+use super::cursor::Cursor;
 use super::{
     Annotation, ChannelType, Format, ReadError, Recording, SampleSource, SignalInfo, stim_events,
     unknown_start,
@@ -71,80 +72,10 @@ fn config_of(path: &Path) -> PathBuf {
     path.parent().unwrap_or(Path::new(".")).join(CONFIG)
 }
 
-/// A big-endian reader over a file's bytes that says where it ran out.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    at: usize,
-    path: &'a Path,
-    what: &'static str,
-}
-
-impl<'a> Cursor<'a> {
-    fn new(bytes: &'a [u8], at: usize, path: &'a Path, what: &'static str) -> Self {
-        Cursor {
-            bytes,
-            at,
-            path,
-            what,
-        }
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], ReadError> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let Some(end) = end else {
-            return Err(ReadError::invalid(
-                self.path,
-                format!(
-                    "the {} is truncated: {n} bytes wanted at byte {}, the file has {}",
-                    self.what,
-                    self.at,
-                    self.bytes.len()
-                ),
-            ));
-        };
-        let s = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-
-    fn skip(&mut self, n: usize) -> Result<(), ReadError> {
-        self.take(n).map(|_| ())
-    }
-
-    /// The next `N` bytes (4D's numbers are big-endian).
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], ReadError> {
-        Ok(self.take(N)?.try_into().expect("N bytes"))
-    }
-
-    fn i16(&mut self) -> Result<i16, ReadError> {
-        self.array().map(i16::from_be_bytes)
-    }
-
-    fn u16(&mut self) -> Result<u16, ReadError> {
-        self.array().map(u16::from_be_bytes)
-    }
-
-    fn i32(&mut self) -> Result<i32, ReadError> {
-        self.array().map(i32::from_be_bytes)
-    }
-
-    fn u32(&mut self) -> Result<u32, ReadError> {
-        self.array().map(u32::from_be_bytes)
-    }
-
-    fn f32(&mut self) -> Result<f32, ReadError> {
-        self.array().map(f32::from_be_bytes)
-    }
-
-    fn f64(&mut self) -> Result<f64, ReadError> {
-        self.array().map(f64::from_be_bytes)
-    }
-
-    /// A NUL-padded text field of `n` bytes.
+impl Cursor<'_> {
+    /// A NUL-padded text field of `n` bytes, trimmed.
     fn text(&mut self, n: usize) -> Result<String, ReadError> {
-        let b = self.take(n)?;
-        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-        Ok(String::from_utf8_lossy(&b[..end]).trim().to_string())
+        Ok(self.nul_text(n)?.trim().to_string())
     }
 
     /// A 4 x 4 matrix of doubles, row by row.
@@ -205,7 +136,7 @@ fn read_pdf_header(path: &Path, b: &[u8]) -> Result<PdfHeader, ReadError> {
         return Err(ReadError::invalid(path, "too short for a 4D data file"));
     }
     let start = b.len() - 8;
-    let mut c = Cursor::new(b, start, path, "data file's header");
+    let mut c = Cursor::big_endian(b, start, path, "data file's header");
     let raw = u64::from_be_bytes(c.take(8)?.try_into().expect("8 bytes"));
     // As 4D (and MNE-Python) read it: the low 31 bits, unless they cannot be the position.
     let masked = raw & 0x7fff_ffff;
@@ -227,7 +158,7 @@ fn read_pdf_header(path: &Path, b: &[u8]) -> Result<PdfHeader, ReadError> {
                 ),
             )
         })?;
-    let mut c = Cursor::new(b, at, path, "data file's header");
+    let mut c = Cursor::big_endian(b, at, path, "data file's header");
     let _version = c.i16()?;
     let _file_type = c.text(5)?;
     c.skip(1)?;
@@ -355,7 +286,7 @@ struct Config {
 }
 
 fn read_config(path: &Path, b: &[u8]) -> Result<Config, ReadError> {
-    let mut c = Cursor::new(b, 0, path, "config");
+    let mut c = Cursor::big_endian(b, 0, path, "config");
     let _version = c.i16()?;
     c.skip(32 + 16)?;
     let _sys_type = c.i16()?;

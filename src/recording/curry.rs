@@ -40,7 +40,7 @@ use std::sync::Arc;
 
 use chrono::{NaiveDate, NaiveDateTime};
 
-use super::binary::{MatrixSource, Orientation, SampleType, decode_text};
+use super::binary::{MatrixSource, Orientation, SampleType, read_small_text};
 use super::{
     Annotation, ChannelType, Format, MemorySource, ReadError, Recording, SampleSource, SignalInfo,
     reading_unit, unknown_start,
@@ -159,17 +159,11 @@ fn files(path: &Path) -> Result<Files, ReadError> {
 }
 
 fn read_text(path: &Path) -> Result<String, ReadError> {
-    let size = std::fs::metadata(path)
-        .map_err(|e| ReadError::io(path, e))?
-        .len();
-    if size > MAX_TEXT_BYTES {
-        return Err(ReadError::invalid(
-            path,
-            "larger than 64 MB: not a Curry parameter, label or event file",
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| ReadError::io(path, e))?;
-    Ok(decode_text(&bytes))
+    read_small_text(
+        path,
+        MAX_TEXT_BYTES,
+        "a Curry parameter, label or event file",
+    )
 }
 
 /// The value of the first `key = value` line (keys as Curry spells them).

@@ -41,6 +41,7 @@ use std::sync::Arc;
 use memmap2::Mmap;
 
 use super::binary::{MatrixSource, Orientation, SampleType};
+use super::cursor::Cursor;
 use super::{
     Annotation, ChannelType, Format, ReadError, Recording, SampleSource, SignalInfo, stim_events,
     unknown_start,
@@ -136,70 +137,6 @@ pub fn sniff(_head: &[u8]) -> bool {
     false
 }
 
-/// A little-endian reader over the file's bytes that says where it ran out.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    at: usize,
-    path: &'a Path,
-    what: &'static str,
-}
-
-impl<'a> Cursor<'a> {
-    fn new(bytes: &'a [u8], at: usize, path: &'a Path, what: &'static str) -> Self {
-        Cursor {
-            bytes,
-            at,
-            path,
-            what,
-        }
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], ReadError> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let Some(end) = end else {
-            return Err(ReadError::invalid(
-                self.path,
-                format!(
-                    "the {} is truncated: {n} bytes wanted at byte {}, the file has {}",
-                    self.what,
-                    self.at,
-                    self.bytes.len()
-                ),
-            ));
-        };
-        let s = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-
-    fn skip(&mut self, n: usize) -> Result<(), ReadError> {
-        self.take(n).map(|_| ())
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], ReadError> {
-        Ok(self.take(N)?.try_into().expect("N bytes"))
-    }
-
-    fn i32(&mut self) -> Result<i32, ReadError> {
-        self.array().map(i32::from_le_bytes)
-    }
-
-    fn u32(&mut self) -> Result<u32, ReadError> {
-        self.array().map(u32::from_le_bytes)
-    }
-
-    fn f64(&mut self) -> Result<f64, ReadError> {
-        self.array().map(f64::from_le_bytes)
-    }
-
-    /// A NUL-terminated name in a field of `n` bytes, as MNE takes it (not trimmed).
-    fn name(&mut self, n: usize) -> Result<String, ReadError> {
-        let b = self.take(n)?;
-        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-        Ok(String::from_utf8_lossy(&b[..end]).into_owned())
-    }
-}
-
 /// A channel of the channel table.
 struct Channel {
     kind: i32,
@@ -228,7 +165,7 @@ struct Header {
 
 /// The directory table: where each directory starts and how many entries it holds.
 fn read_dirs(path: &Path, b: &[u8]) -> Result<Vec<(usize, i32)>, ReadError> {
-    let mut c = Cursor::new(b, 0, path, "directory table");
+    let mut c = Cursor::little_endian(b, 0, path, "directory table");
     let mut dirs = Vec::new();
     let mut count = 1;
     while dirs.len() < count {
@@ -254,7 +191,7 @@ fn read_dirs(path: &Path, b: &[u8]) -> Result<Vec<(usize, i32)>, ReadError> {
 
 /// The entry size of directory `i` (the channel table's stride).
 fn dir_size(path: &Path, b: &[u8], i: usize) -> Result<usize, ReadError> {
-    let mut c = Cursor::new(b, i * 16 + 4, path, "directory table");
+    let mut c = Cursor::little_endian(b, i * 16 + 4, path, "directory table");
     let size = c.i32()?;
     usize::try_from(size)
         .ok()
@@ -277,7 +214,7 @@ fn read_header(path: &Path, b: &[u8]) -> Result<Header, ReadError> {
         );
     }
 
-    let mut c = Cursor::new(b, dirs[DIR_SYSTEM], path, "system information");
+    let mut c = Cursor::little_endian(b, dirs[DIR_SYSTEM], path, "system information");
     let version = c.i32()?;
     let revision = c.i32()?;
     if !(0..100).contains(&version) || !(0..1000).contains(&revision) {
@@ -287,8 +224,8 @@ fn read_header(path: &Path, b: &[u8]) -> Result<Header, ReadError> {
         ));
     }
     let sysid = c.i32()?;
-    let system_name = c.name(128)?;
-    let model_name = c.name(128)?;
+    let system_name = c.nul_text(128)?;
+    let model_name = c.nul_text(128)?;
     let nchan = c.i32()?;
     let nchan = usize::try_from(nchan)
         .ok()
@@ -373,7 +310,7 @@ fn read_header(path: &Path, b: &[u8]) -> Result<Header, ReadError> {
         let at = (stride.checked_mul(i))
             .and_then(|o| o.checked_add(chan_at))
             .ok_or_else(|| ReadError::invalid(path, "the channel table lies past any file"))?;
-        let mut c = Cursor::new(b, at, path, "channel table");
+        let mut c = Cursor::little_endian(b, at, path, "channel table");
         let mut kind = c.i32()?;
         // System 52 mislabeled its reference sensors as unused (MNE's fix).
         if sysid == 52 && i < 160 && kind == NULL {
@@ -392,13 +329,13 @@ fn read_header(path: &Path, b: &[u8]) -> Result<Header, ReadError> {
                 ch.position = Some(p);
                 if kind == AXIAL_GRADIOMETER {
                     c.skip(16)?;
-                    ch.name = c.name(6)?;
+                    ch.name = c.nul_text(6)?;
                 }
             }
             TRIGGER | EEG | ECG | ETC => {
                 let _number = c.i32()?;
                 c.skip(4)?;
-                ch.name = c.name(if kind == EEG { 8 } else { 32 })?;
+                ch.name = c.nul_text(if kind == EEG { 8 } else { 32 })?;
                 if kind == EEG || kind == ECG {
                     c.skip(if kind == EEG { 6 } else { 8 })?;
                     ch.exg_gain = Some(c.f64()?);
@@ -426,7 +363,7 @@ fn read_header(path: &Path, b: &[u8]) -> Result<Header, ReadError> {
     }
 
     // Calibration: (offset V, gain T/V) per channel.
-    let mut c = Cursor::new(b, dirs[DIR_CALIBRATION], path, "calibration table");
+    let mut c = Cursor::little_endian(b, dirs[DIR_CALIBRATION], path, "calibration table");
     let mut channel_gain = Vec::with_capacity(nchan);
     let mut offsets = 0;
     for _ in 0..nchan {
@@ -441,7 +378,7 @@ fn read_header(path: &Path, b: &[u8]) -> Result<Header, ReadError> {
     }
 
     // Amplifier: gain and filter codes packed in one word.
-    let amp = Cursor::new(b, dirs[DIR_AMP_FILTER], path, "amplifier settings").u32()?;
+    let amp = Cursor::little_endian(b, dirs[DIR_AMP_FILTER], path, "amplifier settings").u32()?;
     let bits = |mask: u32, shift: u32| ((amp & mask) >> shift) as usize;
     let (amp_gain, hpf, lpf, bef) = if fll_type >= 100 {
         let g =
@@ -457,7 +394,7 @@ fn read_header(path: &Path, b: &[u8]) -> Result<Header, ReadError> {
     let _notch = BEFS[fll[2] - 1].get(bef);
 
     // Acquisition.
-    let mut c = Cursor::new(b, dirs[DIR_ACQ], path, "acquisition settings");
+    let mut c = Cursor::little_endian(b, dirs[DIR_ACQ], path, "acquisition settings");
     let acq = c.i32()?;
     let sfreq = c.f64()?;
     let samples = match acq {
@@ -837,7 +774,11 @@ mod tests {
         let meg = rec.read_all(0).unwrap();
         let per_count = 10.0 / 4096.0 / 50.0 * 1e-9;
         for (v, d) in meg.iter().zip(&data()) {
-            assert!((*v as f64 - d[0] as f64 * per_count).abs() < 1e-6 * per_count);
+            let want = d[0] as f64 * per_count;
+            assert!(
+                (*v as f64 - want).abs() <= 1e-6 * want.abs().max(per_count),
+                "{v} {want}"
+            );
         }
         // EEG: its gain 2 / 2^(12 - 14) V per count.
         assert_eq!(rec.read_all(2).unwrap()[0], 3.0 * 8.0 * 1e6);

@@ -990,39 +990,3 @@ mod tests {
         assert!(open(&mff).unwrap_err().to_string().contains("no EEG"));
     }
 }
-#[cfg(test)]
-mod scratch_real {
-    #[test]
-    #[ignore]
-    fn print_syn() {
-        let r = super::open(std::path::Path::new(&std::env::var("MFF").unwrap())).unwrap();
-        let l: Vec<_> = r
-            .signals
-            .iter()
-            .map(|s| (s.label.clone(), s.kind))
-            .collect();
-        println!(
-            "{:?} {} {:?}",
-            &l[l.len() - 6..],
-            r.signals[0].samples,
-            r.warnings
-        );
-        for a in &r.annotations {
-            println!("{} {} {}", a.onset, a.duration, a.text);
-        }
-        let e1 = r.read_all(0).unwrap();
-        let n = r.signals.len();
-        let ecg = r.read_all(n - 2).unwrap();
-        let idx = [
-            0usize,
-            99,
-            100,
-            149,
-            150,
-            r.signals[0].samples - 2,
-            r.signals[0].samples - 1,
-        ];
-        println!("E1 {:?}", idx.iter().map(|&i| e1[i]).collect::<Vec<_>>());
-        println!("ECG {:?}", idx.iter().map(|&i| ecg[i]).collect::<Vec<_>>());
-    }
-}

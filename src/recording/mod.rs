@@ -15,6 +15,7 @@ pub mod convert;
 pub mod csv;
 pub mod ctf;
 pub mod curry;
+mod cursor;
 pub mod demo;
 pub mod edf;
 pub mod edf_record;
@@ -793,6 +794,10 @@ pub struct RecordingSummary {
     pub format: Format,
     pub start: String,
     pub duration_s: f64,
+    /// What the file says of itself, or what the reader decided about it (a CNT file's sample
+    /// width, a CTF run's compensation grade, a KIT system); empty where nothing.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub recording: String,
     pub signals: Vec<SignalInfo>,
     pub annotations: usize,
     /// Every annotation and stimulus-channel event, in time order.
@@ -821,6 +826,7 @@ impl From<&Recording> for RecordingSummary {
             format: r.format,
             start: r.start.format("%Y-%m-%dT%H:%M:%S%.f").to_string(),
             duration_s: r.duration_s(),
+            recording: r.recording_info.clone(),
             signals: r.signals.clone(),
             annotations: r.annotations.len(),
             events: (r.annotations.iter())

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use chrono::{NaiveDate, NaiveDateTime};
 
-use super::binary::{MatrixSource, Orientation, SampleType, decode_text};
+use super::binary::{MatrixSource, Orientation, SampleType, read_small_text};
 use super::{Annotation, ChannelType, Format, ReadError, Recording, SignalInfo, unknown_start};
 
 /// A layout larger than this is no Persyst layout (real ones are a few kilobytes).
@@ -242,17 +242,7 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
     {
         return open(&lay);
     }
-    let size = std::fs::metadata(path)
-        .map_err(|e| ReadError::io(path, e))?
-        .len();
-    if size > MAX_LAYOUT_BYTES {
-        return Err(ReadError::invalid(
-            path,
-            "a Persyst layout larger than 16 MB: not a layout",
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| ReadError::io(path, e))?;
-    let text = decode_text(&bytes);
+    let text = read_small_text(path, MAX_LAYOUT_BYTES, "a Persyst layout")?;
     let layout = Layout::parse(&text);
     if !sniff(text.as_bytes()) {
         return Err(ReadError::invalid(

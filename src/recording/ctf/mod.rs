@@ -36,6 +36,7 @@ use memmap2::Mmap;
 use nalgebra::{Matrix3, Matrix4, SymmetricEigen, Vector3};
 
 use super::binary::MatrixSource;
+use super::cursor::Cursor;
 use super::{
     Annotation, ChannelType, Format, ReadError, Recording, SampleSource, SignalInfo, stim_events,
     unknown_start,
@@ -96,58 +97,9 @@ fn dataset_of(path: &Path) -> Option<(PathBuf, String)> {
     run(path.parent()?)
 }
 
-/// A big-endian reader over the res4's bytes that says where it ran out.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    at: usize,
-    path: &'a Path,
-}
-
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], ReadError> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let Some(end) = end else {
-            return Err(ReadError::invalid(
-                self.path,
-                format!(
-                    "the header is truncated: {n} bytes wanted at byte {}, the file has {}",
-                    self.at,
-                    self.bytes.len()
-                ),
-            ));
-        };
-        let s = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-
-    fn i16(&mut self) -> Result<i16, ReadError> {
-        Ok(i16::from_be_bytes(
-            self.take(2)?.try_into().expect("2 bytes"),
-        ))
-    }
-
-    fn i32(&mut self) -> Result<i32, ReadError> {
-        Ok(i32::from_be_bytes(
-            self.take(4)?.try_into().expect("4 bytes"),
-        ))
-    }
-
-    fn f64(&mut self) -> Result<f64, ReadError> {
-        Ok(f64::from_be_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
-    }
-
+impl Cursor<'_> {
     fn vector(&mut self) -> Result<Vector3<f64>, ReadError> {
         Ok(Vector3::new(self.f64()?, self.f64()?, self.f64()?))
-    }
-
-    /// A NUL-terminated text field of `n` bytes.
-    fn text(&mut self, n: usize) -> Result<String, ReadError> {
-        let b = self.take(n)?;
-        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-        Ok(String::from_utf8_lossy(&b[..end]).into_owned())
     }
 }
 
@@ -175,11 +127,7 @@ struct Res4 {
 }
 
 fn read_res4(path: &Path, b: &[u8]) -> Result<Res4, ReadError> {
-    let mut c = Cursor {
-        bytes: b,
-        at: 0,
-        path,
-    };
+    let mut c = Cursor::big_endian(b, 0, path, "header");
     let head = c.take(8)?;
     if !head.starts_with(b"MEG4") {
         return Err(ReadError::invalid(
@@ -188,8 +136,8 @@ fn read_res4(path: &Path, b: &[u8]) -> Result<Res4, ReadError> {
         ));
     }
     c.at = 8 + 3 * 256 + 2;
-    let mut time = c.text(255)?;
-    let mut date = c.text(255)?;
+    let mut time = c.nul_text(255)?;
+    let mut date = c.nul_text(255)?;
     // Some systems swap the two fields (MNE-Python swaps them back the same way).
     if time.contains('/') && date.contains(':') {
         std::mem::swap(&mut time, &mut date);
@@ -201,9 +149,9 @@ fn read_res4(path: &Path, b: &[u8]) -> Result<Res4, ReadError> {
     c.at = 1316;
     let pre_trigger = c.i32()?;
     c.at = 1712;
-    let subject = c.text(32)?;
+    let subject = c.nul_text(32)?;
     c.at = 1392;
-    let title = c.text(256)?;
+    let title = c.nul_text(256)?;
     c.at = 1836;
     let rdlen = c.i32()?;
     c.at = RUN_DESCRIPTION_AT;
@@ -234,7 +182,7 @@ fn read_res4(path: &Path, b: &[u8]) -> Result<Res4, ReadError> {
     }
     let mut names = Vec::with_capacity(nchan);
     for _ in 0..nchan {
-        names.push(c.text(NAME_BYTES)?);
+        names.push(c.nul_text(NAME_BYTES)?);
     }
     let mut channels = Vec::with_capacity(nchan);
     for name in names {
