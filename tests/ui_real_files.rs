@@ -29,6 +29,15 @@ fn every_shared_file_at_the_default_and_the_clinical_page() {
         "bdf/test_bdf_stim_channel.bdf",
         "bdf/multiple_annotation_chans.bdf",
         "ecg/mitdb/100.hea",
+        "vendor/nihonkohden/MB0400FU.EEG",
+        "vendor/cnt/scan41_short.cnt",
+        "vendor/egi/example_3.mff",
+        "vendor/egi/test_egi.raw",
+        "vendor/ctf/testdata_ctf_short_discontinuous.ds",
+        "vendor/persyst/sub-pt1_ses-02_task-monitor_acq-ecog_run-01_clip2.lay",
+        "vendor/curry/test_bdf_stim_channel Curry 8.cdt",
+        "vendor/ant/CA_208/test_CA_208.cnt",
+        "vendor/kit/test.sqd",
     ];
     let clinical = DisplayFilter::parse("hp=0.5,lp=35,order=4,notch=50").unwrap();
     for file in files {
