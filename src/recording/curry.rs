@@ -17,8 +17,8 @@
 //!
 //! Everything is read as MNE-Python's `read_raw_curry` reads it (with the `curryreader`
 //! package): channels in group order, typed EEG, MEG magnetometer (`MAG` groups) or
-//! miscellaneous (`OTHER` groups); samples in the group's unit (uV and fT as they are, which is
-//! MNE's scaling of them to volts and tesla); the rate 10^6 / `SampleTimeUsec` where that is
+//! miscellaneous (`OTHER` groups); samples in microvolts and tesla, every reader's units (MNE
+//! scales the same numbers to volts and tesla); the rate 10^6 / `SampleTimeUsec` where that is
 //! given, else `SampleFreqHz`; the start from `StartYear` ... `StartMillisec` (UTC), unknown
 //! where those make no valid date (MNE's `meas_date` None); EEG positions the `SENSORS` rows in
 //! metres, in Curry's frame (MNE labels them head coordinates without transforming them); MEG
@@ -43,7 +43,7 @@ use chrono::{NaiveDate, NaiveDateTime};
 use super::binary::{MatrixSource, Orientation, SampleType, read_small_text};
 use super::{
     Annotation, ChannelType, Format, MemorySource, ReadError, Recording, SampleSource, SignalInfo,
-    reading_unit, unknown_start,
+    reading_unit, si_per_unit, unknown_start,
 };
 
 /// A parameter, label or event file larger than this is no Curry text file.
@@ -598,12 +598,12 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         return Err(ReadError::invalid(p, "the parameters give no sample count"));
     };
     for (i, c) in chans.iter().enumerate() {
-        let (unit, k) = reading_unit(&c.unit);
-        let range = match unit.as_str() {
-            "uV" => (-3200.0, 3200.0),
-            "fT" => (-5e4, 5e4),
-            _ => (-1.0, 1.0),
+        // MEG in tesla, as every reader keeps it; voltages in microvolts.
+        let (unit, k) = match si_per_unit(&c.unit) {
+            Some(("T", k)) => ("T".to_string(), k),
+            _ => reading_unit(&c.unit),
         };
+        let range = super::nominal_range(&unit);
         let label = c.label.clone().unwrap_or_else(|| format!("EEG{}", i + 1));
         gains.push(k);
         signals.push(SignalInfo {
@@ -792,7 +792,10 @@ mod tests {
         assert_eq!(kinds, ["mag", "mag", "eeg", "eeg", "misc"]);
         assert_eq!(rec.start.to_string(), "2020-02-29 23:59:58.250");
         // MNE: A1 -7e-15, 0.5e-15, 8e-15 T; Cz -2.5e-6, 5e-6, 12.5e-6 V.
-        assert_eq!(rec.read_all(0).unwrap()[..3], [-7.0, 0.5, 8.0]);
+        let meg = rec.read_all(0).unwrap();
+        for (v, fem) in meg.iter().zip([-7.0, 0.5, 8.0]) {
+            assert!((*v as f64 - fem * 1e-15).abs() < 1e-21, "{meg:?}");
+        }
         assert_eq!(rec.read_all(3).unwrap()[..3], [-2.5, 5.0, 12.5]);
         let mne = [
             Some([-0.01, -0.035, -0.09]),
