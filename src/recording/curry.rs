@@ -449,25 +449,6 @@ fn events(text: &str, fs: f64) -> Result<Vec<Annotation>, String> {
     Ok(out)
 }
 
-/// Orders annotations by onset then duration (ties keep their order) and crops them to
-/// `0..=end` seconds, onsets to the microsecond, as MNE-Python's `set_annotations` does.
-fn sort_and_crop(annotations: &mut Vec<Annotation>, end: f64) {
-    annotations
-        .sort_by(|a, b| (a.onset.total_cmp(&b.onset)).then(a.duration.total_cmp(&b.duration)));
-    annotations.retain_mut(|a| {
-        let (on, off) = (a.onset, a.onset + a.duration);
-        if on > end || off < 0.0 {
-            return false;
-        }
-        let (on2, off2) = (on.max(0.0), off.min(end));
-        if on2 != on || off2 != off {
-            a.duration = off2 - on2;
-        }
-        a.onset = (on2 * 1e6).round() / 1e6;
-        true
-    });
-}
-
 /// ASCII data: rows of numbers, parsed whole (`samples` x `channels`, or channel after channel
 /// where `by_channel`).
 fn ascii(
@@ -643,7 +624,7 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
         },
         None => Vec::new(),
     };
-    sort_and_crop(&mut annotations, (samples as f64 - 1.0) / fs + 1.0 / fs);
+    super::sort_and_crop(&mut annotations, (samples as f64 - 1.0) / fs + 1.0 / fs);
     let when = start(&params);
     if when.is_none() {
         warnings.push("the start date is not a valid date: start unknown".into());

@@ -304,6 +304,28 @@ impl Annotation {
     }
 }
 
+/// Sorts annotations by onset then duration (ties keep their order) and crops them to
+/// `0..=end` seconds, as MNE-Python's `Annotations` and `set_annotations` do: onsets kept to
+/// the microsecond (MNE-Python's `timedelta`), events wholly outside dropped, the others cut
+/// at the ends.
+pub(crate) fn sort_and_crop(annotations: &mut Vec<Annotation>, end: f64) {
+    annotations
+        .sort_by(|a, b| (a.onset.total_cmp(&b.onset)).then(a.duration.total_cmp(&b.duration)));
+    annotations.retain_mut(|a| {
+        let dur = if a.duration.is_nan() { 0.0 } else { a.duration };
+        let (on, off) = (a.onset, a.onset + dur);
+        if on > end || off < 0.0 {
+            return false;
+        }
+        let (on2, off2) = (on.max(0.0), off.min(end));
+        if on2 != on || off2 != off {
+            a.duration = off2 - on2;
+        }
+        a.onset = (on2 * 1e6).round() / 1e6;
+        true
+    });
+}
+
 /// A stretch of records without a gap. Continuous recordings have one; EDF+D has one per
 /// jump in the record onsets, so the time axis keeps the gaps.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -198,28 +198,6 @@ fn test_start(date: &str, time: &str) -> Option<NaiveDateTime> {
     )
 }
 
-/// Sorts annotations by onset then duration (ties keep their order) and crops them to
-/// `0..=end` seconds, as MNE-Python's `Annotations` and `set_annotations` do: onsets kept to
-/// the microsecond (MNE-Python's `timedelta`), events wholly outside dropped, the others cut
-/// at the ends.
-fn sort_and_crop(annotations: &mut Vec<Annotation>, end: f64) {
-    annotations
-        .sort_by(|a, b| (a.onset.total_cmp(&b.onset)).then(a.duration.total_cmp(&b.duration)));
-    annotations.retain_mut(|a| {
-        let dur = if a.duration.is_nan() { 0.0 } else { a.duration };
-        let (on, off) = (a.onset, a.onset + dur);
-        if on > end || off < 0.0 {
-            return false;
-        }
-        let (on2, off2) = (on.max(0.0), off.min(end));
-        if on2 != on || off2 != off {
-            a.duration = off2 - on2;
-        }
-        a.onset = (on2 * 1e6).round() / 1e6;
-        true
-    });
-}
-
 fn number(path: &Path, layout: &Layout, key: &str, what: &str) -> Result<f64, ReadError> {
     let v = layout.info(key).ok_or_else(|| {
         ReadError::invalid(
@@ -394,7 +372,7 @@ pub fn open(path: &Path) -> Result<Recording, ReadError> {
     }
     let duration = samples as f64 / fs;
     // MNE-Python's end of the data: the last sample's time and one sample more.
-    sort_and_crop(&mut annotations, (samples - 1) as f64 / fs + 1.0 / fs);
+    super::sort_and_crop(&mut annotations, (samples - 1) as f64 / fs + 1.0 / fs);
 
     let mut rec = Recording::continuous(
         Some(path.to_path_buf()),
@@ -466,7 +444,7 @@ mod tests {
                 text: t.into(),
             })
             .collect();
-        sort_and_crop(&mut a, 2.0);
+        super::super::sort_and_crop(&mut a, 2.0);
         let got: Vec<(f64, f64, &str)> = a
             .iter()
             .map(|a| (a.onset, a.duration, a.text.as_str()))
