@@ -759,7 +759,10 @@ impl EdeApp {
             self.follow_live();
         }
         match self.view {
-            None => self.browser.ui(ui),
+            None => {
+                self.browser.night.use_gpu(self.gpu.as_ref());
+                self.browser.ui(ui)
+            }
             Some(k) => {
                 self.view_at(k);
                 let view = self.views[k].as_mut().expect("made just above");

@@ -98,7 +98,7 @@ fn envelope(bp: &mut FilterChain, lp: &mut FilterChain, uv: &mut [f32]) {
 }
 
 /// The sample at rank `round(n * pct / 100)` of the sorted segment (EDFbrowser's index).
-fn rank(n: usize, pct: f64) -> usize {
+pub(crate) fn rank(n: usize, pct: f64) -> usize {
     ((n as f64 * pct / 100.0 + 0.5) as usize).min(n - 1)
 }
 
@@ -287,7 +287,7 @@ impl Aeeg {
 }
 
 /// The band-pass and the envelope's low-pass.
-fn design(fs: f64, p: &AeegParams) -> (Vec<Section>, Vec<Section>) {
+pub(crate) fn design(fs: f64, p: &AeegParams) -> (Vec<Section>, Vec<Section>) {
     let bp = butter(8, vec![p.band_hz.0, p.band_hz.1], Band::Bandpass, fs);
     let lp = butter(4, vec![p.envelope_hz], Band::Lowpass, fs);
     (bp, lp)

@@ -12,6 +12,8 @@ mod pipeline_cache;
 mod prepared;
 mod profile;
 pub mod saxpy;
+pub mod trend;
+pub mod upload;
 pub mod whiten;
 
 pub use context::{GpuContext, GpuError};

@@ -146,6 +146,25 @@ impl SampleSource for EdfSource {
     fn release_pages(&self) {
         super::release_mapped_pages(&self.map);
     }
+
+    fn stored(&self, signal: usize) -> Option<super::StoredLayout<'_>> {
+        let l = self.layout.get(signal)?;
+        // A trigger code is bits of the integer, not a scaled value.
+        if l.code_bits.is_some() {
+            return None;
+        }
+        Some(super::StoredLayout {
+            bytes: &self.map,
+            data_start: self.data_start,
+            record_bytes: self.record_size,
+            offset: l.offset,
+            samples_per_record: l.samples_per_record,
+            bytes_per_sample: self.bytes_per_sample,
+            gain: l.gain,
+            bias: l.bias,
+            digital_range: l.digital_range,
+        })
+    }
 }
 
 /// Reads header fields, turning what EDF forbids but files contain into warnings.

@@ -350,6 +350,30 @@ pub trait SampleSource: Send + Sync {
     /// Hands the file pages read so far back to the system (the file stays readable: pages
     /// come back from it when read again). Sources in memory have nothing to hand back.
     fn release_pages(&self) {}
+
+    /// Where the stored integers of `signal` lie in the file, for a decoder elsewhere (the
+    /// GPU's trends): formats of fixed-size records of little-endian integers (EDF, BDF) say;
+    /// the rest, and signals whose value is not `gain * integer + bias`, do not.
+    fn stored(&self, _signal: usize) -> Option<StoredLayout<'_>> {
+        None
+    }
+}
+
+/// A signal stored as EDF and BDF store samples: records of `record_bytes` from `data_start`
+/// of `bytes`, the signal's `samples_per_record` integers at `offset` within each, of
+/// `bytes_per_sample` (2 or 3) little-endian bytes; the physical value is the integer clamped
+/// to `digital_range`, times `gain`, plus `bias` (in f64, then f32).
+#[derive(Debug, Clone, Copy)]
+pub struct StoredLayout<'a> {
+    pub bytes: &'a [u8],
+    pub data_start: usize,
+    pub record_bytes: usize,
+    pub offset: usize,
+    pub samples_per_record: usize,
+    pub bytes_per_sample: usize,
+    pub gain: f64,
+    pub bias: f64,
+    pub digital_range: (f64, f64),
 }
 
 /// `SampleSource::sum` by decoding the samples in pieces.
@@ -590,6 +614,13 @@ impl Recording {
         let mut out = vec![0.0; n];
         self.read(signal, 0, &mut out)?;
         Ok(out)
+    }
+
+    /// Where signal `signal`'s stored integers lie in the file, where its format says
+    /// (`SampleSource::stored`).
+    pub fn stored(&self, signal: usize) -> Option<StoredLayout<'_>> {
+        self.signals.get(signal)?;
+        self.source.stored(signal)
     }
 
     /// What decodes its samples.

@@ -107,6 +107,14 @@ impl TimeAxis {
 }
 
 impl Night {
+    /// The device the night's trends run on (none, or a software one: the CPU); a worker
+    /// already started keeps the one it had.
+    pub fn use_gpu(&mut self, gpu: Option<&crate::gpu::GpuContext>) {
+        if self.trends.gpu.is_none() {
+            self.trends.gpu = gpu.cloned();
+        }
+    }
+
     /// The night's panels (strips on top, the spectrum dock on the right) and its keys: call
     /// before the traces' central panel.
     pub fn panels(&mut self, b: &mut Browser, ui: &mut egui::Ui) {

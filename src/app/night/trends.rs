@@ -15,6 +15,8 @@ use crate::app::colormap::ColourMap;
 use crate::app::worker::{Outcome, Worker};
 use crate::dsp::aeeg::{AeegParams, LINEAR_UP_TO_UV, semilog};
 use crate::dsp::montage::Derivation;
+use crate::gpu::GpuContext;
+use crate::gpu::trend::TrendKernels;
 use crate::recording::{ChannelType, Recording};
 
 /// The CDSA shows frequencies up to this.
@@ -62,6 +64,8 @@ pub struct Trends {
     message: Option<Result<String, String>>,
     /// The montage has no good EEG trace: no CDSA or aEEG to show.
     no_eeg: bool,
+    /// The device the trends run on, where it is not a software one (else the CPU).
+    pub(super) gpu: Option<GpuContext>,
 }
 
 impl Trends {
@@ -105,9 +109,13 @@ impl Trends {
             derivations,
             traces,
         };
+        let gpu = self.gpu.clone();
         let worker = self.worker.get_or_insert_with(|| {
-            Worker::new("ede trends", || {
-                Box::new(|req: &TrendRequest, progress| {
+            Worker::new("ede trends", move || {
+                let on_gpu =
+                    crate::app::default_backend(gpu.as_ref()) == crate::analysis::Backend::Gpu;
+                let mut kernels = gpu.as_ref().filter(|_| on_gpu).and_then(TrendKernels::new);
+                Box::new(move |req: &TrendRequest, progress| {
                     let job = TrendJob {
                         derivations: req.derivations.clone(),
                         cdsa_groups: (req.traces.iter())
@@ -126,8 +134,15 @@ impl Trends {
                             .collect(),
                         aeeg: AeegParams::default(),
                     };
-                    trend::run(&req.rec, &job, &progress.cancel, &progress.done)
-                        .map_err(|e| e.to_string())
+                    trend::run_on(
+                        &req.rec,
+                        &job,
+                        kernels.as_mut(),
+                        &progress.cancel,
+                        &progress.done,
+                    )
+                    .map(|t| t.map(|(trends, _)| trends))
+                    .map_err(|e| e.to_string())
                 })
             })
         });

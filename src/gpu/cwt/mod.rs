@@ -8,7 +8,7 @@ mod decimated;
 mod upload;
 
 pub use decimated::{CHUNK as DECIMATED_CHUNK, transform_lengths};
-pub use upload::{Filled, UploadRing};
+pub use crate::gpu::upload::{Filled, UploadRing};
 
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -1,128 +1,17 @@
 //! Signals onto the device and their spectra. Pieces of a stream go through mapped buffers that
 //! are reused: from the caller's slice through a staging belt (`spectra_rows`), or filled by
-//! a thread of the caller's beforehand (`UploadRing`, `spectra_from_ring`), so that the copy
-//! into mapped memory (about 2 ms for a batch segment of 33 MB on the H100's host) is off the
-//! thread that records the GPU's work.
+//! a thread of the caller's beforehand (`gpu::upload::UploadRing`, `spectra_from_ring`), so
+//! that the copy into mapped memory (about 2 ms for a batch segment of 33 MB on the H100's
+//! host) is off the thread that records the GPU's work.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use eframe::wgpu;
 
 use super::{CwtKernels, GpuCwtError, Params, Slot, Spectra};
 use crate::dsp::cwt::{self, CwtError};
 use crate::gpu::context::copy_in_parallel;
-
-/// Mapped buffers a thread fills with the next pieces' samples (`fill`) while another records
-/// the GPU's work on the last ones (`CwtKernels::spectra_from_ring`), which maps each buffer
-/// again once the GPU has copied it.
-pub struct UploadRing {
-    buffers: Vec<wgpu::Buffer>,
-    device: wgpu::Device,
-    /// Buffers mapped and free to fill, by index.
-    free: Mutex<Receiver<usize>>,
-    freed: Sender<usize>,
-}
-
-/// Buffers in a ring: one being filled, one waiting to be recorded, one the GPU copies.
-const RING: usize = 3;
-
-impl UploadRing {
-    fn new(device: &wgpu::Device, bytes: u64) -> Self {
-        let (freed, free) = channel();
-        let buffers = (0..RING)
-            .map(|j| {
-                let _ = freed.send(j);
-                device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("cwt upload ring"),
-                    size: bytes,
-                    usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
-                    mapped_at_creation: true,
-                })
-            })
-            .collect();
-        UploadRing {
-            buffers,
-            device: device.clone(),
-            free: Mutex::new(free),
-            freed,
-        }
-    }
-
-    fn bytes(&self) -> u64 {
-        self.buffers[0].size()
-    }
-
-    /// Writes `data` into a free buffer, waiting for one, and gives it; `None` once `stop` is
-    /// set or when the device could not map it. Safe to call from another thread than the one
-    /// recording.
-    pub fn fill(self: &Arc<Self>, data: &[f32], stop: &AtomicBool) -> Option<Filled> {
-        let bytes: &[u8] = bytemuck::cast_slice(data);
-        assert!(
-            bytes.len() as u64 <= self.bytes(),
-            "a piece larger than the ring"
-        );
-        let j = {
-            let free = self.free.lock().ok()?;
-            loop {
-                match free.recv_timeout(Duration::from_millis(1)) {
-                    Ok(j) => break j,
-                    Err(RecvTimeoutError::Timeout) if !stop.load(Ordering::Relaxed) => {
-                        // Mappings complete when the device is polled: do it here too, lest
-                        // this thread wait on the one that waits for it.
-                        let _ = self.device.poll(wgpu::PollType::Poll);
-                    }
-                    Err(_) => return None,
-                }
-            }
-        };
-        let buffer = &self.buffers[j];
-        // Free buffers are mapped (a `Filled` frees its buffer only then).
-        let view = buffer.slice(..).get_mapped_range_mut();
-        let mut filled = Filled {
-            ring: self.clone(),
-            j,
-            bytes: bytes.len() as u64,
-            unmapped: false,
-        };
-        let mut view = view.ok()?;
-        copy_in_parallel(view.slice(..bytes.len()), bytes);
-        drop(view);
-        buffer.unmap();
-        filled.unmapped = true;
-        Some(filled)
-    }
-}
-
-/// A buffer of the ring that `fill` wrote. Dropped (after `CwtKernels::spectra_from_ring` has
-/// submitted its copy, or unused, as when a stream stops midway) it is mapped again and goes
-/// back to the ring once the GPU is done with it: none is lost.
-pub struct Filled {
-    ring: Arc<UploadRing>,
-    j: usize,
-    bytes: u64,
-    /// Written and unmapped (else its mapping could not be had, and it stays as it was).
-    unmapped: bool,
-}
-
-impl Drop for Filled {
-    fn drop(&mut self) {
-        let (freed, j) = (self.ring.freed.clone(), self.j);
-        if !self.unmapped {
-            let _ = freed.send(j);
-            return;
-        }
-        self.ring.buffers[j]
-            .slice(..)
-            .map_async(wgpu::MapMode::Write, move |mapped| {
-                if mapped.is_ok() {
-                    let _ = freed.send(j);
-                }
-            });
-    }
-}
+use crate::gpu::upload::{Filled, UploadRing};
 
 impl CwtKernels {
     /// Uploads `signals` (all of one length) and computes their spectra, after removing each
@@ -174,7 +63,7 @@ impl CwtKernels {
         match &self.ring {
             Some(ring) if ring.bytes() >= bytes => ring.clone(),
             _ => {
-                let ring = Arc::new(UploadRing::new(&self.ctx.device, bytes));
+                let ring = Arc::new(UploadRing::new(&self.ctx.device, "cwt upload ring", bytes));
                 self.ring = Some(ring.clone());
                 ring
             }
@@ -190,8 +79,8 @@ impl CwtKernels {
         means: &[f64],
     ) -> Result<Spectra, GpuCwtError> {
         let bytes = (means.len() * n * 4) as u64;
-        assert_eq!(bytes, filled.bytes, "the piece as filled");
-        let buffer = &filled.ring.buffers[filled.j];
+        assert_eq!(bytes, filled.bytes(), "the piece as filled");
+        let buffer = filled.buffer();
         self.spectra_of(n, means, |_, enc, samples| {
             enc.copy_buffer_to_buffer(buffer, 0, samples, 0, bytes);
         })

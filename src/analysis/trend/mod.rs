@@ -19,12 +19,17 @@ use crate::dsp::montage::apply::{derive, derive_on};
 use crate::dsp::spectrum::{Welch, WelchParams};
 use crate::recording::{ReadError, Recording, reading_unit, volts_per_unit};
 
+mod gpu;
+pub use gpu::run_on;
+
 #[derive(Debug, thiserror::Error)]
 pub enum TrendError {
     #[error(transparent)]
     Read(#[from] ReadError),
     #[error("{0}")]
     Params(String),
+    #[error(transparent)]
+    Gpu(#[from] crate::gpu::GpuError),
 }
 
 /// Seconds a piece reads at a time: at 256 Hz a channel's is 30 KB, so a chunk of 64
@@ -237,19 +242,21 @@ fn gcd(a: usize, b: usize) -> usize {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-/// Runs `job` over `rec`; `done` counts the seconds computed so far (of `span_s(rec, job)`).
-/// `Ok(None)` when cancelled.
-///
-/// The recording is cut in time into more pieces than there are threads, each read and
-/// computed on its own: every core works whatever the channel count, and reading and
-/// decoding are shared among them. A piece's aEEG filters start `WARM_S` early.
-pub fn run(
-    rec: &Recording,
-    job: &TrendJob,
-    cancel: &AtomicBool,
-    done: &AtomicUsize,
-) -> Result<Option<Trends>, TrendError> {
-    let started = Instant::now();
+/// What both paths need of a job: the rate and length, the CDSA's Welch plan and segment,
+/// the traces read (sorted: the CPU's chunks and the GPU's rows are in this order), the aEEG
+/// traces' microvolts per unit, each CDSA row's traces as positions in `read`, and the aEEG
+/// segment's samples.
+struct Shape {
+    fs: f64,
+    n: usize,
+    cdsa: Option<(Welch, usize)>,
+    read: Vec<usize>,
+    scales: Vec<f64>,
+    rows: Vec<Vec<usize>>,
+    aeeg_segment: usize,
+}
+
+fn shape(rec: &Recording, job: &TrendJob) -> Result<Shape, TrendError> {
     let (fs, n) = rate_and_length(rec, job)?;
     let cdsa = match job.cdsa_groups.is_empty() {
         true => None,
@@ -274,10 +281,6 @@ pub fn run(
         })
         .collect::<Result<_, _>>()?;
     let position = |t: usize| read.binary_search(&t).expect("read lists every trace");
-    let banks: Vec<(Vec<usize>, Vec<f64>)> = (job.aeeg_traces.chunks(LANES))
-        .zip(scales.chunks(LANES))
-        .map(|(t, k)| (t.iter().map(|&t| position(t)).collect(), k.to_vec()))
-        .collect();
     let rows: Vec<Vec<usize>> = match cdsa {
         None => Vec::new(),
         Some(_) => (job.cdsa_groups.iter())
@@ -288,6 +291,44 @@ pub fn run(
         true => 1,
         false => job.aeeg.segment_len(fs).map_err(TrendError::Params)?,
     };
+    Ok(Shape {
+        fs,
+        n,
+        cdsa,
+        read,
+        scales,
+        rows,
+        aeeg_segment,
+    })
+}
+
+/// Runs `job` over `rec`; `done` counts the seconds computed so far (of `span_s(rec, job)`).
+/// `Ok(None)` when cancelled.
+///
+/// The recording is cut in time into more pieces than there are threads, each read and
+/// computed on its own: every core works whatever the channel count, and reading and
+/// decoding are shared among them. A piece's aEEG filters start `WARM_S` early.
+pub fn run(
+    rec: &Recording,
+    job: &TrendJob,
+    cancel: &AtomicBool,
+    done: &AtomicUsize,
+) -> Result<Option<Trends>, TrendError> {
+    let started = Instant::now();
+    let Shape {
+        fs,
+        n,
+        cdsa,
+        read,
+        scales,
+        rows,
+        aeeg_segment,
+    } = shape(rec, job)?;
+    let position = |t: usize| read.binary_search(&t).expect("read lists every trace");
+    let banks: Vec<(Vec<usize>, Vec<f64>)> = (job.aeeg_traces.chunks(LANES))
+        .zip(scales.chunks(LANES))
+        .map(|(t, k)| (t.iter().map(|&t| position(t)).collect(), k.to_vec()))
+        .collect();
     let cdsa_segment = cdsa.as_ref().map_or(1, |c| c.1);
     let align = cdsa_segment / gcd(cdsa_segment, aeeg_segment) * aeeg_segment;
     let plan = Plan {
@@ -308,43 +349,74 @@ pub fn run(
     let Some(pieces) = pieces.into_iter().collect::<Option<Vec<Piece>>>() else {
         return Ok(None);
     };
-    let label = |t: usize| job.derivations[t].label.trim().to_string();
-    // In the reader's unit whatever the file's: dB re 1 uV^2/Hz for EEG, fT^2/Hz for MEG.
+    let (unit, db) = cdsa_unit(rec, job);
+    let power: Vec<Vec<Vec<f32>>> = (0..job.cdsa_groups.len())
+        .map(|r| {
+            (pieces.iter())
+                .flat_map(|p| {
+                    p.power[r]
+                        .iter()
+                        .map(|row| row.iter().map(|v| v + db).collect())
+                })
+                .collect()
+        })
+        .collect();
+    // Per channel, its edges over every piece in order.
+    let edges: Vec<Vec<(f32, f32)>> = (plan.banks.iter().enumerate())
+        .flat_map(|(b, (traces, _))| (0..traces.len()).map(move |c| (b, c)))
+        .map(|(b, c)| {
+            (pieces.iter())
+                .flat_map(|p| p.edges[b][c].iter().copied())
+                .collect()
+        })
+        .collect();
+    let welch = plan.cdsa.map(|(welch, _)| welch);
+    Ok(Some(assemble(
+        job,
+        fs,
+        welch.as_ref(),
+        unit,
+        power,
+        edges,
+        started,
+    )))
+}
+
+/// The CDSA's unit and the dB that carry the file's into it: the reader's unit whatever the
+/// file's (dB re 1 uV^2/Hz for EEG, fT^2/Hz for MEG).
+fn cdsa_unit(rec: &Recording, job: &TrendJob) -> (String, f32) {
     let file_unit = job.cdsa_groups.first().map_or("", |g| {
         rec.signals[job.derivations[g.traces[0]].plus].unit.as_str()
     });
     let (unit, per_unit) = reading_unit(file_unit);
-    let db = (20.0 * per_unit.log10()) as f32;
-    let cdsa = plan.cdsa.map(|(welch, _)| CdsaTrend {
+    (
+        format!("dB re 1 {unit}^2/Hz"),
+        (20.0 * per_unit.log10()) as f32,
+    )
+}
+
+/// `Trends` from every CDSA row's spectra (`[row][segment][bin]`, dB in `unit`) and every aEEG
+/// trace's edges (`[trace][segment]`), whichever path computed them.
+fn assemble(
+    job: &TrendJob,
+    fs: f64,
+    welch: Option<&Welch>,
+    unit: String,
+    power: Vec<Vec<Vec<f32>>>,
+    edges: Vec<Vec<(f32, f32)>>,
+    started: Instant,
+) -> Trends {
+    let label = |t: usize| job.derivations[t].label.trim().to_string();
+    let cdsa = welch.map(|welch| CdsaTrend {
         segment_s: job.cdsa.segment_s,
         block_s: job.cdsa.block_s,
         overlap: job.cdsa.overlap,
         channels: job.cdsa_groups.iter().map(|g| g.name.clone()).collect(),
         frequencies_hz: welch.frequencies(),
-        unit: format!("dB re 1 {unit}^2/Hz"),
-        power: (0..job.cdsa_groups.len())
-            .map(|r| {
-                (pieces.iter())
-                    .flat_map(|p| {
-                        p.power[r]
-                            .iter()
-                            .map(|row| row.iter().map(|v| v + db).collect())
-                    })
-                    .collect()
-            })
-            .collect(),
+        unit,
+        power,
     });
     let aeeg = (!job.aeeg_traces.is_empty()).then(|| {
-        // Per channel, its edges over every piece in order.
-        let edges: Vec<Vec<(f32, f32)>> = (plan.banks.iter().enumerate())
-            .flat_map(|(b, (traces, _))| (0..traces.len()).map(move |c| (b, c)))
-            .map(|(b, c)| {
-                pieces
-                    .iter()
-                    .flat_map(|p| p.edges[b][c].iter().copied())
-                    .collect()
-            })
-            .collect();
         let margins: Vec<Vec<(f32, f32)>> = (edges.iter())
             .map(|e| margins(e, job.aeeg.margin_segments))
             .collect();
@@ -360,12 +432,12 @@ pub fn run(
             upper_margin_uv: margins.iter().map(|m| side(m, true)).collect(),
         }
     });
-    Ok(Some(Trends {
+    Trends {
         fs,
         cdsa,
         aeeg,
         seconds: started.elapsed().as_secs_f64(),
-    }))
+    }
 }
 
 /// Welch densities of some traces over a time range (the browser's spectrum dock).

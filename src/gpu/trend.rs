@@ -1,0 +1,662 @@
+//! A whole recording's CDSA and aEEG on the GPU (shaders/trend.wgsl), chunk by chunk: the
+//! chunk's samples go up through the upload ring while the last chunk computes, as the file's
+//! own integers where its format stores them in records (EDF, BDF: half or three quarters of
+//! the bytes of f32, decoded on the device) or as traces the host derived; every chunk's
+//! spectra and envelope edges come back as soon as it is done, for a strip that fills in.
+//! `analysis::trend` plans the job and its CPU pass is the twin the tests compare with.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{Receiver, channel};
+
+use eframe::wgpu;
+
+use super::context::{GpuContext, GpuError, compute_pipeline, copy_in_parallel, entry};
+use super::upload::UploadRing;
+use crate::dsp::filter::Section;
+use crate::recording::{ReadError, StoredLayout};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GpuTrendError {
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+}
+
+/// A trace made of the sources (indices into `Samples::Stored`'s layouts): `plus` (none: an
+/// interpolated trace) less `sum(w * source)` over `minus`, as `dsp::montage::apply` derives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceDef {
+    pub plus: Option<usize>,
+    pub minus: Vec<(usize, f32)>,
+}
+
+/// Where the traces' samples come from.
+pub enum Samples<'a> {
+    /// The sources' stored integers (of one file, one record layout and one sample width),
+    /// decoded and derived on the device.
+    Stored {
+        layouts: Vec<StoredLayout<'a>>,
+        traces: Vec<TraceDef>,
+    },
+    /// `read(start, len)` gives every one of `traces` traces' samples of that range.
+    Host {
+        traces: usize,
+        read: &'a (dyn Fn(usize, usize) -> Result<Vec<Vec<f32>>, ReadError> + Sync),
+    },
+}
+
+/// A CDSA: per row (traces of it) and per `segment` samples, the mean Welch density of its
+/// traces, blocks of `block` every `step`, `blocks` of them a segment, in dB plus `db`.
+pub struct CdsaSpec {
+    pub rows: Vec<Vec<usize>>,
+    pub segment: usize,
+    pub block: usize,
+    pub step: usize,
+    pub blocks: usize,
+    pub window: Vec<f64>,
+    /// The density's scale, 1 / (fs sum(w^2)).
+    pub scale: f64,
+    pub db: f32,
+}
+
+/// An aEEG: per (trace, microvolts per unit) and per `segment` samples, the envelope's
+/// percentiles, the filters run from `warm` samples before each segment.
+pub struct AeegSpec {
+    pub traces: Vec<(usize, f64)>,
+    pub band_pass: Vec<Section>,
+    pub low_pass: Vec<Section>,
+    pub segment: usize,
+    pub warm: usize,
+    /// The lower and upper edges' ranks among `n` finite values, for n = 0 ..= segment.
+    pub ranks: Vec<(u32, u32)>,
+}
+
+pub struct TrendSpec<'a> {
+    /// Samples of every trace.
+    pub n: usize,
+    pub samples: Samples<'a>,
+    pub cdsa: Option<CdsaSpec>,
+    pub aeeg: Option<AeegSpec>,
+}
+
+/// One chunk's results: CDSA segments from `cdsa_first` (`power[row][segment][bin]`, dB), aEEG
+/// segments from `aeeg_first` (`edges[trace][segment]`, lower and upper).
+pub struct ChunkResult {
+    pub cdsa_first: usize,
+    pub power: Vec<Vec<Vec<f32>>>,
+    pub aeeg_first: usize,
+    pub edges: Vec<Vec<(f32, f32)>>,
+    /// Samples of every trace done once this chunk is.
+    pub done: usize,
+}
+
+/// The longest Welch block the CDSA kernel holds in workgroup memory (two blocks as 2048
+/// complex f32).
+pub const MAX_BLOCK: usize = 2048;
+/// The most filter sections of the aEEG kernel.
+pub const MAX_SECTIONS: usize = 16;
+/// Bytes the largest buffer of a chunk may take, below the device's binding limit.
+const CHUNK_BYTES: u64 = 256 << 20;
+
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    len: u32,
+    c0: u32,
+    stride: u32,
+    hist: u32,
+    sources: u32,
+    spr: u32,
+    record_bytes: u32,
+    bps: u32,
+    first_record: u32,
+    byte_shift: u32,
+    traces: u32,
+    rows: u32,
+    cseg: u32,
+    nfft: u32,
+    step: u32,
+    blocks: u32,
+    log2n: u32,
+    csegs: u32,
+    aeeg: u32,
+    aseg: u32,
+    warm: u32,
+    asegs: u32,
+    norm: f32,
+    db: f32,
+}
+
+pub struct TrendKernels {
+    ctx: GpuContext,
+    module: wgpu::ShaderModule,
+    decode: wgpu::ComputePipeline,
+    derive: wgpu::ComputePipeline,
+    keep: wgpu::ComputePipeline,
+    means: wgpu::ComputePipeline,
+    cdsa: wgpu::ComputePipeline,
+    percentiles: wgpu::ComputePipeline,
+    /// By (band-pass sections, all sections), which the kernel takes as constants.
+    envelope: HashMap<(usize, usize), wgpu::ComputePipeline>,
+    /// The most bytes a chunk's largest buffer may take (`CHUNK_BYTES`, less in tests).
+    chunk_bytes: u64,
+}
+
+impl TrendKernels {
+    /// The kernels, where the device has f64 in shaders (the aEEG's recursions need it).
+    pub fn new(ctx: &GpuContext) -> Option<Self> {
+        if !ctx.device.features().contains(wgpu::Features::SHADER_F64) {
+            return None;
+        }
+        let module = ctx.trusted_shader("trend", include_str!("../../shaders/trend.wgsl").into());
+        let pipe = |name: &str| compute_pipeline(ctx, &module, name);
+        let kernels = TrendKernels {
+            decode: pipe("decode"),
+            derive: pipe("derive"),
+            keep: pipe("keep"),
+            means: pipe("block_means"),
+            cdsa: pipe("cdsa"),
+            percentiles: pipe("percentiles"),
+            envelope: HashMap::new(),
+            chunk_bytes: CHUNK_BYTES,
+            module,
+            ctx: ctx.clone(),
+        };
+        ctx.save_pipelines();
+        Some(kernels)
+    }
+
+    pub fn context(&self) -> &GpuContext {
+        &self.ctx
+    }
+
+    /// Chunks whose largest buffer takes at most `bytes` (at most `CHUNK_BYTES`; at least
+    /// one segment of both trends): tests cut a short recording into many.
+    pub fn set_chunk_bytes(&mut self, bytes: u64) {
+        self.chunk_bytes = bytes.min(CHUNK_BYTES);
+    }
+
+    /// Whether `spec`'s parameters fit the kernels (else the CPU computes the trends).
+    pub fn takes(spec: &TrendSpec) -> bool {
+        let cdsa = spec.cdsa.as_ref().is_none_or(|c| {
+            (2..=MAX_BLOCK).contains(&c.block) && c.blocks >= 1 && c.segment >= c.block
+        });
+        let aeeg = (spec.aeeg.as_ref())
+            .is_none_or(|a| a.band_pass.len() + a.low_pass.len() <= MAX_SECTIONS && a.segment > 0);
+        let traces = match &spec.samples {
+            Samples::Stored { layouts, traces } => {
+                let first = layouts.first();
+                let same = layouts.iter().all(|l| {
+                    first.is_some_and(|f| {
+                        l.bytes.as_ptr() == f.bytes.as_ptr()
+                            && l.record_bytes == f.record_bytes
+                            && l.samples_per_record == f.samples_per_record
+                            && l.bytes_per_sample == f.bytes_per_sample
+                            && l.data_start == f.data_start
+                    })
+                });
+                same && first.is_some_and(|f| matches!(f.bytes_per_sample, 2 | 3))
+                    && !traces.is_empty()
+            }
+            Samples::Host { traces, .. } => *traces > 0,
+        };
+        cdsa && aeeg && traces && spec.n > 0
+    }
+
+    fn envelope_pipeline(&mut self, bp: usize, all: usize) -> wgpu::ComputePipeline {
+        let (ctx, module) = (&self.ctx, &self.module);
+        let made = self.envelope.entry((bp, all)).or_insert_with(|| {
+            let constants = [("BP_SECTIONS", bp as f64), ("SECTIONS", all as f64)];
+            let p = ctx.pipeline(module, "envelope", None, &constants);
+            ctx.save_pipelines();
+            p
+        });
+        made.clone()
+    }
+
+    /// Computes `spec` chunk by chunk, each chunk's results handed to `on_chunk` in order as
+    /// they come back. `Ok(false)` when `cancel` stopped it.
+    pub fn run(
+        &mut self,
+        spec: &TrendSpec,
+        cancel: &AtomicBool,
+        on_chunk: &mut dyn FnMut(ChunkResult),
+    ) -> Result<bool, GpuTrendError> {
+        assert!(Self::takes(spec), "parameters the kernels take");
+        let ctx = self.ctx.clone();
+        let traces = match &spec.samples {
+            Samples::Stored { traces, .. } => traces.len(),
+            Samples::Host { traces, .. } => *traces,
+        };
+        let sources = match &spec.samples {
+            Samples::Stored { layouts, .. } => layouts.len(),
+            Samples::Host { .. } => 0,
+        };
+        let cseg = spec.cdsa.as_ref().map_or(1, |c| c.segment);
+        let aseg = spec.aeeg.as_ref().map_or(1, |a| a.segment);
+        let align = cseg / gcd(cseg, aseg) * aseg;
+        let hist = spec.aeeg.as_ref().map_or(0, |a| a.warm);
+        let rows = spec.cdsa.as_ref().map_or(0, |c| c.rows.len());
+        let bins = spec.cdsa.as_ref().map_or(0, |c| c.block / 2 + 1);
+        let blocks = spec.cdsa.as_ref().map_or(0, |c| c.blocks);
+        let aeeg = spec.aeeg.as_ref().map_or(0, |a| a.traces.len());
+        let (spr, record_bytes) = match &spec.samples {
+            Samples::Stored { layouts, .. } => {
+                (layouts[0].samples_per_record, layouts[0].record_bytes)
+            }
+            Samples::Host { .. } => (1, 0),
+        };
+        // The chunk: whole segments of both trends, its largest buffer within the limit.
+        let limits = ctx.device.limits();
+        let budget = (limits.max_storage_buffer_binding_size)
+            .min(limits.max_buffer_size)
+            .min(self.chunk_bytes) as usize;
+        let per_sample = [
+            traces * 4,
+            sources * 4,
+            aeeg * 4,
+            record_bytes.div_ceil(spr),
+            if sources == 0 { traces * 4 } else { 0 },
+            (rows * bins * 4).div_ceil(cseg) * 2,
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(4)
+        .max(1);
+        let fit = budget.saturating_sub(traces * hist * 4 + 2 * record_bytes) / per_sample;
+        let chunk = (fit / align * align)
+            .max(align)
+            .max(hist.next_multiple_of(align))
+            .min(spec.n.next_multiple_of(align));
+        let stride = hist + chunk;
+        let records_most = chunk.div_ceil(spr) + 1;
+        let raw_bytes = records_most * record_bytes + 4;
+        let ring_bytes = match sources {
+            0 => traces * chunk * 4,
+            _ => raw_bytes,
+        };
+        let ring = Arc::new(UploadRing::new(
+            &ctx.device,
+            "trend upload ring",
+            ring_bytes as u64,
+        ));
+
+        let storage = wgpu::BufferUsages::STORAGE;
+        let read_only = storage | wgpu::BufferUsages::COPY_DST;
+        let out_usage = storage | wgpu::BufferUsages::COPY_SRC;
+        let empty = |label: &str, bytes: usize, usage| ctx.empty_buffer(label, bytes, usage);
+        let with = |label: &str, bytes: &[u8]| {
+            let bytes = if bytes.is_empty() {
+                &[0u8; 16][..]
+            } else {
+                bytes
+            };
+            ctx.buffer_with(label, bytes, storage)
+        };
+        let uniform = empty(
+            "trend params",
+            std::mem::size_of::<Params>(),
+            wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        );
+        let tr = empty(
+            "trend traces",
+            traces * stride * 4,
+            read_only | wgpu::BufferUsages::COPY_SRC,
+        );
+        let (stored, src_offset, src_scale, src, defs, terms) = match &spec.samples {
+            Samples::Stored { layouts, traces } => {
+                let offsets: Vec<u32> = layouts.iter().map(|l| l.offset as u32).collect();
+                let scales: Vec<f64> = (layouts.iter())
+                    .flat_map(|l| [l.gain, l.bias, l.digital_range.0, l.digital_range.1])
+                    .collect();
+                let mut defs: Vec<[u32; 4]> = Vec::new();
+                let mut terms: Vec<[u32; 2]> = Vec::new();
+                for t in traces {
+                    let first = terms.len() as u32;
+                    terms.extend(t.minus.iter().map(|&(s, w)| [s as u32, w.to_bits()]));
+                    let plus = t.plus.map_or(u32::MAX, |p| p as u32);
+                    defs.push([plus, first, terms.len() as u32, 0]);
+                }
+                (
+                    Some(layouts[0]),
+                    with("trend source offsets", bytemuck::cast_slice(&offsets)),
+                    with("trend source scales", bytemuck::cast_slice(&scales)),
+                    empty("trend sources", sources * chunk * 4, storage),
+                    with("trend trace definitions", bytemuck::cast_slice(&defs)),
+                    with("trend terms", bytemuck::cast_slice(&terms)),
+                )
+            }
+            Samples::Host { .. } => {
+                let none = || empty("unused", 16, storage);
+                (None, none(), none(), none(), none(), none())
+            }
+        };
+        let raw = empty("trend records", raw_bytes.next_multiple_of(4), read_only);
+
+        let mut params = Params {
+            stride: stride as u32,
+            hist: hist as u32,
+            sources: sources as u32,
+            spr: spr as u32,
+            record_bytes: record_bytes as u32,
+            bps: stored.map_or(0, |s| s.bytes_per_sample as u32),
+            traces: traces as u32,
+            ..Default::default()
+        };
+        let group = |pipeline: &wgpu::ComputePipeline, entries: &[(u32, &wgpu::Buffer)]| {
+            let entries: Vec<wgpu::BindGroupEntry> =
+                entries.iter().map(|&(b, buf)| entry(b, buf)).collect();
+            ctx.bind_group("trend", pipeline, &entries)
+        };
+        let decode_group = stored.map(|_| {
+            group(
+                &self.decode,
+                &[
+                    (0, &uniform),
+                    (1, &raw),
+                    (2, &src_offset),
+                    (3, &src_scale),
+                    (4, &src),
+                ],
+            )
+        });
+        let derive_group = stored.map(|_| {
+            group(
+                &self.derive,
+                &[(0, &uniform), (4, &src), (5, &defs), (6, &terms), (7, &tr)],
+            )
+        });
+        let keep_group = group(&self.keep, &[(0, &uniform), (7, &tr)]);
+        let power = empty("trend spectra", rows * (chunk / cseg) * bins * 4, out_usage);
+        let edges = empty("trend edges", aeeg * (chunk / aseg) * 8, out_usage);
+        let cdsa_groups = match &spec.cdsa {
+            Some(c) => {
+                let mut spans: Vec<[u32; 2]> = Vec::new();
+                let mut members: Vec<u32> = Vec::new();
+                for r in &c.rows {
+                    let first = members.len() as u32;
+                    members.extend(r.iter().map(|&t| t as u32));
+                    spans.push([first, members.len() as u32]);
+                }
+                let window: Vec<f32> = c.window.iter().map(|&w| w as f32).collect();
+                let twiddle: Vec<[f32; 2]> = (0..c.block)
+                    .map(|k| {
+                        let a = -2.0 * std::f64::consts::PI * k as f64 / c.block as f64;
+                        [a.cos() as f32, a.sin() as f32]
+                    })
+                    .collect();
+                let means = empty(
+                    "trend block means",
+                    traces * (chunk / cseg) * blocks * 8,
+                    storage,
+                );
+                let rows_b = with("trend rows", bytemuck::cast_slice(&spans));
+                let members_b = with("trend row traces", bytemuck::cast_slice(&members));
+                let window_b = with("trend window", bytemuck::cast_slice(&window));
+                let twiddle_b = with("trend twiddles", bytemuck::cast_slice(&twiddle));
+                params.rows = rows as u32;
+                params.cseg = c.segment as u32;
+                params.nfft = c.block as u32;
+                params.step = c.step as u32;
+                params.blocks = c.blocks as u32;
+                params.log2n = match c.block.is_power_of_two() {
+                    true => c.block.trailing_zeros(),
+                    false => 0,
+                };
+                params.norm = (2.0 * c.scale / c.blocks as f64) as f32;
+                params.db = c.db;
+                Some((
+                    group(&self.means, &[(0, &uniform), (7, &tr), (12, &means)]),
+                    group(
+                        &self.cdsa,
+                        &[
+                            (0, &uniform),
+                            (7, &tr),
+                            (8, &rows_b),
+                            (9, &members_b),
+                            (10, &window_b),
+                            (11, &twiddle_b),
+                            (12, &means),
+                            (13, &power),
+                        ],
+                    ),
+                ))
+            }
+            None => None,
+        };
+        let aeeg_groups = match &spec.aeeg {
+            Some(a) => {
+                let rows_of: Vec<u32> = a.traces.iter().map(|&(t, _)| t as u32).collect();
+                let scales: Vec<f64> = a.traces.iter().map(|&(_, k)| k).collect();
+                let sections: Vec<f64> = (a.band_pass.iter().chain(&a.low_pass))
+                    .flat_map(|s| [s.b[0], s.b[1], s.b[2], -s.a[1], -s.a[2], 0.0, 0.0, 0.0])
+                    .collect();
+                let ranks: Vec<[u32; 2]> = a.ranks.iter().map(|&(l, h)| [l, h]).collect();
+                let env = empty("trend envelope", aeeg * chunk * 4, storage);
+                let trace_b = with("trend aEEG traces", bytemuck::cast_slice(&rows_of));
+                let scale_b = with("trend aEEG scales", bytemuck::cast_slice(&scales));
+                let sections_b = with("trend aEEG sections", bytemuck::cast_slice(&sections));
+                let ranks_b = with("trend aEEG ranks", bytemuck::cast_slice(&ranks));
+                params.aeeg = aeeg as u32;
+                params.aseg = a.segment as u32;
+                params.warm = a.warm as u32;
+                let pipeline = self.envelope_pipeline(a.band_pass.len(), sections.len() / 8);
+                let envelope = group(
+                    &pipeline,
+                    &[
+                        (0, &uniform),
+                        (7, &tr),
+                        (14, &trace_b),
+                        (15, &scale_b),
+                        (16, &sections_b),
+                        (17, &env),
+                    ],
+                );
+                let select = group(
+                    &self.percentiles,
+                    &[(0, &uniform), (17, &env), (18, &edges), (19, &ranks_b)],
+                );
+                Some((pipeline, envelope, select))
+            }
+            None => None,
+        };
+        // Chunks in flight, in order.
+        let mut pending: Vec<InFlight> = Vec::new();
+        let mut deliver = |chunk: InFlight| {
+            let InFlight {
+                staging,
+                c0,
+                len,
+                csegs,
+                asegs,
+                ..
+            } = chunk;
+            let view = (staging.slice(..).get_mapped_range())
+                .map_err(|e| GpuError::Poll(e.to_string()))?;
+            let data: &[f32] = bytemuck::cast_slice(&view);
+            let (p, e) = data.split_at(rows * csegs * bins);
+            let power: Vec<Vec<Vec<f32>>> = (0..rows)
+                .map(|r| {
+                    (0..csegs)
+                        .map(|q| p[(r * csegs + q) * bins..][..bins].to_vec())
+                        .collect()
+                })
+                .collect();
+            let edges: Vec<Vec<(f32, f32)>> = (0..aeeg)
+                .map(|a| {
+                    (0..asegs)
+                        .map(|s| (e[2 * (a * asegs + s)], e[2 * (a * asegs + s) + 1]))
+                        .collect()
+                })
+                .collect();
+            drop(view);
+            staging.unmap();
+            on_chunk(ChunkResult {
+                cdsa_first: c0 / cseg,
+                power,
+                aeeg_first: c0 / aseg,
+                edges,
+                done: c0 + len,
+            });
+            Ok::<(), GpuError>(())
+        };
+        let mut c0 = 0;
+        while c0 < spec.n {
+            if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                return Ok(false);
+            }
+            let len = chunk.min(spec.n - c0);
+            let csegs = if spec.cdsa.is_some() { len / cseg } else { 0 };
+            let asegs = if spec.aeeg.is_some() { len / aseg } else { 0 };
+            let mut enc = ctx.device.create_command_encoder(&Default::default());
+            let filled = match &spec.samples {
+                Samples::Stored { .. } => {
+                    let s = stored.expect("stored samples");
+                    let first_record = c0 / spr;
+                    let end_record = (c0 + len).div_ceil(spr);
+                    let lo = s.data_start + first_record * record_bytes;
+                    let hi = (s.data_start + end_record * record_bytes).min(s.bytes.len());
+                    let aligned = lo & !3;
+                    let bytes = &s.bytes[aligned..hi];
+                    params.first_record = first_record as u32;
+                    params.byte_shift = (lo - aligned) as u32;
+                    let Some(f) = ring.fill_with(bytes.len(), cancel, |v| {
+                        copy_in_parallel(v.slice(..bytes.len()), bytes)
+                    }) else {
+                        return Ok(false);
+                    };
+                    let size = (bytes.len() as u64).next_multiple_of(4);
+                    enc.copy_buffer_to_buffer(f.buffer(), 0, &raw, 0, size);
+                    f
+                }
+                Samples::Host { read, traces } => {
+                    let data = read(c0, len)?;
+                    assert_eq!(data.len(), *traces, "a row per trace");
+                    let Some(f) = ring.fill_with(traces * len * 4, cancel, |v| {
+                        for (t, row) in data.iter().enumerate() {
+                            let bytes: &[u8] = bytemuck::cast_slice(&row[..len]);
+                            copy_in_parallel(v.slice(t * len * 4..(t + 1) * len * 4), bytes);
+                        }
+                    }) else {
+                        return Ok(false);
+                    };
+                    for t in 0..*traces {
+                        let to = ((t * stride + hist) * 4) as u64;
+                        enc.copy_buffer_to_buffer(
+                            f.buffer(),
+                            (t * len * 4) as u64,
+                            &tr,
+                            to,
+                            (len * 4) as u64,
+                        );
+                    }
+                    f
+                }
+            };
+            params.len = len as u32;
+            params.c0 = c0 as u32;
+            params.csegs = csegs as u32;
+            params.asegs = asegs as u32;
+            ctx.queue
+                .write_buffer(&uniform, 0, bytemuck::bytes_of(&params));
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                let mut run = |pipeline: &wgpu::ComputePipeline,
+                               group: &wgpu::BindGroup,
+                               x: usize,
+                               y: usize| {
+                    if x > 0 && y > 0 {
+                        pass.set_pipeline(pipeline);
+                        pass.set_bind_group(0, group, &[]);
+                        pass.dispatch_workgroups(x as u32, y as u32, 1);
+                    }
+                };
+                if let (Some(d), Some(v)) = (&decode_group, &derive_group) {
+                    run(&self.decode, d, len.div_ceil(256), sources);
+                    run(&self.derive, v, len.div_ceil(256), traces);
+                }
+                if let Some((means, cdsa)) = &cdsa_groups {
+                    run(&self.means, means, (csegs * blocks).div_ceil(256), traces);
+                    run(&self.cdsa, cdsa, csegs, rows);
+                }
+                if let Some((pipeline, envelope, select)) = &aeeg_groups {
+                    run(pipeline, envelope, asegs.div_ceil(64), aeeg);
+                    run(&self.percentiles, select, asegs, aeeg);
+                }
+                if c0 + len < spec.n && hist > 0 {
+                    run(&self.keep, &keep_group, hist.div_ceil(256), traces);
+                }
+            }
+            let power_bytes = (rows * csegs * bins * 4) as u64;
+            let edge_bytes = (aeeg * asegs * 8) as u64;
+            let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("trend results"),
+                size: (power_bytes + edge_bytes).max(4),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            if power_bytes > 0 {
+                enc.copy_buffer_to_buffer(&power, 0, &staging, 0, power_bytes);
+            }
+            if edge_bytes > 0 {
+                enc.copy_buffer_to_buffer(&edges, 0, &staging, power_bytes, edge_bytes);
+            }
+            ctx.queue.submit([enc.finish()]);
+            drop(filled);
+            let (tx, rx) = channel();
+            staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
+            pending.push(InFlight {
+                staging,
+                mapped: rx,
+                c0,
+                len,
+                csegs,
+                asegs,
+            });
+            // Hand back every chunk whose results have arrived, in order.
+            let _ = ctx.device.poll(wgpu::PollType::Poll);
+            while let Some(first) = pending.first() {
+                match first.mapped.try_recv() {
+                    Ok(mapped) => {
+                        mapped.map_err(|e| GpuError::Poll(e.to_string()))?;
+                        deliver(pending.remove(0))?;
+                    }
+                    Err(_) => break,
+                }
+            }
+            c0 += len;
+        }
+        for chunk in pending.drain(..) {
+            let mapped = loop {
+                if let Ok(r) = chunk.mapped.try_recv() {
+                    break r;
+                }
+                ctx.device
+                    .poll(wgpu::PollType::wait_indefinitely())
+                    .map_err(|e| GpuError::Poll(e.to_string()))?;
+            };
+            mapped.map_err(|e| GpuError::Poll(e.to_string()))?;
+            deliver(chunk)?;
+        }
+        Ok(true)
+    }
+}
+
+/// A chunk submitted: its results' staging buffer being mapped, and what they hold.
+struct InFlight {
+    staging: wgpu::Buffer,
+    mapped: Receiver<Result<(), wgpu::BufferAsyncError>>,
+    c0: usize,
+    len: usize,
+    csegs: usize,
+    asegs: usize,
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
