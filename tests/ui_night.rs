@@ -4,6 +4,7 @@
 mod common;
 
 use common::ui::harness;
+use ede::analysis::Backend;
 use ede::app::night::Night;
 use ede::app::{EdeApp, Purpose, Settings};
 use ede::dsp::sleep::{Stage, hypnogram};
@@ -87,6 +88,42 @@ fn strips_compute_and_a_click_jumps_there() {
         (centre - 0.75 * total).abs() < 0.05 * total,
         "jumped to {t0}..{t1} of {total} s"
     );
+}
+
+#[test]
+fn strips_compute_on_the_gpu_as_on_the_cpu() {
+    let Ok(gpu) = ede::gpu::GpuContext::headless() else {
+        assert!(std::env::var_os("CI").is_none(), "CI has lavapipe");
+        return;
+    };
+    let strips = |gpu: Option<ede::gpu::GpuContext>| {
+        let mut app = EdeApp::new(None, None, Settings::default(), None);
+        Night::open_with(&mut app.browser, true, false);
+        if let Some(g) = gpu {
+            app.browser.night.trends_on(g);
+        }
+        let mut h = harness(app);
+        settle(&mut h);
+        let (t, on) = h.state().browser.night.trends().expect("trends computed");
+        (t.clone(), on)
+    };
+    let ((cpu, a), (gpu, b)) = (strips(None), strips(Some(gpu)));
+    assert_eq!((a, b), (Backend::Cpu, Backend::Gpu));
+    let (c, g) = (cpu.cdsa.unwrap(), gpu.cdsa.unwrap());
+    assert!(!c.power[0].is_empty());
+    for (x, y) in c
+        .power
+        .iter()
+        .flatten()
+        .flatten()
+        .zip(g.power.iter().flatten().flatten())
+    {
+        assert!((x - y).abs() <= 1e-3, "{x} {y} dB");
+    }
+    let (c, g) = (cpu.aeeg.unwrap(), gpu.aeeg.unwrap());
+    for (x, y) in c.upper_uv.iter().flatten().zip(g.upper_uv.iter().flatten()) {
+        assert!((x - y).abs() <= 1e-3, "{x} {y} uV");
+    }
 }
 
 /// File > Load annotations, typed where no dialog shows: the file's events join the

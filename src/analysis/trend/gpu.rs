@@ -2,16 +2,17 @@
 //! recording's stored integers where its format has them, else chunks the host derives) and
 //! the chunks' results gathered into the `Trends` that the CPU's pass (`run`) gives.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::{Shape, TrendError, TrendJob, Trends, WARM_S, assemble, cdsa_unit, run, shape};
 use crate::analysis::Backend;
-use crate::dsp::aeeg::{design, rank};
+use crate::dsp::aeeg::{design, margins, rank};
 use crate::dsp::montage::apply::derive_on;
 use crate::dsp::spectrum::hann;
 use crate::gpu::trend::{
-    AeegSpec, CdsaSpec, GpuTrendError, Samples, TraceDef, TrendKernels, TrendSpec,
+    AeegSpec, CdsaSpec, ChunkResult, GpuTrendError, Samples, TraceDef, TrendKernels, TrendSpec,
 };
 use crate::recording::{ReadError, Recording};
 
@@ -34,7 +35,31 @@ pub fn run_on(
     cancel: &AtomicBool,
     done: &AtomicUsize,
 ) -> Result<Option<(Trends, Backend)>, TrendError> {
-    let cpu = || Ok(run(rec, job, cancel, done)?.map(|t| (t, Backend::Cpu)));
+    let so_far = Mutex::new(None);
+    let backend = run_growing(rec, job, kernels, cancel, done, &so_far)?;
+    let trends = so_far.into_inner().ok().flatten();
+    Ok(backend.zip(trends).map(|(b, t)| (t, b)))
+}
+
+/// As `run_on`, with the trends computed so far in `so_far` while they grow: chunk by chunk
+/// on the GPU (a strip fills in from the start of the night), at once at the end on the CPU.
+/// They are whole there once it returns the path that computed them.
+pub fn run_growing(
+    rec: &Recording,
+    job: &TrendJob,
+    kernels: Option<&mut TrendKernels>,
+    cancel: &AtomicBool,
+    done: &AtomicUsize,
+    so_far: &Mutex<Option<Trends>>,
+) -> Result<Option<Backend>, TrendError> {
+    let put = |t: Option<Trends>| *so_far.lock().unwrap_or_else(|e| e.into_inner()) = t;
+    put(None);
+    let cpu = || -> Result<Option<Backend>, TrendError> {
+        let trends = run(rec, job, cancel, done)?;
+        let ran = trends.is_some().then_some(Backend::Cpu);
+        put(trends);
+        Ok(ran)
+    };
     let Some(kernels) = kernels else {
         return cpu();
     };
@@ -55,24 +80,56 @@ pub fn run_on(
     if !TrendKernels::takes(&spec) {
         return cpu();
     }
-    let mut power = vec![Vec::new(); job.cdsa_groups.len()];
-    let mut edges = vec![Vec::new(); job.aeeg_traces.len()];
-    let finished = kernels.run(&spec, cancel, &mut |chunk| {
-        for (all, p) in power.iter_mut().zip(chunk.power) {
-            all.extend(p);
-        }
-        for (all, e) in edges.iter_mut().zip(chunk.edges) {
-            all.extend(e);
-        }
-        done.store((chunk.done as f64 / shape.fs) as usize, Ordering::Relaxed);
-    })?;
-    if !finished {
-        return Ok(None);
-    }
     let (unit, _) = cdsa_unit(rec, job);
     let welch = shape.cdsa.as_ref().map(|(w, _)| w);
-    let trends = assemble(job, shape.fs, welch, unit, power, edges, started);
-    Ok(Some((trends, Backend::Gpu)))
+    let rows = vec![Vec::new(); job.cdsa_groups.len()];
+    let edges = vec![Vec::new(); job.aeeg_traces.len()];
+    put(Some(assemble(
+        job, shape.fs, welch, unit, rows, edges, started,
+    )));
+    let finished = kernels.run(&spec, cancel, &mut |chunk| {
+        let seconds = (chunk.done as f64 / shape.fs) as usize;
+        let mut guard = so_far.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = guard.as_mut() {
+            grow(t, chunk);
+        }
+        done.store(seconds, Ordering::Relaxed);
+    })?;
+    if !finished {
+        put(None);
+        return Ok(None);
+    }
+    if let Some(t) = so_far.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        t.seconds = started.elapsed().as_secs_f64();
+    }
+    Ok(Some(Backend::Gpu))
+}
+
+/// Appends a chunk's spectra and edges to `t`, and the margins of every group of segments they
+/// complete.
+fn grow(t: &mut Trends, chunk: ChunkResult) {
+    if let Some(c) = t.cdsa.as_mut() {
+        for (all, p) in c.power.iter_mut().zip(chunk.power) {
+            all.extend(p);
+        }
+    }
+    let Some(a) = t.aeeg.as_mut() else { return };
+    let group = a.params.margin_segments;
+    for (k, e) in chunk.edges.into_iter().enumerate() {
+        a.lower_uv[k].extend(e.iter().map(|v| v.0));
+        a.upper_uv[k].extend(e.iter().map(|v| v.1));
+        let whole = a.lower_uv[k].len() / group;
+        for g in a.lower_margin_uv[k].len()..whole {
+            let span = g * group..(g + 1) * group;
+            let pairs: Vec<(f32, f32)> = (a.lower_uv[k][span.clone()].iter())
+                .zip(&a.upper_uv[k][span])
+                .map(|(&l, &u)| (l, u))
+                .collect();
+            let (l, u) = margins(&pairs, group)[0];
+            a.lower_margin_uv[k].push(l);
+            a.upper_margin_uv[k].push(u);
+        }
+    }
 }
 
 /// The traces as the device derives them from the file's stored integers, where every source

@@ -20,7 +20,7 @@ use crate::dsp::spectrum::{Welch, WelchParams};
 use crate::recording::{ReadError, Recording, reading_unit, volts_per_unit};
 
 mod gpu;
-pub use gpu::run_on;
+pub use gpu::{run_growing, run_on};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TrendError {

@@ -107,12 +107,23 @@ impl TimeAxis {
 }
 
 impl Night {
-    /// The device the night's trends run on (none, or a software one: the CPU); a worker
-    /// already started keeps the one it had.
+    /// The device the night's trends run on: the render device unless it is a software one
+    /// (lavapipe is slower than the CPU's pass); a worker already started keeps the one it had.
     pub fn use_gpu(&mut self, gpu: Option<&crate::gpu::GpuContext>) {
-        if self.trends.gpu.is_none() {
-            self.trends.gpu = gpu.cloned();
+        let on_gpu = crate::app::default_backend(gpu) == crate::analysis::Backend::Gpu;
+        if let Some(g) = gpu.filter(|_| on_gpu && self.trends.gpu.is_none()) {
+            self.trends.gpu = Some(g.clone());
         }
+    }
+
+    /// The last CDSA and aEEG computed, and where (tests).
+    pub fn trends(&self) -> Option<(&crate::analysis::trend::Trends, crate::analysis::Backend)> {
+        self.trends.result()
+    }
+
+    /// The trends on `gpu` whatever it is: tests run the GPU's path on lavapipe.
+    pub fn trends_on(&mut self, gpu: crate::gpu::GpuContext) {
+        self.trends.gpu = Some(gpu);
     }
 
     /// The night's panels (strips on top, the spectrum dock on the right) and its keys: call

@@ -3,11 +3,12 @@
 //! change. The CDSA shows one trace, or the mean spectrum of the left or right hemisphere or of
 //! all traces (averaged as power, not dB); the aEEG one trace, on its semi-log scale.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use eframe::egui::{self, Color32, ColorImage, Pos2, Rect, Stroke, TextureHandle};
 
 use super::{TimeAxis, clicked_time, strip_frame};
+use crate::analysis::Backend;
 use crate::analysis::trend::{self, CdsaParams, Group, TrendJob};
 use crate::app::browser::Browser;
 use crate::app::browser::format::unit_text;
@@ -49,17 +50,40 @@ enum Row {
     Trace(usize),
 }
 
+/// The trends of the job running, as they grow (the GPU's chunk by chunk), and the request
+/// they answer.
+#[derive(Default)]
+struct Growing {
+    request: Mutex<Option<TrendRequest>>,
+    trends: Mutex<Option<trend::Trends>>,
+}
+
+/// A lock that a panicked job left poisoned still holds what it held.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[derive(Default)]
 pub struct Trends {
-    worker: Option<Worker<TrendRequest, trend::Trends>>,
-    /// The result and the request it answers.
-    shown: Option<(TrendRequest, trend::Trends)>,
+    worker: Option<Worker<TrendRequest, (trend::Trends, Backend)>>,
+    /// The result, the request it answers and that request's number (`results`).
+    shown: Option<(TrendRequest, trend::Trends, usize)>,
+    /// Where the result was computed.
+    ran_on: Option<Backend>,
+    /// The job running's trends so far, shared with it.
+    growing: Arc<Growing>,
+    /// The request running and its number, while its growing trends are drawn.
+    partial: Option<(TrendRequest, usize)>,
     error: Option<String>,
     row: Row,
     /// The aEEG's trace (an index into the result's channels).
     aeeg_trace: usize,
-    texture: Option<(Row, usize, TextureHandle, (f64, f64))>,
-    /// Counts results, to know when the texture is stale.
+    /// The CDSA's image: its row, request number and segments, and its colours' range.
+    texture: Option<(Row, usize, usize, TextureHandle, (f64, f64))>,
+    /// The CDSA row's dB per segment so far (its row and request number): a growing strip
+    /// adds only its new segments.
+    rows: Option<(Row, usize, Vec<Vec<f64>>)>,
+    /// Counts requests: a result and the partial trends before it share one number.
     results: usize,
     message: Option<Result<String, String>>,
     /// The montage has no good EEG trace: no CDSA or aEEG to show.
@@ -69,6 +93,12 @@ pub struct Trends {
 }
 
 impl Trends {
+    /// The last result and where it was computed.
+    pub fn result(&self) -> Option<(&trend::Trends, Backend)> {
+        let (_, t, _) = self.shown.as_ref()?;
+        Some((t, self.ran_on?))
+    }
+
     /// A result or an error is there for the last request.
     pub fn ready(&self) -> bool {
         let answered = self.shown.is_some() || self.error.is_some();
@@ -81,7 +111,7 @@ impl Trends {
     }
 
     pub fn has_aeeg(&self) -> bool {
-        !self.no_eeg && self.shown.as_ref().is_none_or(|(_, t)| t.aeeg.is_some())
+        !self.no_eeg && self.shown.as_ref().is_none_or(|(_, t, _)| t.aeeg.is_some())
     }
 
     /// Sends the montage's good EEG traces to the worker (nothing when they are unchanged)
@@ -110,11 +140,11 @@ impl Trends {
             traces,
         };
         let gpu = self.gpu.clone();
+        let growing = self.growing.clone();
         let worker = self.worker.get_or_insert_with(|| {
             Worker::new("ede trends", move || {
-                let on_gpu =
-                    crate::app::default_backend(gpu.as_ref()) == crate::analysis::Backend::Gpu;
-                let mut kernels = gpu.as_ref().filter(|_| on_gpu).and_then(TrendKernels::new);
+                let mut kernels = gpu.as_ref().and_then(TrendKernels::new);
+                let growing = growing.clone();
                 Box::new(move |req: &TrendRequest, progress| {
                     let job = TrendJob {
                         derivations: req.derivations.clone(),
@@ -134,27 +164,48 @@ impl Trends {
                             .collect(),
                         aeeg: AeegParams::default(),
                     };
-                    trend::run_on(
+                    *lock(&growing.trends) = None;
+                    *lock(&growing.request) = Some(req.clone());
+                    let (cancel, done) = (&progress.cancel, &progress.done);
+                    let ran = trend::run_growing(
                         &req.rec,
                         &job,
                         kernels.as_mut(),
-                        &progress.cancel,
-                        &progress.done,
-                    )
-                    .map(|t| t.map(|(trends, _)| trends))
-                    .map_err(|e| e.to_string())
+                        cancel,
+                        done,
+                        &growing.trends,
+                    );
+                    *lock(&growing.request) = None;
+                    let trends = lock(&growing.trends).take();
+                    ran.map(|b| b.zip(trends).map(|(b, t)| (t, b)))
+                        .map_err(|e| e.to_string())
                 })
             })
         });
-        worker.request(ctx, request);
+        if worker.request(ctx, request) {
+            self.results += 1;
+        }
         match worker.poll() {
             Some(Outcome::Done { request, output }) => {
-                self.shown = Some((request, output));
+                self.ran_on = Some(output.1);
+                self.shown = Some((request, output.0, self.results));
                 self.error = None;
-                self.results += 1;
             }
             Some(Outcome::Failed { message, .. }) => self.error = Some(message),
             None => {}
+        }
+        // The job running's trends so far, drawn once they hold a segment.
+        self.partial = None;
+        if let Some(p) = worker.pending() {
+            let segments = lock(&self.growing.trends).as_ref().map_or(0, |t| {
+                let cdsa = (t.cdsa.as_ref()).map_or(0, |c| c.power.first().map_or(0, Vec::len));
+                let aeeg = (t.aeeg.as_ref()).map_or(0, |a| a.upper_uv.first().map_or(0, Vec::len));
+                cdsa.max(aeeg)
+            });
+            if segments > 0 && lock(&self.growing.request).as_ref() == Some(&p.request) {
+                self.partial = Some((p.request.clone(), self.results));
+            }
+            ctx.request_repaint_after(std::time::Duration::from_millis(30));
         }
     }
 
@@ -174,9 +225,13 @@ impl Trends {
         if let Some(e) = &self.error {
             ui.colored_label(ui.visuals().error_fg_color, e);
         }
-        let Some((_, t)) = &self.shown else {
+        let Some((_, t, _)) = &self.shown else {
             return;
         };
+        if let Some(on) = self.ran_on {
+            let on = if on == Backend::Gpu { "GPU" } else { "CPU" };
+            ui.small(format!("trends: {on}, {:.2} s", t.seconds));
+        }
         if ui
             .button("Save trends")
             .on_hover_text("CDSA and aEEG as JSON, as ede trend writes them")
@@ -222,68 +277,52 @@ impl Trends {
         }
     }
 
-    /// The CDSA rows averaged for `row` (power), in dB: `[segment][bin]` up to `CDSA_MAX_HZ`.
-    fn cdsa_rows(&self, row: Row) -> Option<(Vec<Vec<f64>>, usize)> {
-        let (req, t) = self.shown.as_ref()?;
-        let c = t.cdsa.as_ref()?;
-        let bins = c
-            .frequencies_hz
-            .iter()
-            .filter(|&&f| f <= CDSA_MAX_HZ)
-            .count();
-        let members: Vec<usize> = match row {
-            Row::All => (0..c.channels.len()).collect(),
-            Row::Trace(k) => vec![k.min(c.channels.len().saturating_sub(1))],
-            Row::Left | Row::Right => {
-                let groups = trend::hemispheres(&req.derivations, &req.traces);
-                let want = if row == Row::Left { "left" } else { "right" };
-                let g = groups.iter().find(|g| g.name.starts_with(want))?;
-                // Group members are derivation indices; the rows follow `req.traces`.
-                (g.traces.iter())
-                    .filter_map(|t| req.traces.iter().position(|x| x == t))
-                    .collect()
-            }
-        };
-        if members.is_empty() {
-            return None;
-        }
-        let segments = c.power[members[0]].len();
-        let rows = (0..segments)
-            .map(|s| {
-                (0..bins)
-                    .map(|k| {
-                        let mean = (members.iter())
-                            .map(|&m| 10f64.powf(c.power[m][s][k] as f64 / 10.0))
-                            .sum::<f64>()
-                            / members.len() as f64;
-                        10.0 * mean.log10()
-                    })
-                    .collect()
-            })
-            .collect();
-        Some((rows, bins))
-    }
-
     pub fn cdsa_strip(&mut self, ui: &mut egui::Ui, rect: Rect, axis: TimeAxis) -> Option<f64> {
         let (area, response) = strip_frame(ui, rect, axis, "CDSA, Hz");
-        let Some((_, t)) = &self.shown else {
-            pending(ui, area);
-            return clicked_time(&response, axis);
-        };
-        let Some(c) = &t.cdsa else { return None };
+        let growing = self.growing.clone();
+        let growing = lock(&growing.trends);
+        let (shown, partial) = (self.shown.take(), self.partial.take());
+        match drawn(&partial, &growing, &shown) {
+            Some((req, t, number)) => {
+                self.draw_cdsa(ui, (rect, area, &response), axis, req, t, number)
+            }
+            None => pending(ui, area),
+        }
+        (self.shown, self.partial) = (shown, partial);
+        clicked_time(&response, axis)
+    }
+
+    /// The CDSA of `t` (the answer to request `req`, number `number`) in `area`.
+    fn draw_cdsa(
+        &mut self,
+        ui: &mut egui::Ui,
+        (rect, area, response): (Rect, Rect, &egui::Response),
+        axis: TimeAxis,
+        req: &TrendRequest,
+        t: &trend::Trends,
+        number: usize,
+    ) {
+        let Some(c) = &t.cdsa else { return };
         let segment_s = c.segment_s;
-        let stale =
-            !matches!(&self.texture, Some((r, n, _, _)) if *r == self.row && *n == self.results);
-        if stale && let Some((rows, bins)) = self.cdsa_rows(self.row) {
-            let mut values: Vec<f64> = rows
-                .iter()
-                .flatten()
-                .copied()
+        // Each segment's dB once per row and request: a growing strip adds only its new ones.
+        let mut rows = match self.rows.take() {
+            Some((r, n, rows)) if r == self.row && n == number => rows,
+            _ => Vec::new(),
+        };
+        let segments = c.power.first().map_or(0, Vec::len);
+        if rows.len() < segments {
+            rows.extend(cdsa_rows(req, c, self.row, rows.len()));
+        }
+        let stale = !matches!(&self.texture,
+            Some((r, n, s, _, _)) if *r == self.row && *n == number && *s == rows.len());
+        if stale && !rows.is_empty() {
+            let bins = rows[0].len();
+            let mut values: Vec<f64> = (rows.iter().flatten().copied())
                 .filter(|v| v.is_finite())
                 .collect();
             let range = percentile_range(&mut values);
             let colour = ColourMap::Viridis.colours(range);
-            let (w, h) = (rows.len().max(1), bins.max(1));
+            let (w, h) = (rows.len(), bins.max(1));
             let mut image = ColorImage::filled([w, h], Color32::BLACK);
             for (s, r) in rows.iter().enumerate() {
                 for (k, v) in r.iter().enumerate() {
@@ -293,9 +332,10 @@ impl Trends {
             let tex = ui
                 .ctx()
                 .load_texture("cdsa", image, egui::TextureOptions::NEAREST);
-            self.texture = Some((self.row, self.results, tex, range));
+            self.texture = Some((self.row, number, rows.len(), tex, range));
         }
-        if let Some((_, _, tex, range)) = &self.texture {
+        self.rows = Some((self.row, number, rows));
+        if let Some((_, _, _, tex, range)) = &self.texture {
             let segments = tex.size()[0] as f64;
             let image_rect = Rect::from_x_y_ranges(
                 area.left()..=axis.x(segments * segment_s),
@@ -346,12 +386,14 @@ impl Trends {
                 ));
             }
         }
-        clicked_time(&response, axis)
     }
 
     pub fn aeeg_strip(&mut self, ui: &mut egui::Ui, rect: Rect, axis: TimeAxis) -> Option<f64> {
         let (area, response) = strip_frame(ui, rect, axis, "aEEG µV");
-        let Some(a) = self.shown.as_ref().and_then(|(_, t)| t.aeeg.as_ref()) else {
+        let growing = self.growing.clone();
+        let growing = lock(&growing.trends);
+        let drawn = drawn(&self.partial, &growing, &self.shown);
+        let Some(a) = drawn.and_then(|(_, t, _)| t.aeeg.as_ref()) else {
             pending(ui, area);
             return clicked_time(&response, axis);
         };
@@ -415,6 +457,58 @@ impl Trends {
         }
         clicked_time(&response, axis)
     }
+}
+
+/// The trends to draw: the job running's so far (`partial`, their request and its number, with
+/// `growing`), else the last result (`shown`).
+fn drawn<'a>(
+    partial: &'a Option<(TrendRequest, usize)>,
+    growing: &'a Option<trend::Trends>,
+    shown: &'a Option<(TrendRequest, trend::Trends, usize)>,
+) -> Option<(&'a TrendRequest, &'a trend::Trends, usize)> {
+    match (partial, growing) {
+        (Some((req, n)), Some(t)) => Some((req, t, *n)),
+        _ => shown.as_ref().map(|(req, t, n)| (req, t, *n)),
+    }
+}
+
+/// The CDSA row `row` of `c` (answering `req`) in dB from segment `from` on: `[segment][bin]` up
+/// to `CDSA_MAX_HZ`, the mean of its traces' densities (power, not dB).
+fn cdsa_rows(req: &TrendRequest, c: &trend::CdsaTrend, row: Row, from: usize) -> Vec<Vec<f64>> {
+    let bins = (c.frequencies_hz.iter())
+        .filter(|&&f| f <= CDSA_MAX_HZ)
+        .count();
+    let members: Vec<usize> = match row {
+        Row::All => (0..c.channels.len()).collect(),
+        Row::Trace(k) => vec![k.min(c.channels.len().saturating_sub(1))],
+        Row::Left | Row::Right => {
+            let groups = trend::hemispheres(&req.derivations, &req.traces);
+            let want = if row == Row::Left { "left" } else { "right" };
+            let Some(g) = groups.iter().find(|g| g.name.starts_with(want)) else {
+                return Vec::new();
+            };
+            // Group members are derivation indices; the rows follow `req.traces`.
+            (g.traces.iter())
+                .filter_map(|t| req.traces.iter().position(|x| x == t))
+                .collect()
+        }
+    };
+    let Some(&first) = members.first() else {
+        return Vec::new();
+    };
+    (from..c.power[first].len())
+        .map(|s| {
+            (0..bins)
+                .map(|k| {
+                    let mean = (members.iter())
+                        .map(|&m| 10f64.powf(c.power[m][s][k] as f64 / 10.0))
+                        .sum::<f64>()
+                        / members.len() as f64;
+                    10.0 * mean.log10()
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// "computing" across a strip whose result is not there yet.
