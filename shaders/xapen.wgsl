@@ -403,13 +403,13 @@ fn ones2(at: u32, i: vec2<u32>) -> vec2<u32> {
 fn box_count(x0: vec2<u32>, x1: vec2<u32>, y0: vec2<u32>, y1: vec2<u32>) -> vec2<u32> {
     let n = p.n;
     // An empty box starts (and stays) with empty ranges.
-    let end = select(x0, x1, x0 < x1 & y0 < y1);
+    let end = select(x0, x1, (x0 < x1) & (y0 < y1));
     var s1 = x0;
     var e1 = end;
     var s0 = x0;
     var e0 = end;
     var c = vec2(0u);
-    for (var l = p.levels; l > 0u && any(s1 < e1 | s0 < e0); ) {
+    for (var l = p.levels; l > 0u && any((s1 < e1) | (s0 < e0)); ) {
         l -= 1u;
         let at = 2u * n + l * p.words;
         let zeros = vcache[2u * n + p.levels * p.words + l];
@@ -437,7 +437,7 @@ fn range_of(n: u32, lo: f32, hi: f32) -> vec2<u32> {
     for (var step = 1u << firstLeadingBit(n); step > 0u; step >>= 1u) {
         let t = a + step;
         let v = bitcast<vec2<f32>>(vec2(vcache[min(t.x, n) - 1u], vcache[min(t.y, n) - 1u]));
-        a = select(a, t, t <= vec2(n) & vec2(v.x < lo, v.y <= hi));
+        a = select(a, t, (t <= vec2(n)) & vec2(v.x < lo, v.y <= hi));
     }
     return vec2(a.x, max(a.x, a.y));
 }
@@ -636,11 +636,11 @@ fn ranges_by_table(
     // A start past its answer cannot happen (table and search bucket alike); if a driver
     // ever rounded the two differently, the search starts over from 0 and stays exact.
     let zero = vec4(0u);
-    f = select(f, zero, f > zero & plane4(f - 1u, n, pv) >= lo);
-    e = select(e, zero, e > zero & plane4(e - 1u, n, pv) > hi);
+    f = select(f, zero, (f > zero) & (plane4(f - 1u, n, pv) >= lo));
+    e = select(e, zero, (e > zero) & (plane4(e - 1u, n, pv) > hi));
     loop {
-        let up_f = f < vec4(n) & plane4(f, n, pv) < lo;
-        let up_e = e < vec4(n) & plane4(e, n, pv) <= hi;
+        let up_f = (f < vec4(n)) & (plane4(f, n, pv) < lo);
+        let up_e = (e < vec4(n)) & (plane4(e, n, pv) <= hi);
         if !any(up_f | up_e) {
             break;
         }
@@ -838,7 +838,7 @@ fn stripes_build(
             let c = t + step;
             let v = vec4(bitcast<f32>(vcache[min(c.x, n) - 1u]), bitcast<f32>(vcache[min(c.y, n) - 1u]), 0.0, 0.0);
             let b = bucket_of(v, lo, inv, 2u * n).xy;
-            t = select(t, c, c <= vec2(n) & b < vec2(2u * w, 2u * w + 1u));
+            t = select(t, c, (c <= vec2(n)) & (b < vec2(2u * w, 2u * w + 1u)));
         }
         order[table + 2u + w] = t.x | (t.y << 16u);
     }

@@ -161,12 +161,8 @@ impl HermiteKernels {
         self.pipelines
             .entry((order, per_thread, staged, share))
             .or_insert_with(|| {
-                let source = format!(
-                    "const FIT_WG: u32 = {}u;\nconst SHARE: u32 = {share}u;\n{}\n{}",
-                    share * GROUP_THREADS,
-                    unrolled(order, per_thread, staged.then(|| staged_vec4s(ctx))),
-                    include_str!("../../shaders/hermite.wgsl")
-                );
+                let source =
+                    fit_source(order, per_thread, staged.then(|| staged_vec4s(ctx)), share);
                 // For tools/pipeline-stats: what the driver makes of each generated source.
                 if let Some(dir) = std::env::var_os("EDE_HERMITE_SHADER_DUMP") {
                     let name = format!("hermite-n{order}-b{per_thread}-s{share}-{staged}.wgsl");
@@ -500,6 +496,23 @@ fn x_row(beats: usize) -> usize {
 /// 16 KiB (wgpu's default; ede asks for no more).
 fn staged_vec4s(ctx: &GpuContext) -> usize {
     (ctx.device.limits().max_compute_workgroup_storage_size as usize).min(16_384) / 16
+}
+
+/// The module's source for `order`, `per_thread` beats a `fit` thread, `staged` vec4s of
+/// workgroup memory (`staged_vec4s`) or none and `share` groups of sigmas a workgroup
+/// (`share_for`). Pure, so that gpu::wgsl_grammar's tests check what the pipelines compile.
+pub(crate) fn fit_source(
+    order: usize,
+    per_thread: usize,
+    staged: Option<usize>,
+    share: usize,
+) -> String {
+    format!(
+        "const FIT_WG: u32 = {}u;\nconst SHARE: u32 = {share}u;\n{}\n{}",
+        share * GROUP_THREADS,
+        unrolled(order, per_thread, staged),
+        include_str!("../../shaders/hermite.wgsl")
+    )
 }
 
 /// Groups of sigmas a `fit` workgroup fits its beats for (`SHARE` in the shader): two where

@@ -15,6 +15,8 @@ pub mod saxpy;
 pub mod trend;
 pub mod upload;
 pub mod whiten;
+#[cfg(test)]
+mod wgsl_grammar;
 
 pub use context::{GpuContext, GpuError};
 pub mod xapen;

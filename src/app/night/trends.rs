@@ -50,6 +50,15 @@ enum Row {
     Trace(usize),
 }
 
+/// The CDSA's image: its row, request number and segments, and its colours' range.
+struct CdsaImage {
+    row: Row,
+    number: usize,
+    segments: usize,
+    tex: TextureHandle,
+    range: (f64, f64),
+}
+
 /// The trends of the job running, as they grow (the GPU's chunk by chunk), and the request
 /// they answer.
 #[derive(Default)]
@@ -78,8 +87,7 @@ pub struct Trends {
     row: Row,
     /// The aEEG's trace (an index into the result's channels).
     aeeg_trace: usize,
-    /// The CDSA's image: its row, request number and segments, and its colours' range.
-    texture: Option<(Row, usize, usize, TextureHandle, (f64, f64))>,
+    texture: Option<CdsaImage>,
     /// The CDSA row's dB per segment so far (its row and request number): a growing strip
     /// adds only its new segments.
     rows: Option<(Row, usize, Vec<Vec<f64>>)>,
@@ -313,8 +321,8 @@ impl Trends {
         if rows.len() < segments {
             rows.extend(cdsa_rows(req, c, self.row, rows.len()));
         }
-        let stale = !matches!(&self.texture,
-            Some((r, n, s, _, _)) if *r == self.row && *n == number && *s == rows.len());
+        let stale = !(self.texture.as_ref())
+            .is_some_and(|i| i.row == self.row && i.number == number && i.segments == rows.len());
         if stale && !rows.is_empty() {
             let bins = rows[0].len();
             let mut values: Vec<f64> = (rows.iter().flatten().copied())
@@ -332,10 +340,16 @@ impl Trends {
             let tex = ui
                 .ctx()
                 .load_texture("cdsa", image, egui::TextureOptions::NEAREST);
-            self.texture = Some((self.row, number, rows.len(), tex, range));
+            self.texture = Some(CdsaImage {
+                row: self.row,
+                number,
+                segments: rows.len(),
+                tex,
+                range,
+            });
         }
         self.rows = Some((self.row, number, rows));
-        if let Some((_, _, _, tex, range)) = &self.texture {
+        if let Some(CdsaImage { tex, range, .. }) = &self.texture {
             let segments = tex.size()[0] as f64;
             let image_rect = Rect::from_x_y_ranges(
                 area.left()..=axis.x(segments * segment_s),
