@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, channel};
 
 use eframe::wgpu;
+use rayon::prelude::*;
 
 use super::context::{GpuContext, GpuError, compute_pipeline, copy_in_parallel, entry};
 use super::upload::UploadRing;
@@ -143,6 +144,22 @@ pub struct TrendKernels {
     envelope: HashMap<(usize, usize), wgpu::ComputePipeline>,
     /// The most bytes a chunk's largest buffer may take (`CHUNK_BYTES`, less in tests).
     chunk_bytes: u64,
+    /// A night's buffers (by `Slot`) and upload ring, kept for the next run: making them took
+    /// a third of a warm run on the H200 (mapped memory is zeroed by the host).
+    kept: [Option<wgpu::Buffer>; 7],
+    ring: Option<Arc<UploadRing>>,
+}
+
+/// The buffers a run keeps for the next.
+#[derive(Clone, Copy)]
+enum Slot {
+    Traces,
+    Sources,
+    Records,
+    Spectra,
+    Edges,
+    Means,
+    Envelope,
 }
 
 impl TrendKernels {
@@ -162,6 +179,8 @@ impl TrendKernels {
             percentiles: pipe("percentiles"),
             envelope: HashMap::new(),
             chunk_bytes: CHUNK_BYTES,
+            kept: Default::default(),
+            ring: None,
             module,
             ctx: ctx.clone(),
         };
@@ -226,6 +245,7 @@ impl TrendKernels {
         on_chunk: &mut dyn FnMut(ChunkResult),
     ) -> Result<bool, GpuTrendError> {
         assert!(Self::takes(spec), "parameters the kernels take");
+        let started = std::time::Instant::now();
         let ctx = self.ctx.clone();
         let traces = match &spec.samples {
             Samples::Stored { traces, .. } => traces.len(),
@@ -277,16 +297,37 @@ impl TrendKernels {
         let ring_bytes = match sources {
             0 => traces * chunk * 4,
             _ => raw_bytes,
+        }
+        // (Tests' small chunks take small ring buffers: a chunk then goes up in many.)
+        .min(RING_PIECE)
+        .min((self.chunk_bytes as usize).max(4096));
+        let ring = match &self.ring {
+            Some(r) if r.bytes() >= ring_bytes as u64 => r.clone(),
+            _ => {
+                let bytes = ring_bytes as u64;
+                let r = Arc::new(UploadRing::new(&ctx.device, "trend upload ring", bytes));
+                self.ring.insert(r).clone()
+            }
         };
-        let ring = Arc::new(UploadRing::new(
-            &ctx.device,
-            "trend upload ring",
-            ring_bytes as u64,
-        ));
-
         let storage = wgpu::BufferUsages::STORAGE;
         let read_only = storage | wgpu::BufferUsages::COPY_DST;
         let out_usage = storage | wgpu::BufferUsages::COPY_SRC;
+        let mut kept = |slot: Slot, bytes: usize, usage| {
+            let label = "trend chunk";
+            ctx.kept_buffer(&mut self.kept[slot as usize], label, bytes as u64, usage)
+        };
+        let tr = kept(
+            Slot::Traces,
+            traces * stride * 4,
+            read_only | wgpu::BufferUsages::COPY_SRC,
+        );
+        let src = kept(Slot::Sources, sources * chunk * 4, storage);
+        let raw = kept(Slot::Records, raw_bytes.next_multiple_of(4), read_only);
+        let power = kept(Slot::Spectra, rows * (chunk / cseg) * bins * 4, out_usage);
+        let edges = kept(Slot::Edges, aeeg * (chunk / aseg) * 8, out_usage);
+        let means = kept(Slot::Means, traces * (chunk / cseg) * blocks * 8, storage);
+        let env = kept(Slot::Envelope, aeeg * chunk * 4, storage);
+
         let empty = |label: &str, bytes: usize, usage| ctx.empty_buffer(label, bytes, usage);
         let with = |label: &str, bytes: &[u8]| {
             let bytes = if bytes.is_empty() {
@@ -300,11 +341,6 @@ impl TrendKernels {
             "trend params",
             std::mem::size_of::<Params>(),
             wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-        );
-        let tr = empty(
-            "trend traces",
-            traces * stride * 4,
-            read_only | wgpu::BufferUsages::COPY_SRC,
         );
         let (stored, src_offset, src_scale, src, defs, terms) = match &spec.samples {
             Samples::Stored { layouts, traces } => {
@@ -324,7 +360,7 @@ impl TrendKernels {
                     Some(layouts[0]),
                     with("trend source offsets", bytemuck::cast_slice(&offsets)),
                     with("trend source scales", bytemuck::cast_slice(&scales)),
-                    empty("trend sources", sources * chunk * 4, storage),
+                    src.clone(),
                     with("trend trace definitions", bytemuck::cast_slice(&defs)),
                     with("trend terms", bytemuck::cast_slice(&terms)),
                 )
@@ -334,7 +370,6 @@ impl TrendKernels {
                 (None, none(), none(), none(), none(), none())
             }
         };
-        let raw = empty("trend records", raw_bytes.next_multiple_of(4), read_only);
 
         let mut params = Params {
             stride: stride as u32,
@@ -370,8 +405,6 @@ impl TrendKernels {
             )
         });
         let keep_group = group(&self.keep, &[(0, &uniform), (7, &tr)]);
-        let power = empty("trend spectra", rows * (chunk / cseg) * bins * 4, out_usage);
-        let edges = empty("trend edges", aeeg * (chunk / aseg) * 8, out_usage);
         let cdsa_groups = match &spec.cdsa {
             Some(c) => {
                 let mut spans: Vec<[u32; 2]> = Vec::new();
@@ -388,11 +421,6 @@ impl TrendKernels {
                         [a.cos() as f32, a.sin() as f32]
                     })
                     .collect();
-                let means = empty(
-                    "trend block means",
-                    traces * (chunk / cseg) * blocks * 8,
-                    storage,
-                );
                 let rows_b = with("trend rows", bytemuck::cast_slice(&spans));
                 let members_b = with("trend row traces", bytemuck::cast_slice(&members));
                 let window_b = with("trend window", bytemuck::cast_slice(&window));
@@ -435,7 +463,6 @@ impl TrendKernels {
                     .flat_map(|s| [s.b[0], s.b[1], s.b[2], -s.a[1], -s.a[2], 0.0, 0.0, 0.0])
                     .collect();
                 let ranks: Vec<[u32; 2]> = a.ranks.iter().map(|&(l, h)| [l, h]).collect();
-                let env = empty("trend envelope", aeeg * chunk * 4, storage);
                 let trace_b = with("trend aEEG traces", bytemuck::cast_slice(&rows_of));
                 let scale_b = with("trend aEEG scales", bytemuck::cast_slice(&scales));
                 let sections_b = with("trend aEEG sections", bytemuck::cast_slice(&sections));
@@ -465,7 +492,9 @@ impl TrendKernels {
         };
         // Chunks in flight, in order.
         let mut pending: Vec<InFlight> = Vec::new();
+        let mut deliver_s = 0.0;
         let mut deliver = |chunk: InFlight| {
+            let t = std::time::Instant::now();
             let InFlight {
                 staging,
                 c0,
@@ -478,7 +507,9 @@ impl TrendKernels {
                 .map_err(|e| GpuError::Poll(e.to_string()))?;
             let data: &[f32] = bytemuck::cast_slice(&view);
             let (p, e) = data.split_at(rows * csegs * bins);
+            // Row by row on every core: 126 MB of a night's spectra took 0.06 to 0.13 s on one.
             let power: Vec<Vec<Vec<f32>>> = (0..rows)
+                .into_par_iter()
                 .map(|r| {
                     (0..csegs)
                         .map(|q| p[(r * csegs + q) * bins..][..bins].to_vec())
@@ -501,8 +532,14 @@ impl TrendKernels {
                 edges,
                 done: c0 + len,
             });
+            deliver_s += t.elapsed().as_secs_f64();
             Ok::<(), GpuError>(())
         };
+        // EDE_TREND_PROFILE: where the host's time goes (set-up, waiting for a free upload
+        // buffer, copying into it, waiting for the last results).
+        let profile = std::env::var_os("EDE_TREND_PROFILE").is_some();
+        let (mut wait_s, mut copy_s) = (0.0, 0.0);
+        let setup_s = started.elapsed().as_secs_f64();
         let mut c0 = 0;
         while c0 < spec.n {
             if cancel.load(std::sync::atomic::Ordering::Relaxed) {
@@ -512,7 +549,9 @@ impl TrendKernels {
             let csegs = if spec.cdsa.is_some() { len / cseg } else { 0 };
             let asegs = if spec.aeeg.is_some() { len / aseg } else { 0 };
             let mut enc = ctx.device.create_command_encoder(&Default::default());
-            let filled = match &spec.samples {
+            // What goes up: parts of bytes and where each goes on the device.
+            let host_rows;
+            let parts: Vec<(&[u8], &wgpu::Buffer, usize)> = match &spec.samples {
                 Samples::Stored { .. } => {
                     let s = stored.expect("stored samples");
                     let first_record = c0 / spr;
@@ -520,42 +559,27 @@ impl TrendKernels {
                     let lo = s.data_start + first_record * record_bytes;
                     let hi = (s.data_start + end_record * record_bytes).min(s.bytes.len());
                     let aligned = lo & !3;
-                    let bytes = &s.bytes[aligned..hi];
                     params.first_record = first_record as u32;
                     params.byte_shift = (lo - aligned) as u32;
-                    let Some(f) = ring.fill_with(bytes.len(), cancel, |v| {
-                        copy_in_parallel(v.slice(..bytes.len()), bytes)
-                    }) else {
-                        return Ok(false);
-                    };
-                    let size = (bytes.len() as u64).next_multiple_of(4);
-                    enc.copy_buffer_to_buffer(f.buffer(), 0, &raw, 0, size);
-                    f
+                    vec![(&s.bytes[aligned..hi], &raw, 0)]
                 }
                 Samples::Host { read, traces } => {
-                    let data = read(c0, len)?;
-                    assert_eq!(data.len(), *traces, "a row per trace");
-                    let Some(f) = ring.fill_with(traces * len * 4, cancel, |v| {
-                        for (t, row) in data.iter().enumerate() {
+                    host_rows = read(c0, len)?;
+                    assert_eq!(host_rows.len(), *traces, "a row per trace");
+                    (host_rows.iter().enumerate())
+                        .map(|(t, row)| {
                             let bytes: &[u8] = bytemuck::cast_slice(&row[..len]);
-                            copy_in_parallel(v.slice(t * len * 4..(t + 1) * len * 4), bytes);
-                        }
-                    }) else {
-                        return Ok(false);
-                    };
-                    for t in 0..*traces {
-                        let to = ((t * stride + hist) * 4) as u64;
-                        enc.copy_buffer_to_buffer(
-                            f.buffer(),
-                            (t * len * 4) as u64,
-                            &tr,
-                            to,
-                            (len * 4) as u64,
-                        );
-                    }
-                    f
+                            (bytes, &tr, (t * stride + hist) * 4)
+                        })
+                        .collect()
                 }
             };
+            let asked = std::time::Instant::now();
+            let Some(copied) = upload(&ctx, &ring, &parts, cancel) else {
+                return Ok(false);
+            };
+            copy_s += copied;
+            wait_s += asked.elapsed().as_secs_f64() - copied;
             params.len = len as u32;
             params.c0 = c0 as u32;
             params.csegs = csegs as u32;
@@ -605,7 +629,6 @@ impl TrendKernels {
                 enc.copy_buffer_to_buffer(&edges, 0, &staging, power_bytes, edge_bytes);
             }
             ctx.queue.submit([enc.finish()]);
-            drop(filled);
             let (tx, rx) = channel();
             staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
                 let _ = tx.send(r);
@@ -631,6 +654,7 @@ impl TrendKernels {
             }
             c0 += len;
         }
+        let drained = std::time::Instant::now();
         for chunk in pending.drain(..) {
             let mapped = loop {
                 if let Ok(r) = chunk.mapped.try_recv() {
@@ -643,8 +667,78 @@ impl TrendKernels {
             mapped.map_err(|e| GpuError::Poll(e.to_string()))?;
             deliver(chunk)?;
         }
+        if profile {
+            eprintln!(
+                "trend on the GPU: {} chunks of {chunk} samples, set-up {setup_s:.3} s, waiting \
+                 for upload buffers {wait_s:.3} s, copying into them {copy_s:.3} s, the last \
+                 results {:.3} s, handing results over {:.3} s, in all {:.3} s",
+                spec.n.div_ceil(chunk),
+                drained.elapsed().as_secs_f64(),
+                deliver_s,
+                started.elapsed().as_secs_f64()
+            );
+        }
         Ok(true)
     }
+}
+
+/// Bytes of one buffer of the upload ring: a chunk goes up in several (three of 32 MiB are
+/// quicker to make than three of a whole chunk, whose mapped memory the host zeroes).
+const RING_PIECE: usize = 32 << 20;
+
+/// Copies every `(bytes, buffer, offset)` of `parts` into its buffer through `ring`, as many
+/// parts a ring buffer as fit (a larger part in several), each ring buffer's copies submitted
+/// as soon as it is filled. The seconds spent copying into mapped memory; `None` once
+/// `cancel` is set.
+fn upload(
+    ctx: &GpuContext,
+    ring: &Arc<UploadRing>,
+    parts: &[(&[u8], &wgpu::Buffer, usize)],
+    cancel: &AtomicBool,
+) -> Option<f64> {
+    let room = ring.bytes() as usize;
+    // Pieces of at most `room` bytes, each with where it goes.
+    let mut pieces: Vec<(&[u8], &wgpu::Buffer, usize)> = Vec::new();
+    for &(bytes, to, at) in parts {
+        for (k, piece) in bytes.chunks(room).enumerate() {
+            pieces.push((piece, to, at + k * room));
+        }
+    }
+    let mut copy_s = 0.0;
+    let mut rest = &pieces[..];
+    while !rest.is_empty() {
+        // As many pieces as fit one ring buffer, each at a multiple of 4.
+        let (mut take, mut used) = (0, 0);
+        while let Some(p) = rest.get(take) {
+            let end = used + p.0.len().next_multiple_of(4);
+            if take > 0 && end > room {
+                break;
+            }
+            used = end;
+            take += 1;
+        }
+        let (group, after) = rest.split_at(take);
+        let filled = ring.fill_with(used.min(room), cancel, |v| {
+            let t = std::time::Instant::now();
+            let mut at = 0;
+            for (bytes, ..) in group {
+                copy_in_parallel(v.slice(at..at + bytes.len()), bytes);
+                at += bytes.len().next_multiple_of(4);
+            }
+            copy_s += t.elapsed().as_secs_f64();
+        })?;
+        let mut enc = ctx.device.create_command_encoder(&Default::default());
+        let mut from = 0;
+        for (bytes, to, at) in group {
+            let size = (bytes.len() as u64).next_multiple_of(4);
+            let size = size.min(ring.bytes() - from);
+            enc.copy_buffer_to_buffer(filled.buffer(), from, to, *at as u64, size);
+            from += size;
+        }
+        ctx.queue.submit([enc.finish()]);
+        rest = after;
+    }
+    Some(copy_s)
 }
 
 /// A chunk submitted: its results' staging buffer being mapped, and what they hold.

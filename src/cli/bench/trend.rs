@@ -100,18 +100,18 @@ pub fn run(args: &TrendBenchArgs) -> anyhow::Result<()> {
     let t = Instant::now();
     trend::read_only(&rec, &both)?;
     let read_warm_s = t.elapsed().as_secs_f64();
-    let gpu = match GpuContext::headless()
-        .ok()
-        .and_then(|c| TrendKernels::new(&c))
-    {
-        Some(mut kernels) => Some(gpu_figures(
-            &rec,
-            &args.night.file,
-            &both,
-            &out,
-            &mut kernels,
-        )?),
-        None => None,
+    // The GPU's figures where one with f64 in shaders opens; why not, where none does.
+    let kernels = GpuContext::headless()
+        .map_err(|e| e.to_string())
+        .and_then(|c| {
+            TrendKernels::new(&c).ok_or_else(|| format!("{} has no f64 in shaders", c.describe()))
+        });
+    let gpu = match kernels {
+        Ok(mut k) => Some(gpu_figures(&rec, &args.night.file, &both, &out, &mut k)?),
+        Err(e) => {
+            eprintln!("note: trends on the CPU only: {e}");
+            None
+        }
     };
     let samples: usize = rec.signals.iter().map(|s| s.samples).sum();
     let report = Report {
