@@ -587,31 +587,51 @@ impl TrendKernels {
             ctx.queue
                 .write_buffer(&uniform, 0, bytemuck::bytes_of(&params));
             {
-                let mut pass = enc.begin_compute_pass(&Default::default());
-                let mut run = |pipeline: &wgpu::ComputePipeline,
+                // A pass a kernel, each timed under EDE_GPU_PROFILE.
+                let mut run = |label: &'static str,
+                               pipeline: &wgpu::ComputePipeline,
                                group: &wgpu::BindGroup,
                                x: usize,
                                y: usize| {
                     if x > 0 && y > 0 {
+                        let mut pass = ctx.pass(&mut enc, label);
                         pass.set_pipeline(pipeline);
                         pass.set_bind_group(0, group, &[]);
                         pass.dispatch_workgroups(x as u32, y as u32, 1);
                     }
                 };
                 if let (Some(d), Some(v)) = (&decode_group, &derive_group) {
-                    run(&self.decode, d, len.div_ceil(256), sources);
-                    run(&self.derive, v, len.div_ceil(256), traces);
+                    run("trend decode", &self.decode, d, len.div_ceil(256), sources);
+                    run("trend derive", &self.derive, v, len.div_ceil(256), traces);
                 }
                 if let Some((means, cdsa)) = &cdsa_groups {
-                    run(&self.means, means, (csegs * blocks).div_ceil(256), traces);
-                    run(&self.cdsa, cdsa, csegs, rows);
+                    run(
+                        "trend block means",
+                        &self.means,
+                        means,
+                        (csegs * blocks).div_ceil(256),
+                        traces,
+                    );
+                    run("trend cdsa", &self.cdsa, cdsa, csegs, rows);
                 }
                 if let Some((pipeline, envelope, select)) = &aeeg_groups {
-                    run(pipeline, envelope, asegs.div_ceil(64), aeeg);
-                    run(&self.percentiles, select, asegs, aeeg);
+                    run(
+                        "trend envelope",
+                        pipeline,
+                        envelope,
+                        asegs.div_ceil(64),
+                        aeeg,
+                    );
+                    run("trend percentiles", &self.percentiles, select, asegs, aeeg);
                 }
                 if c0 + len < spec.n && hist > 0 {
-                    run(&self.keep, &keep_group, hist.div_ceil(256), traces);
+                    run(
+                        "trend keep",
+                        &self.keep,
+                        &keep_group,
+                        hist.div_ceil(256),
+                        traces,
+                    );
                 }
             }
             let power_bytes = (rows * csegs * bins * 4) as u64;

@@ -103,8 +103,11 @@ pub fn run(args: &TrendBenchArgs) -> anyhow::Result<()> {
     // The GPU's figures where one with f64 in shaders opens; why not, where none does.
     let kernels = GpuContext::headless()
         .map_err(|e| e.to_string())
-        .and_then(|c| {
-            TrendKernels::new(&c).ok_or_else(|| format!("{} has no f64 in shaders", c.describe()))
+        .and_then(|c| match c.is_software() {
+            // Lavapipe would take minutes over a night, and say nothing of a GPU's speed.
+            true => Err(format!("{} is a software adapter", c.describe())),
+            false => (TrendKernels::new(&c))
+                .ok_or_else(|| format!("{} has no f64 in shaders", c.describe())),
         });
     let gpu = match kernels {
         Ok(mut k) => Some(gpu_figures(&rec, &args.night.file, &both, &out, &mut k)?),
@@ -204,6 +207,12 @@ fn gpu_figures(
         warm.push(s);
         first_hour_warm_s = first;
     }
+    // Under EDE_GPU_PROFILE, one more run's GPU time per kernel on stderr.
+    let ctx = kernels.context().clone();
+    super::profile_one(&ctx, || {
+        time(kernels)?;
+        Ok("trend on the GPU (one night)".into())
+    })?;
     let largest = |a: &[f32], b: &[f32]| -> f64 {
         (a.iter().zip(b))
             .map(|(x, y)| (*x as f64 - *y as f64).abs())
