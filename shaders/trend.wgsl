@@ -314,6 +314,10 @@ fn cdsa(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     }
 }
 
+// Samples a thread of `envelope` loads at once: its loads are independent and overlap, where
+// one sample at a time waited on memory for each (the recursions then wait on nothing else).
+const BATCH: u32 = 16u;
+
 // Dispatch: (ceil(asegs / 64), aeeg); the doubled envelope of segment s of aEEG trace a.
 @compute @workgroup_size(64)
 fn envelope(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -322,37 +326,52 @@ fn envelope(@builtin(global_invocation_id) gid: vec3<u32>) {
     if s >= p.asegs || a >= p.aeeg {
         return;
     }
-    let row = aeeg_trace[a];
+    let row = i32(aeeg_trace[a] * p.stride + p.hist);
     let k = aeeg_scale[a];
     // Samples are counted from the chunk's start; the warm-up reaches at most `hist` back and
     // never before the recording's first sample.
     let start = i32(s * p.aseg);
     let first = max(start - i32(p.warm), -i32(min(p.c0, p.hist)));
     let end = start + i32(p.aseg);
+    // The coefficients and the state in registers: the loops over sections unroll.
+    var coef: array<f64, 80>;
     var z0: array<f64, MAX_SECTIONS>;
     var z1: array<f64, MAX_SECTIONS>;
     for (var c = 0u; c < SECTIONS; c++) {
+        for (var q = 0u; q < 5u; q++) {
+            coef[c * 5u + q] = sections[c * 8u + q];
+        }
         z0[c] = f64(0.0);
         z1[c] = f64(0.0);
     }
-    for (var i = first; i < end; i++) {
-        let raw_x = tr[u32(i32(row * p.stride + p.hist) + i)];
-        var x = f64(raw_x) * k;
-        let ok = finite(raw_x);
-        for (var c = 0u; c < SECTIONS; c++) {
-            if c == BP_SECTIONS {
-                x = abs(x);
-            }
-            let at = c * 8u;
-            let y = sections[at] * x + z0[c];
-            if ok {
-                z0[c] = sections[at + 3u] * y + (sections[at + 1u] * x + z1[c]);
-                z1[c] = sections[at + 4u] * y + sections[at + 2u] * x;
-                x = y;
-            }
+    var batch: array<f32, BATCH>;
+    for (var i0 = first; i0 < end; i0 += i32(BATCH)) {
+        for (var u = 0u; u < BATCH; u++) {
+            let i = i0 + i32(u);
+            batch[u] = tr[u32(row + min(i, end - 1))];
         }
-        if i >= start {
-            env[a * p.len + u32(i)] = f32(f64(2.0) * x);
+        for (var u = 0u; u < BATCH; u++) {
+            let i = i0 + i32(u);
+            if i >= end {
+                break;
+            }
+            let raw_x = batch[u];
+            var x = f64(raw_x) * k;
+            let ok = finite(raw_x);
+            for (var c = 0u; c < SECTIONS; c++) {
+                if c == BP_SECTIONS {
+                    x = abs(x);
+                }
+                let y = coef[c * 5u] * x + z0[c];
+                if ok {
+                    z0[c] = coef[c * 5u + 3u] * y + (coef[c * 5u + 1u] * x + z1[c]);
+                    z1[c] = coef[c * 5u + 4u] * y + coef[c * 5u + 2u] * x;
+                    x = y;
+                }
+            }
+            if i >= start {
+                env[a * p.len + u32(i)] = f32(f64(2.0) * x);
+            }
         }
     }
 }

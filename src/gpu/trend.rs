@@ -615,13 +615,8 @@ impl TrendKernels {
                     run("trend cdsa", &self.cdsa, cdsa, csegs, rows);
                 }
                 if let Some((pipeline, envelope, select)) = &aeeg_groups {
-                    run(
-                        "trend envelope",
-                        pipeline,
-                        envelope,
-                        asegs.div_ceil(64),
-                        aeeg,
-                    );
+                    let x = asegs.div_ceil(64);
+                    run("trend envelope", pipeline, envelope, x, aeeg);
                     run("trend percentiles", &self.percentiles, select, asegs, aeeg);
                 }
                 if c0 + len < spec.n && hist > 0 {
