@@ -8,6 +8,7 @@ use anyhow::bail;
 use crate::analysis::trend::{self, CdsaParams, Group, TrendJob};
 use crate::dsp::aeeg::AeegParams;
 use crate::dsp::montage::Derivation;
+use crate::gpu::trend::TrendKernels;
 
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("kind").required(true).args(["cdsa", "aeeg"])))]
@@ -44,6 +45,10 @@ pub struct TrendArgs {
     /// Sampling rate of a CSV input without a time column.
     #[arg(long)]
     pub fs: Option<f64>,
+    /// Where the trends are computed (the same numbers either way: CDSA to 1e-3 dB, aEEG to
+    /// 1e-3 uV); the GPU needs f64 in shaders.
+    #[arg(long, value_enum, default_value_t = super::BackendChoice::Auto)]
+    pub backend: super::BackendChoice,
 }
 
 impl TrendArgs {
@@ -103,8 +108,17 @@ impl TrendArgs {
 pub fn run(args: &TrendArgs) -> anyhow::Result<()> {
     let rec = super::open(&args.file, args.fs)?;
     let job = args.job(&rec)?;
-    let trends = trend::run(&rec, &job, &AtomicBool::new(false), &AtomicUsize::new(0))?
-        .expect("nothing cancels");
+    let gpu = super::open_gpu("ede trend", args.backend);
+    let mut kernels = gpu.as_ref().and_then(TrendKernels::new);
+    if let (Some(g), None) = (&gpu, &kernels) {
+        eprintln!(
+            "ede trend: {} has no f64 in shaders; running on the CPU",
+            g.describe()
+        );
+    }
+    let (stop, done) = (AtomicBool::new(false), AtomicUsize::new(0));
+    let (trends, _) =
+        trend::run_on(&rec, &job, kernels.as_mut(), &stop, &done)?.expect("nothing cancels");
     match (trends.cdsa, trends.aeeg) {
         (Some(cdsa), _) => super::write_json(&cdsa, args.out.as_deref()),
         (_, Some(aeeg)) => super::write_json(&aeeg, args.out.as_deref()),
