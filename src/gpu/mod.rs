@@ -14,9 +14,9 @@ mod profile;
 pub mod saxpy;
 pub mod trend;
 pub mod upload;
-pub mod whiten;
 #[cfg(test)]
 mod wgsl_grammar;
+pub mod whiten;
 
 pub use context::{GpuContext, GpuError};
 pub mod xapen;

@@ -7,8 +7,8 @@
 mod decimated;
 mod upload;
 
-pub use decimated::{CHUNK as DECIMATED_CHUNK, transform_lengths};
 pub use crate::gpu::upload::{Filled, UploadRing};
+pub use decimated::{CHUNK as DECIMATED_CHUNK, transform_lengths};
 
 use std::cell::RefCell;
 use std::collections::HashMap;
