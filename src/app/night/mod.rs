@@ -263,7 +263,8 @@ impl Night {
 
     /// Whether the strips shown have their results (a screenshot waits for them).
     pub fn ready(&self) -> bool {
-        !self.strips || (self.trends.ready() && self.heart.ready())
+        let strips = !self.strips || (self.trends.ready() && self.heart.ready());
+        strips && (!self.psd_open || self.psd.ready())
     }
 
     /// The Night menu.

@@ -8,9 +8,14 @@ use std::path::PathBuf;
 use eframe::egui::{self, Color32};
 use egui_plot::{HoverPosition, Line, Plot, PlotPoints, Span};
 
+use std::sync::Arc;
+
 use crate::analysis::trend::{PagePsd, page_psd};
 use crate::app::browser::Browser;
 use crate::app::browser::format::{nice_amplitude, unit_text};
+use crate::app::worker::{Outcome, Worker};
+use crate::dsp::montage::Derivation;
+use crate::recording::Recording;
 
 /// The bands shaded, Hz, by their Greek letters: a name must fit inside delta's few points on a 0-100 Hz
 /// axis (the words were cut to "t…" and "al…").
@@ -22,15 +27,33 @@ const BANDS: [(&str, f64, f64); 5] = [
     ("γ", 30.0, 45.0),
 ];
 
-/// What the shown spectra are of: traces, time range, segment seconds, the recording.
-type PsdKey = (Vec<usize>, (f64, f64), f64, usize);
+/// What the spectra are of: the recording, its traces, the time range and segment seconds.
+#[derive(Clone)]
+struct PsdRequest {
+    rec: Arc<Recording>,
+    derivations: Vec<Derivation>,
+    traces: Vec<usize>,
+    range: (f64, f64),
+    segment_s: f64,
+}
+
+impl PartialEq for PsdRequest {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.rec, &other.rec)
+            && self.derivations == other.derivations
+            && self.traces == other.traces
+            && self.range == other.range
+            && self.segment_s == other.segment_s
+    }
+}
 
 pub struct PsdDock {
     log_y: bool,
     log_x: bool,
     bands: bool,
     segment_s: f64,
-    key: Option<PsdKey>,
+    /// Computes the spectra off the UI thread: a night's selection takes seconds on 2 cores.
+    worker: Option<Worker<PsdRequest, PagePsd>>,
     shown: Option<Result<PagePsd, String>>,
     message: Option<Result<String, String>>,
     rect: egui::Rect,
@@ -43,7 +66,7 @@ impl Default for PsdDock {
             log_x: false,
             bands: true,
             segment_s: 2.0,
-            key: None,
+            worker: None,
             shown: None,
             message: None,
             rect: egui::Rect::NOTHING,
@@ -66,22 +89,38 @@ pub fn beside(b: &Browser, suffix: &str) -> PathBuf {
 }
 
 impl PsdDock {
+    /// The spectra of the last request are there (or its error).
+    pub fn ready(&self) -> bool {
+        self.worker.as_ref().is_none_or(|w| w.pending().is_none())
+    }
+
     pub fn ui(&mut self, b: &mut Browser, ui: &mut egui::Ui) {
         let range = b.selection.unwrap_or_else(|| b.visible_span());
-        let traces = b.page_traces();
-        let key = (
-            traces.clone(),
+        let request = PsdRequest {
+            rec: b.rec.clone(),
+            derivations: b.traces.spec.derivations.clone(),
+            traces: b.page_traces(),
             range,
-            self.segment_s,
-            std::sync::Arc::as_ptr(&b.rec) as usize,
-        );
-        if self.key.as_ref() != Some(&key) {
-            let derivations = &b.traces.spec.derivations;
-            self.shown = Some(
-                page_psd(&b.rec, derivations, &traces, range, self.segment_s)
-                    .map_err(|e| e.to_string()),
-            );
-            self.key = Some(key);
+            segment_s: self.segment_s,
+        };
+        let worker = self.worker.get_or_insert_with(|| {
+            Worker::new("ede spectrum", || {
+                Box::new(|r: &PsdRequest, _| {
+                    page_psd(&r.rec, &r.derivations, &r.traces, r.range, r.segment_s)
+                        .map(Some)
+                        .map_err(|e| e.to_string())
+                })
+            })
+        });
+        worker.request(ui.ctx(), request);
+        match worker.poll() {
+            Some(Outcome::Done { output, .. }) => self.shown = Some(Ok(output)),
+            Some(Outcome::Failed { message, .. }) => self.shown = Some(Err(message)),
+            None => {}
+        }
+        if worker.pending().is_some() {
+            // The last spectra stay drawn until the new ones come, said here.
+            worker.spinner(ui, "s");
         }
         ui.horizontal_wrapped(|ui| {
             ui.strong("Power spectrum");
