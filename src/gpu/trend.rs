@@ -198,8 +198,22 @@ impl TrendKernels {
         self.chunk_bytes = bytes.min(CHUNK_BYTES);
     }
 
-    /// Whether `spec`'s parameters fit the kernels (else the CPU computes the trends).
-    pub fn takes(spec: &TrendSpec) -> bool {
+    /// Whether `spec`'s parameters fit the kernels (else the CPU computes the trends): a
+    /// chunk of one segment of each trend must fit the device's buffers.
+    pub fn takes(&self, spec: &TrendSpec) -> bool {
+        let cseg = spec.cdsa.as_ref().map_or(1, |c| c.segment);
+        let aseg = spec.aeeg.as_ref().map_or(1, |a| a.segment);
+        let hist = spec.aeeg.as_ref().map_or(0, |a| a.warm);
+        let least = (cseg / gcd(cseg, aseg) * aseg).max(hist);
+        let rows = match &spec.samples {
+            Samples::Stored { layouts, traces } => layouts.len().max(traces.len()),
+            Samples::Host { traces, .. } => *traces,
+        };
+        let limits = self.ctx.device.limits();
+        let most = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        let fits = ((rows * (hist + least) * 4) as u64) <= most;
         let cdsa = spec.cdsa.as_ref().is_none_or(|c| {
             (2..=MAX_BLOCK).contains(&c.block) && c.blocks >= 1 && c.segment >= c.block
         });
@@ -222,7 +236,7 @@ impl TrendKernels {
             }
             Samples::Host { traces, .. } => *traces > 0,
         };
-        cdsa && aeeg && traces && spec.n > 0
+        fits && cdsa && aeeg && traces && spec.n > 0
     }
 
     fn envelope_pipeline(&mut self, bp: usize, all: usize) -> wgpu::ComputePipeline {
@@ -244,7 +258,7 @@ impl TrendKernels {
         cancel: &AtomicBool,
         on_chunk: &mut dyn FnMut(ChunkResult),
     ) -> Result<bool, GpuTrendError> {
-        assert!(Self::takes(spec), "parameters the kernels take");
+        assert!(self.takes(spec), "parameters the kernels take");
         let started = std::time::Instant::now();
         let ctx = self.ctx.clone();
         let traces = match &spec.samples {
