@@ -10,7 +10,7 @@ use super::{Shape, TrendError, TrendJob, Trends, WARM_S, assemble, cdsa_unit, ru
 use crate::analysis::Backend;
 use crate::dsp::aeeg::{design, margins, rank};
 use crate::dsp::montage::apply::derive_on;
-use crate::dsp::spectrum::{WelchParams, hann};
+use crate::dsp::spectrum::hann;
 use crate::gpu::trend::{
     AeegSpec, CdsaSpec, ChunkResult, GpuTrendError, Samples, TraceDef, TrendKernels, TrendSpec,
 };
@@ -200,53 +200,4 @@ fn aeeg_spec(shape: &Shape, job: &TrendJob) -> Option<AeegSpec> {
             })
             .collect(),
     })
-}
-
-/// Welch's densities of `rows` (finite samples at `fs`, one segment each, as `Welch::psd` of
-/// `params` gives them) on `kernels`; `None` where they do not take the rows.
-pub(super) fn welch(
-    kernels: &mut TrendKernels,
-    rows: &[Vec<f32>],
-    fs: f64,
-    params: &WelchParams,
-) -> Result<Option<Vec<Vec<f64>>>, TrendError> {
-    let n = rows.first().map_or(0, Vec::len);
-    let read = |start: usize, len: usize| -> Result<Vec<Vec<f32>>, ReadError> {
-        Ok(rows
-            .iter()
-            .map(|r| r[start..start + len].to_vec())
-            .collect())
-    };
-    let window = hann(params.segment);
-    let power: f64 = window.iter().map(|w| w * w).sum();
-    let spec = TrendSpec {
-        n,
-        samples: Samples::Host {
-            traces: rows.len(),
-            read: &read,
-        },
-        cdsa: Some(CdsaSpec {
-            rows: (0..rows.len()).map(|t| vec![t]).collect(),
-            segment: n,
-            block: params.segment,
-            step: params.step(),
-            blocks: params.segments(n),
-            window,
-            scale: 1.0 / (fs * power),
-            db: 0.0,
-        }),
-        aeeg: None,
-    };
-    if !kernels.takes(&spec) {
-        return Ok(None);
-    }
-    let mut psd = vec![Vec::new(); rows.len()];
-    kernels.run(&spec, &AtomicBool::new(false), &mut |chunk| {
-        for (out, p) in psd.iter_mut().zip(chunk.power) {
-            if let Some(db) = p.first() {
-                *out = db.iter().map(|&v| 10f64.powf(v as f64 / 10.0)).collect();
-            }
-        }
-    })?;
-    Ok(Some(psd))
 }

@@ -471,15 +471,13 @@ impl PagePsd {
 }
 
 /// The densities of `traces` over `(t0, t1)` seconds, Welch segments of `segment_s` (shorter
-/// when the range is), half overlapped; their FFTs on `kernels` where there are some and they
-/// take the range (the CDSA's kernel, the range one segment), else on the CPU's cores.
+/// when the range is), half overlapped.
 pub fn page_psd(
     rec: &Recording,
     derivations: &[Derivation],
     traces: &[usize],
     (t0, t1): (f64, f64),
     segment_s: f64,
-    kernels: Option<&mut crate::gpu::trend::TrendKernels>,
 ) -> Result<PagePsd, TrendError> {
     let first = *traces
         .first()
@@ -502,27 +500,20 @@ pub fn page_psd(
     let welch = Welch::new(fs, params);
     let data = derive(rec, derivations, &same, start, len)?;
     let (unit, per_unit) = reading_unit(&signal.unit);
-    let filled: Vec<Vec<f32>> = data
-        .into_par_iter()
+    let psd: Vec<Vec<f64>> = data
+        .par_iter()
         .map(|x| {
             // A gap's NaN samples would blank every bin: they count as the mean.
             let finite: Vec<f32> = x.iter().copied().filter(|v| v.is_finite()).collect();
             let mean = finite.iter().map(|&v| v as f64).sum::<f64>() / finite.len().max(1) as f64;
-            (x.iter())
+            let filled: Vec<f32> = (x.iter())
                 .map(|&v| if v.is_finite() { v } else { mean as f32 })
-                .collect()
+                .collect();
+            welch
+                .psd(&filled)
+                .unwrap_or_else(|| vec![f64::NAN; params.bins()])
         })
         .collect();
-    let on_gpu = match kernels {
-        Some(k) => gpu::welch(k, &filled, fs, &params)?,
-        None => None,
-    };
-    let psd: Vec<Vec<f64>> = match on_gpu {
-        Some(psd) => psd,
-        None => (filled.par_iter())
-            .map(|x| (welch.psd(x)).unwrap_or_else(|| vec![f64::NAN; params.bins()]))
-            .collect(),
-    };
     Ok(PagePsd {
         fs,
         labels: same

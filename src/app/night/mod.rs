@@ -113,7 +113,6 @@ impl Night {
         let on_gpu = crate::app::default_backend(gpu) == crate::analysis::Backend::Gpu;
         if let Some(g) = gpu.filter(|_| on_gpu && self.trends.gpu.is_none()) {
             self.trends.gpu = Some(g.clone());
-            self.psd.gpu = Some(g.clone());
         }
     }
 
@@ -122,10 +121,8 @@ impl Night {
         self.trends.result()
     }
 
-    /// The trends (and a long selection's spectrum) on `gpu` whatever it is: tests run the
-    /// GPU's path on lavapipe.
+    /// The trends on `gpu` whatever it is: tests run the GPU's path on lavapipe.
     pub fn trends_on(&mut self, gpu: crate::gpu::GpuContext) {
-        self.psd.gpu = Some(gpu.clone());
         self.trends.gpu = Some(gpu);
     }
 

@@ -15,8 +15,6 @@ use crate::app::browser::Browser;
 use crate::app::browser::format::{nice_amplitude, unit_text};
 use crate::app::worker::{Outcome, Worker};
 use crate::dsp::montage::Derivation;
-use crate::gpu::GpuContext;
-use crate::gpu::trend::TrendKernels;
 use crate::recording::Recording;
 
 /// The bands shaded, Hz, by their Greek letters: a name must fit inside delta's few points on a 0-100 Hz
@@ -28,9 +26,6 @@ const BANDS: [(&str, f64, f64); 5] = [
     ("β", 13.0, 30.0),
     ("γ", 30.0, 45.0),
 ];
-
-/// Ranges longer than this (seconds) have their FFTs on the GPU, where there is one.
-const GPU_FROM_S: f64 = 120.0;
 
 /// What the spectra are of: the recording, its traces, the time range and segment seconds.
 #[derive(Clone)]
@@ -59,8 +54,6 @@ pub struct PsdDock {
     segment_s: f64,
     /// Computes the spectra off the UI thread: a night's selection takes seconds on 2 cores.
     worker: Option<Worker<PsdRequest, PagePsd>>,
-    /// The device a long selection's FFTs run on (the trends' device), where there is one.
-    pub(super) gpu: Option<GpuContext>,
     shown: Option<Result<PagePsd, String>>,
     message: Option<Result<String, String>>,
     rect: egui::Rect,
@@ -74,7 +67,6 @@ impl Default for PsdDock {
             bands: true,
             segment_s: 2.0,
             worker: None,
-            gpu: None,
             shown: None,
             message: None,
             rect: egui::Rect::NOTHING,
@@ -111,15 +103,10 @@ impl PsdDock {
             range,
             segment_s: self.segment_s,
         };
-        let gpu = self.gpu.clone();
         let worker = self.worker.get_or_insert_with(|| {
-            Worker::new("ede spectrum", move || {
-                let mut kernels = gpu.as_ref().and_then(TrendKernels::new);
-                Box::new(move |r: &PsdRequest, _| {
-                    // A page's few blocks are quicker on the CPU than a trip to the GPU.
-                    let long = r.range.1 - r.range.0 > GPU_FROM_S;
-                    let on = kernels.as_mut().filter(|_| long);
-                    page_psd(&r.rec, &r.derivations, &r.traces, r.range, r.segment_s, on)
+            Worker::new("ede spectrum", || {
+                Box::new(|r: &PsdRequest, _| {
+                    page_psd(&r.rec, &r.derivations, &r.traces, r.range, r.segment_s)
                         .map(Some)
                         .map_err(|e| e.to_string())
                 })

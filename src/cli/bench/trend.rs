@@ -46,9 +46,6 @@ struct Report {
     read_warm_s: f64,
     /// Samples through the whole pass per second, warm, both trends.
     samples_per_s: f64,
-    /// The spectrum dock's densities (2 s segments) of every channel over the first hour, on
-    /// the CPU (warm).
-    psd_hour_cpu_s: f64,
     /// The GPU's figures, where one with f64 in shaders opened.
     gpu: Option<GpuFigures>,
 }
@@ -66,8 +63,6 @@ struct GpuFigures {
     max_cdsa_db: f64,
     max_edge_uv: f64,
     max_margin_uv: f64,
-    /// The spectrum dock's first hour, its FFTs on the GPU (warm).
-    psd_hour_s: f64,
 }
 
 pub fn run(args: &TrendBenchArgs) -> anyhow::Result<()> {
@@ -105,13 +100,6 @@ pub fn run(args: &TrendBenchArgs) -> anyhow::Result<()> {
     let t = Instant::now();
     trend::read_only(&rec, &both)?;
     let read_warm_s = t.elapsed().as_secs_f64();
-    let hour = |k: Option<&mut TrendKernels>| -> anyhow::Result<f64> {
-        let t = Instant::now();
-        trend::page_psd(&rec, &derivations, &traces, (0.0, 3600.0), 2.0, k)?;
-        Ok(t.elapsed().as_secs_f64())
-    };
-    hour(None)?;
-    let psd_hour_cpu_s = hour(None)?;
     // The GPU's figures where one with f64 in shaders opens; why not, where none does.
     let kernels = GpuContext::headless()
         .map_err(|e| e.to_string())
@@ -144,7 +132,6 @@ pub fn run(args: &TrendBenchArgs) -> anyhow::Result<()> {
         aeeg_warm_s,
         read_warm_s,
         samples_per_s: samples as f64 / both_warm_s,
-        psd_hour_cpu_s,
         gpu,
     };
     if let Some(g) = &report.gpu {
@@ -245,16 +232,7 @@ fn gpu_figures(
             .fold(0.0, f64::max),
         _ => 0.0,
     };
-    let hour = |k: &mut TrendKernels| -> anyhow::Result<f64> {
-        let t = Instant::now();
-        let traces: Vec<usize> = (0..job.derivations.len()).collect();
-        trend::page_psd(rec, &job.derivations, &traces, (0.0, 3600.0), 2.0, Some(k))?;
-        Ok(t.elapsed().as_secs_f64())
-    };
-    hour(kernels)?;
-    let psd_hour_s = hour(kernels)?;
     Ok(GpuFigures {
-        psd_hour_s,
         adapter,
         both_cold_s,
         first_hour_cold_s,
