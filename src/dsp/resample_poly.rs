@@ -9,7 +9,7 @@ pub fn resample_poly(x: &[f64], up: usize, down: usize) -> Vec<f64> {
         up >= 1 && down >= 1,
         "resample_poly: up and down must be >= 1"
     );
-    let g = gcd(up, down);
+    let g = num_integer::gcd(up, down);
     let (up, down) = (up / g, down / g);
     if up == 1 && down == 1 {
         return x.to_vec();
@@ -78,10 +78,6 @@ fn bessel_i0(x: f64) -> f64 {
         }
     }
     sum
-}
-
-fn gcd(a: usize, b: usize) -> usize {
-    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 #[cfg(test)]

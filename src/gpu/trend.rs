@@ -201,10 +201,8 @@ impl TrendKernels {
     /// Whether `spec`'s parameters fit the kernels (else the CPU computes the trends): a
     /// chunk of one segment of each trend must fit the device's buffers.
     pub fn takes(&self, spec: &TrendSpec) -> bool {
-        let cseg = spec.cdsa.as_ref().map_or(1, |c| c.segment);
-        let aseg = spec.aeeg.as_ref().map_or(1, |a| a.segment);
-        let hist = spec.aeeg.as_ref().map_or(0, |a| a.warm);
-        let least = (cseg / gcd(cseg, aseg) * aseg).max(hist);
+        let Segments { align, hist, .. } = Segments::of(spec);
+        let least = align.max(hist);
         let rows = match &spec.samples {
             Samples::Stored { layouts, traces } => layouts.len().max(traces.len()),
             Samples::Host { traces, .. } => *traces,
@@ -269,10 +267,12 @@ impl TrendKernels {
             Samples::Stored { layouts, .. } => layouts.len(),
             Samples::Host { .. } => 0,
         };
-        let cseg = spec.cdsa.as_ref().map_or(1, |c| c.segment);
-        let aseg = spec.aeeg.as_ref().map_or(1, |a| a.segment);
-        let align = cseg / gcd(cseg, aseg) * aseg;
-        let hist = spec.aeeg.as_ref().map_or(0, |a| a.warm);
+        let Segments {
+            cseg,
+            aseg,
+            align,
+            hist,
+        } = Segments::of(spec);
         let rows = spec.cdsa.as_ref().map_or(0, |c| c.rows.len());
         let bins = spec.cdsa.as_ref().map_or(0, |c| c.block / 2 + 1);
         let blocks = spec.cdsa.as_ref().map_or(0, |c| c.blocks);
@@ -780,6 +780,24 @@ struct InFlight {
     asegs: usize,
 }
 
-fn gcd(a: usize, b: usize) -> usize {
-    if b == 0 { a } else { gcd(b, a % b) }
+/// A spec's segment lengths: the CDSA's and the aEEG's (1 for a trend not asked for), the
+/// least chunk of whole segments of both, and the aEEG's warm-up kept before each chunk.
+struct Segments {
+    cseg: usize,
+    aseg: usize,
+    align: usize,
+    hist: usize,
+}
+
+impl Segments {
+    fn of(spec: &TrendSpec) -> Self {
+        let cseg = spec.cdsa.as_ref().map_or(1, |c| c.segment);
+        let aseg = spec.aeeg.as_ref().map_or(1, |a| a.segment);
+        Segments {
+            cseg,
+            aseg,
+            align: num_integer::lcm(cseg, aseg),
+            hist: spec.aeeg.as_ref().map_or(0, |a| a.warm),
+        }
+    }
 }

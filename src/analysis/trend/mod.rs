@@ -238,10 +238,6 @@ fn pieces(n: usize, align: usize, count: usize) -> Vec<std::ops::Range<usize>> {
         .collect()
 }
 
-fn gcd(a: usize, b: usize) -> usize {
-    if b == 0 { a } else { gcd(b, a % b) }
-}
-
 /// What both paths need of a job: the rate and length, the CDSA's Welch plan and segment,
 /// the traces read (sorted: the CPU's chunks and the GPU's rows are in this order), the aEEG
 /// traces' microvolts per unit, each CDSA row's traces as positions in `read`, and the aEEG
@@ -330,7 +326,7 @@ pub fn run(
         .map(|(t, k)| (t.iter().map(|&t| position(t)).collect(), k.to_vec()))
         .collect();
     let cdsa_segment = cdsa.as_ref().map_or(1, |c| c.1);
-    let align = cdsa_segment / gcd(cdsa_segment, aeeg_segment) * aeeg_segment;
+    let align = num_integer::lcm(cdsa_segment, aeeg_segment);
     let plan = Plan {
         rec,
         job,
