@@ -83,12 +83,10 @@ pub struct TrendSpec<'a> {
     pub aeeg: Option<AeegSpec>,
 }
 
-/// One chunk's results: CDSA segments from `cdsa_first` (`power[row][segment][bin]`, dB), aEEG
-/// segments from `aeeg_first` (`edges[trace][segment]`, lower and upper).
+/// One chunk's results, chunks in order: its CDSA segments (`power[row][segment][bin]`, dB) and
+/// aEEG segments (`edges[trace][segment]`, lower and upper).
 pub struct ChunkResult {
-    pub cdsa_first: usize,
     pub power: Vec<Vec<Vec<f32>>>,
-    pub aeeg_first: usize,
     pub edges: Vec<Vec<(f32, f32)>>,
     /// Samples of every trace done once this chunk is.
     pub done: usize,
@@ -540,9 +538,7 @@ impl TrendKernels {
             drop(view);
             staging.unmap();
             on_chunk(ChunkResult {
-                cdsa_first: c0 / cseg,
                 power,
-                aeeg_first: c0 / aseg,
                 edges,
                 done: c0 + len,
             });
